@@ -1,0 +1,41 @@
+// ch04.activation_gib — 「激活另算：B = 1、T = 4096 约 16.5 GiB」 (Llama-3-8B)
+// Analytic part: an activation model per token per layer with its assumptions explicit.
+// The measured part (a Llama-shaped block under an allocator) arrives with the LibTorch checks.
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ref = claimcheck::ref;
+
+static void activation_gib(claimcheck::Context& ctx) {
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const auto batch = ctx.input("batch").get<std::int64_t>();
+  const auto tokens = ctx.input("tokens").get<std::int64_t>();
+  constexpr double GiB = 1073741824.0;
+
+  // Run: the saved tensors of one layer, per token, times layers and tokens.
+  nlohmann::json saved = nlohmann::json::object();
+  std::int64_t elems = 0;
+  for (const auto& t : ref::saved_per_layer(cfg)) {
+    saved[t.name] = t.elements_per_token;
+    elems += t.elements_per_token;
+  }
+  const double bytes = ref::activation_bytes(cfg, batch, tokens, {});
+
+  // Verify.
+  ctx.measure(bytes / GiB, "GiB");
+  ctx.measure("bytes_per_token_per_layer_over_hidden", 2.0 * elems / cfg.hidden, "count");
+  ctx.detail("saved_elements_per_token_per_layer", saved);
+  ctx.assumption("bf16 activations; FlashAttention-style attention (the T x T probabilities are recomputed, not kept)");
+  ctx.assumption("RMSNorm keeps its input; SwiGLU keeps gate and up outputs and the product fed to down_proj; no dropout");
+  ctx.assumption("logits and the loss are outside the layers and not counted");
+  ctx.alternative("eager attention keeping softmax probabilities",
+                  ref::activation_bytes(cfg, batch, tokens, {2, true, false}) / GiB, "GiB",
+                  "adds heads x T bf16 values per token per layer");
+  ctx.alternative("eager SiLU keeping its output too", ref::activation_bytes(cfg, batch, tokens, {2, false, true}) / GiB,
+                  "GiB", "what a plain PyTorch SiLU * up saves");
+  ctx.pending("measured on a Llama-shaped block under the counting allocator (LibTorch checks, issue 4)");
+}
+CLAIMCHECK_REGISTER(activation_gib).claim("ch04.activation_gib");

@@ -1,0 +1,26 @@
+// ch04.bytes_per_param — 「每个可训练参数 16 字节：bf16 副本 2 + 梯度 2 + fp32 主权重 4 + Adam m、v 4 + 4」
+// The ledger of mixed-precision AdamW, summed from the dtypes each piece is held in.
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ref = claimcheck::ref;
+
+static void bytes_per_param(claimcheck::Context& ctx) {
+  // Prepare: the pieces of state one trainable parameter carries, each with its dtype.
+  const auto terms = ref::mixed_precision_adamw_state();
+
+  // Run: bytes = sum of the dtypes' sizes.
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const auto& t : terms) breakdown[t.role] = ref::dtype_bytes(t.dtype);
+
+  // Verify (against expected/ch04/bytes_per_param.json).
+  ctx.measure(static_cast<double>(ref::bytes_per_param(terms)), "B");
+  ctx.measure("lora_adapter", static_cast<double>(ref::bytes_per_param(ref::lora_adapter_state())), "B");
+  ctx.detail("breakdown_bytes", breakdown);
+  ctx.assumption("bf16 autocast with an fp32 master copy; AdamW keeps m and v in fp32; gradients in bf16");
+  ctx.alternative("pure fp32 training (fp32 weights, fp32 grads, AdamW m, v)", 16, "B",
+                  "4 + 4 + 4 + 4: the same 16 bytes, without a bf16 copy");
+}
+CLAIMCHECK_REGISTER(bytes_per_param).claim("ch04.bytes_per_param");

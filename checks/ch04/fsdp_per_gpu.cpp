@@ -1,0 +1,28 @@
+// ch04.fsdp_per_gpu — 「FSDP 8 卡切状态：每卡 16 GB 放得下全量」 (Llama-3-8B on 8 x H100 80 GB)
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ref = claimcheck::ref;
+
+static void fsdp_per_gpu(claimcheck::Context& ctx) {
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const ref::HardwareSpec gpu = ref::load_hardware_spec(ctx.input_path("hardware"));
+  const int shards = ctx.input("gpus").get<int>();
+
+  // Run: the full fine-tune state sharded evenly (FSDP full shard / ZeRO-3).
+  const double state = static_cast<double>(ref::count_params(cfg).total()) *
+                       ref::bytes_per_param(ref::mixed_precision_adamw_state());
+  const double per_gpu = state / shards;
+
+  // Verify.
+  ctx.measure(per_gpu / 1e9, "GB");
+  ctx.measure_bool("fits", per_gpu < gpu.memory_bytes);
+  ctx.measure("headroom_for_activations", (gpu.memory_bytes - per_gpu) / 1e9, "GB");
+  ctx.assumption("weights, gradients and optimizer state all sharded evenly over " + std::to_string(shards) +
+                 " GPUs; the gathered layer being computed and activations come on top");
+  ctx.alternative("sharded over 4 GPUs", state / 4 / 1e9, "GB", "half the GPUs");
+}
+CLAIMCHECK_REGISTER(fsdp_per_gpu).claim("ch04.fsdp_per_gpu");

@@ -1,0 +1,27 @@
+// ch05.qwen_params — 「Qwen2.5-0.5B：494M 参数」
+// Analytic part from the config; the count on the built LibTorch module arrives with issue 4.
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ref = claimcheck::ref;
+
+static void qwen_params(claimcheck::Context& ctx) {
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+
+  // Run.
+  const ref::ParamCount p = ref::count_params(cfg);
+
+  // Verify.
+  ctx.measure(static_cast<double>(p.total()) / 1e6, "M params");
+  ctx.measure("exact", static_cast<double>(p.total()), "params");
+  ctx.detail("breakdown", {{"embedding (tied with lm_head)", p.embedding}, {"per_layer", p.per_layer()},
+                           {"layers", p.layers}, {"final_norm", p.final_norm}});
+  ctx.assumption("tied embeddings count once; q/k/v biases included (Qwen2)");
+  ctx.alternative("non-embedding parameters", static_cast<double>(p.total() - p.embedding) / 1e6, "M params",
+                  "what the model card calls non-embedding");
+  ctx.pending("counted on the architecture built in LibTorch from this config (issue 4)");
+}
+CLAIMCHECK_REGISTER(qwen_params).claim("ch05.qwen_params");

@@ -1,0 +1,98 @@
+// claimcheck/check.h — the one header a check includes.
+//
+// A check is a plain function that *computes* figures and records them on a
+// Context; it never prints and never holds a tolerance. The runner compares what
+// the check measured with the claim's expected file (expected/chNN/<name>.json)
+// and decides pass / fail / xfail / xpass / skip / error.
+//
+//   static void full_finetune_gb(claimcheck::Context& ctx) {
+//     const auto cfg = claimcheck::ref::load_model_config(ctx.input_path("config"));
+//     ...
+//     ctx.measure(bytes / 1e9, "GB");
+//   }
+//   CLAIMCHECK_REGISTER(full_finetune_gb).claim("ch04.full_finetune_gb");
+//   CLAIMCHECK_REGISTER(attention_fp32).claim("ch02.attention_fp32").needs(Requirement::libtorch);
+//
+// Registration is static (googletest / google-benchmark style): link check
+// objects directly (an OBJECT library) so the registrars are not dropped.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace claimcheck {
+
+struct HardwareInfo;  // harness/src/probe.h; checks reach it through Context::hardware()
+
+// What a check needs to run. A build or machine without it reports "skip" with the reason.
+enum class Requirement { libtorch, python, gpu, numpy };
+const char* to_string(Requirement r);
+
+class Context {
+ public:
+  virtual ~Context() = default;
+
+  virtual const std::string& claim_id() const = 0;
+
+  // inputs.<name> of the claim's expected file, resolved against the repository root.
+  virtual std::filesystem::path input_path(const std::string& name) const = 0;
+  // inputs.<name> as JSON (for structured inputs such as a quantisation format).
+  virtual const nlohmann::json& input(const std::string& name) const = 0;
+
+  // The primary figure of the claim (compared with the expected file's `value`).
+  virtual void measure(double value, const std::string& unit) = 0;
+  // A named figure (compared with `also.<name>` when the expected file states one;
+  // otherwise reported as a measurement).
+  virtual void measure(const std::string& name, double value, const std::string& unit) = 0;
+  virtual void measure_bool(const std::string& name, bool value) = 0;
+  // A value derived on this machine that a `band` comparison can be relative to.
+  virtual void derive(const std::string& name, double value, const std::string& unit) = 0;
+
+  // Explanations: the assumptions that produce the figure, and the figure under
+  // the common alternatives (the report shows all of them).
+  virtual void assumption(const std::string& text) = 0;
+  virtual void alternative(const std::string& name, double value, const std::string& unit,
+                           const std::string& assumptions) = 0;
+  virtual void detail(const std::string& key, const nlohmann::json& value) = 0;
+  // A part of the claim whose check arrives later: listed in the report as pending,
+  // never counted as passed.
+  virtual void pending(const std::string& what) = 0;
+
+  // Stop the check and report "skip" with this reason (never a pass).
+  [[noreturn]] virtual void skip(const std::string& reason) = 0;
+
+  virtual std::uint64_t seed() const = 0;
+  virtual const HardwareInfo& hardware() const = 0;
+  // The run's seven records (commit, data revision, config, environment, seed, hardware, logs),
+  // exactly as the report carries them.
+  virtual nlohmann::json records() const = 0;
+};
+
+using CheckFn = void (*)(Context&);
+
+// Builder returned by CLAIMCHECK_REGISTER; records file and line of registration.
+class CheckBuilder {
+ public:
+  CheckBuilder(CheckFn fn, const char* fn_name, const char* file, int line);
+  CheckBuilder& claim(const std::string& id);
+  CheckBuilder& needs(Requirement r);
+
+ private:
+  std::size_t index_;
+};
+
+}  // namespace claimcheck
+
+#define CLAIMCHECK_CONCAT_(a, b) a##b
+#define CLAIMCHECK_CONCAT(a, b) CLAIMCHECK_CONCAT_(a, b)
+namespace claimcheck::detail {
+CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int line);
+}
+#define CLAIMCHECK_REGISTER(fn)                                                        \
+  [[maybe_unused]] static ::claimcheck::CheckBuilder& CLAIMCHECK_CONCAT(claimcheck_reg_, \
+                                                                        __LINE__) =     \
+      ::claimcheck::detail::make_check(&fn, #fn, __FILE__, __LINE__)

@@ -1,0 +1,401 @@
+// claimcheck list | run | account — the command line (design.md).
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "claimcheck/ref/ledger.h"
+#include "errors.h"
+#include "expected.h"
+#include "outcome.h"
+#include "probe.h"
+#include "records.h"
+#include "registry.h"
+#include "report.h"
+#include "runner.h"
+#include "tolerance.h"
+
+#ifndef CLAIMCHECK_SOURCE_DIR
+#define CLAIMCHECK_SOURCE_DIR "."
+#endif
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* kUsage = R"(usage:
+  claimcheck list    [--chapter chNN]... [--label L]... [--claim ID|GLOB]... [--expected DIR] [--json]
+  claimcheck run     [--chapter chNN]... [--label L]... [--claim ID|GLOB]... [--expected DIR]
+                     [--report DIR] [--benchmarks FILE] [--seed N] [--quiet]
+  claimcheck account --config FILE [--hardware FILE] [--lora-r N] [--lora-targets a,b,...]
+                     [--quant FILE] [--tokens N] [--batch N] [--json]
+common: --root DIR (the repository; default: the source tree this binary was built from, or $CLAIMCHECK_ROOT)
+exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped
+)";
+
+struct Args {
+  std::string command;
+  std::map<std::string, std::vector<std::string>> opts;
+  std::set<std::string> flags;
+};
+
+Args parse_args(int argc, char** argv) {
+  static const std::set<std::string> valued = {"--chapter", "--label",  "--claim",  "--expected",     "--report",
+                                               "--seed",    "--config", "--hardware", "--lora-r", "--lora-targets",
+                                               "--quant",   "--tokens", "--batch",  "--root", "--benchmarks"};
+  static const std::set<std::string> flags = {"--json", "--quiet", "--help"};
+  Args a;
+  if (argc < 2) throw InputError("missing command (list, run, account); see --help");
+  a.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i], v;
+    const auto eq = k.find('=');
+    const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      v = k.substr(eq + 1);
+      k = k.substr(0, eq);
+    }
+    if (flags.count(k)) {
+      a.flags.insert(k);
+    } else if (valued.count(k)) {
+      if (!inline_value) {
+        if (i + 1 >= argc) throw InputError(k + ": missing value");
+        v = argv[++i];
+      }
+      a.opts[k].push_back(v);
+    } else {
+      throw InputError("unknown option '" + k + "' for '" + a.command + "'; see --help");
+    }
+  }
+  return a;
+}
+
+std::string one(const Args& a, const std::string& k, const std::string& dflt = "") {
+  auto it = a.opts.find(k);
+  if (it == a.opts.end()) return dflt;
+  if (it->second.size() > 1) throw InputError(k + ": given more than once");
+  return it->second.front();
+}
+
+std::int64_t positive(const Args& a, const std::string& k, std::int64_t dflt) {
+  const std::string s = one(a, k);
+  if (s.empty()) return dflt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end || v <= 0) throw InputError(k + ": '" + s + "' is not a positive integer");
+  return v;
+}
+
+fs::path repo_root(const Args& a) {
+  std::string r = one(a, "--root");
+  if (r.empty()) {
+    const char* env = std::getenv("CLAIMCHECK_ROOT");
+    r = env && *env ? env : CLAIMCHECK_SOURCE_DIR;
+  }
+  if (!fs::is_directory(r)) throw InputError("--root: '" + r + "' is not a directory");
+  return fs::absolute(r);
+}
+
+Selection selection_of(const Args& a) {
+  Selection s;
+  auto get = [&](const char* k) { return a.opts.count(k) ? a.opts.at(k) : std::vector<std::string>{}; };
+  s.chapters = get("--chapter");
+  s.claims = get("--claim");
+  s.labels = get("--label");
+  return s;
+}
+
+// Loads expected files and checks that every registered check has one.
+std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
+  validate_registry();
+  auto cat = load_expected_dir(dir);
+  for (const auto& c : registry())
+    if (!cat.count(c.id))
+      throw InputError(c.file + ":" + std::to_string(c.line) + ": check '" + c.id + "' has no expected file in " +
+                       dir.string());
+  return cat;
+}
+
+fs::path expected_dir_of(const Args& a, const fs::path& root) {
+  const std::string e = one(a, "--expected");
+  return e.empty() ? root / "expected" : fs::absolute(e);
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string upper(Status s, bool not_impl) {
+  if (not_impl) return "TODO ";
+  std::string u = to_string(s);
+  for (auto& c : u) c = static_cast<char>(std::toupper(c));
+  while (u.size() < 5) u += ' ';
+  return u;
+}
+
+// ---- list ---------------------------------------------------------------------
+int cmd_list(const Args& a) {
+  const fs::path root = repo_root(a);
+  const auto cat = load_catalogue(expected_dir_of(a, root));
+  const auto ids = select_claims(cat, selection_of(a));
+  const HardwareInfo hw = probe_hardware();
+  Capabilities caps(&hw);
+  json out = json::array();
+  for (const auto& id : ids) {
+    const Expected& e = cat.at(id);
+    std::string runnable = "yes";
+    if (e.pending) {
+      runnable = "not implemented yet: " + *e.pending;
+    } else if (const CheckInfo* c = find_check(id)) {
+      for (Requirement r : c->needs)
+        if (auto why = caps.missing(r)) {
+          runnable = std::string("skips: needs ") + to_string(r) + " (" + *why + ")";
+          break;
+        }
+    } else {
+      runnable = "error: no check registered";
+    }
+    out.push_back({{"id", id}, {"kind", e.kinds}, {"requires", e.requires}, {"runnable", runnable}, {"title", e.title}});
+  }
+  if (a.flags.count("--json")) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& o : out) {
+    std::string kinds, reqs;
+    for (const auto& k : o["kind"]) kinds += (kinds.empty() ? "" : "+") + k.get<std::string>();
+    for (const auto& r : o["requires"]) reqs += (reqs.empty() ? "" : ",") + r.get<std::string>();
+    std::printf("%-34s %-20s %-16s %s\n", o["id"].get<std::string>().c_str(), kinds.c_str(),
+                reqs.empty() ? "-" : reqs.c_str(), o["runnable"].get<std::string>().c_str());
+  }
+  std::printf("%zu claims\n", out.size());
+  return 0;
+}
+
+// ---- run ----------------------------------------------------------------------
+int cmd_run(const Args& a) {
+  const fs::path root = repo_root(a);
+  const fs::path expected_dir = expected_dir_of(a, root);
+  const auto cat = load_catalogue(expected_dir);
+  const Selection sel = selection_of(a);
+  const auto ids = select_claims(cat, sel);
+  const std::string seed_s = one(a, "--seed", "20260929");
+  char* end = nullptr;
+  const unsigned long long seed = std::strtoull(seed_s.c_str(), &end, 10);
+  if (*end || seed_s.empty()) throw InputError("--seed: '" + seed_s + "' is not a non-negative integer");
+  const std::string report_dir = one(a, "--report");
+  const bool quiet = a.flags.count("--quiet") > 0;
+
+  const HardwareInfo hw = probe_hardware();
+  Capabilities caps(&hw);
+  json run_config = {{"command", "run"},
+                     {"chapters", sel.chapters},
+                     {"claims", sel.claims},
+                     {"labels", sel.labels},
+                     {"expected_dir", expected_dir.string()},
+                     {"report_dir", report_dir},
+                     {"seed", seed},
+                     {"selected", ids.size()}};
+  json logs = report_dir.empty() ? json{{"run_log", "stdout"}, {"checkpoints", json::array()}}
+                                 : json{{"run_log", "run.log"}, {"checkpoints", json::array()}};
+  json records_cache;
+  RecordInputs rin{root, expected_dir, run_config, seed, &hw, logs};
+  RunContextInputs in{root, seed, &hw, [&]() {
+                        if (records_cache.is_null()) records_cache = build_records(rin);
+                        return records_cache;
+                      }};
+
+  std::vector<ClaimResult> results;
+  std::ostringstream log;
+  for (const auto& id : ids) {
+    results.push_back(run_claim(cat.at(id), in, caps));
+    const auto& r = results.back();
+    std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
+    log << line << "\n";
+    const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
+    if (!quiet || bad || ids.size() == 1) std::cout << line << "\n";
+  }
+  const Summary s = summarize(results);
+  std::ostringstream sum;
+  sum << s.total << " claims: " << s.by_status.at("pass") << " pass, " << s.by_status.at("fail") << " fail, "
+      << s.by_status.at("xfail") << " xfail, " << s.by_status.at("xpass") << " xpass, " << s.by_status.at("error")
+      << " error, " << s.by_status.at("skip") - s.not_implemented << " skip, " << s.not_implemented
+      << " not implemented yet";
+  log << sum.str() << "\n";
+  if (!quiet || ids.size() > 1) std::cout << sum.str() << "\n";
+
+  if (!report_dir.empty()) {
+    Report rep;
+    rep.generated_at = now_utc();
+    rep.records = in.records();
+    rep.claims = results;
+    const std::string bench = one(a, "--benchmarks");
+    if (!bench.empty()) {
+      std::ifstream bin(bench);
+      if (!bin) throw InputError(bench + ": field '(file)': cannot be read");
+      try {
+        rep.benchmarks = json::parse(bin);
+      } catch (const std::exception& ex) {
+        throw InputError(bench + ": field '(json)': " + ex.what());
+      }
+      if (!rep.benchmarks.is_array()) throw InputError(bench + ": field '(json)': expected a list of benchmark ratios");
+    }
+    write_report(report_dir, rep);
+    std::ofstream(fs::path(report_dir) / "run.log") << log.str();
+    if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";
+  }
+  return exit_status(results);
+}
+
+// ---- account ------------------------------------------------------------------
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string() + ": field '(file)': cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+int cmd_account(const Args& a) {
+  const fs::path root = repo_root(a);
+  const std::string config = one(a, "--config");
+  if (config.empty()) throw InputError("account: --config FILE is required");
+  const ref::ModelConfig c = ref::load_model_config(config);
+  const ref::HardwareSpec hw =
+      ref::load_hardware_spec(one(a, "--hardware", (root / "reference/data/hardware/h100-sxm.json").string()));
+  const int r = static_cast<int>(positive(a, "--lora-r", 16));
+  const auto targets = a.opts.count("--lora-targets") ? split_commas(one(a, "--lora-targets")) : ref::all_linear_targets();
+  const std::string qpath = one(a, "--quant", (root / "reference/data/quant/nf4-bnb-default.json").string());
+  const ref::QuantFormat q = ref::parse_quant_format(read_all(qpath), qpath);
+  const std::int64_t tokens = positive(a, "--tokens", 4096), batch = positive(a, "--batch", 1);
+
+  const ref::ParamCount p = ref::count_params(c);
+  const std::int64_t params = p.total();
+  const std::int64_t lora = ref::lora_trainable(c, r, targets);
+  const std::int64_t full_bpp = ref::bytes_per_param(ref::mixed_precision_adamw_state());
+  const std::int64_t lora_bpp = ref::bytes_per_param(ref::lora_adapter_state());
+  const double full = static_cast<double>(params) * full_bpp;
+  const double base_bf16 = static_cast<double>(params) * 2;
+  const double lora_bytes = base_bf16 + static_cast<double>(lora) * lora_bpp;
+  const double qbase = ref::quantized_weight_bytes(c, q);
+  const double decode_bytes = ref::decode_bytes_per_token(c, {});
+  const double decode_s = decode_bytes / hw.bandwidth;
+  const double pf = ref::prefill_flops(params, tokens);
+  const double act = ref::activation_bytes(c, batch, tokens, {});
+  const double act_ckpt = ref::checkpointed_activation_bytes(c, batch, tokens, 2);
+  const std::int64_t kv = ref::kv_cache_bytes_per_token(c, 2);
+
+  json j = {
+      {"config", config},
+      {"model_type", c.model_type},
+      {"params", params},
+      {"params_breakdown",
+       {{"embedding", p.embedding}, {"lm_head", p.lm_head}, {"tied_embeddings", c.tie_embeddings},
+        {"per_layer", p.per_layer()}, {"attention_per_layer", p.attention_per_layer},
+        {"mlp_per_layer", p.mlp_per_layer}, {"norms_per_layer", p.norms_per_layer}, {"layers", p.layers},
+        {"final_norm", p.final_norm}}},
+      {"lora", {{"r", r}, {"targets", targets}, {"trainable", lora},
+                {"fraction_of_base", static_cast<double>(lora) / params},
+                {"fraction_of_total", static_cast<double>(lora) / (params + lora)}}},
+      {"training_bytes",
+       {{"bytes_per_trainable_param", full_bpp},
+        {"full_finetune", full},
+        {"lora", lora_bytes},
+        {"lora_bytes_per_trainable_param", lora_bpp},
+        {"qlora", qbase + static_cast<double>(lora) * lora_bpp},
+        {"qlora_base", qbase},
+        {"quant_format", {{"file", qpath}, {"name", q.name}, {"bits", q.bits}, {"block_size", q.block_size},
+                          {"scale_bytes", q.scale_bytes}, {"double_quant", q.double_quant},
+                          {"keep_bf16", q.keep_bf16}, {"bits_per_param", q.bits_per_param()}}},
+        {"excludes", "activations, KV cache, framework overhead"}}},
+      {"kv_cache_bytes_per_token", kv},
+      {"kv_cache_dtype", "bf16"},
+      {"activations", {{"batch", batch}, {"tokens", tokens}, {"bytes", act}, {"checkpointed_bytes", act_ckpt},
+                       {"model", "FlashAttention-style, bf16, saved tensors per layer per token (see reference/ledger.h)"}}},
+      {"hardware", {{"file", hw.file}, {"name", hw.name}, {"bandwidth_bytes_per_s", hw.bandwidth},
+                    {"bf16_dense_flops", hw.peak_flops}}},
+      {"decode", {{"bytes_per_token", decode_bytes}, {"ms_per_token", decode_s * 1e3}, {"tokens_per_s", 1 / decode_s},
+                  {"intensity_flop_per_byte", 2.0 * params / decode_bytes}}},
+      {"prefill", {{"tokens", tokens}, {"flops", pf}, {"ms", pf / hw.peak_flops * 1e3},
+                   {"intensity_flop_per_byte", pf / base_bf16}}},
+      {"ridge_flop_per_byte", hw.ridge()}};
+  if (a.flags.count("--json")) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  auto gb = [](double b) { return fmt(b / 1e9) + " GB"; };
+  std::cout << "config            " << config << " (" << c.model_type << ")\n"
+            << "parameters        " << params << "  (" << fmt(params / 1e9) << " B; embedding " << p.embedding
+            << (c.tie_embeddings ? ", tied" : ", lm_head " + std::to_string(p.lm_head)) << ", " << p.layers << " x "
+            << p.per_layer() << " per layer)\n"
+            << "LoRA r=" << r << "        " << lora << " trainable (" << fmt(100.0 * lora / params)
+            << "% of the base)\n"
+            << "full fine-tune    " << gb(full) << "  (" << full_bpp << " B/param, without activations)\n"
+            << "LoRA              " << gb(lora_bytes) << "  (bf16 base " << gb(base_bf16) << " + " << lora_bpp
+            << " B x trainable)\n"
+            << "QLoRA             " << gb(qbase + static_cast<double>(lora) * lora_bpp) << "  (" << q.name << ": "
+            << fmt(q.bits_per_param()) << " bits/param → base " << gb(qbase) << ")\n"
+            << "activations       " << fmt(act / 1073741824.0) << " GiB at B=" << batch << ", T=" << tokens
+            << "; checkpointed " << fmt(act_ckpt / 1073741824.0) << " GiB\n"
+            << "KV cache          " << kv << " B/token (bf16)\n"
+            << "decode on " << hw.name << "  " << fmt(decode_s * 1e3) << " ms/token (" << fmt(1 / decode_s)
+            << " token/s; " << gb(decode_bytes) << " read per token)\n"
+            << "prefill " << tokens << "      " << fmt(pf / 1e12) << " TFLOP → " << fmt(pf / hw.peak_flops * 1e3)
+            << " ms\n"
+            << "ridge             " << fmt(hw.ridge()) << " FLOP/byte\n";
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  try {
+    if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+                      std::string(argv[1]) == "help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (argc >= 2 && std::string(argv[1]) == "--version") {
+      std::cout << "claimcheck " << CLAIMCHECK_VERSION << "\n";
+      return 0;
+    }
+    const Args a = parse_args(argc, argv);
+    if (a.flags.count("--help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a.command == "list") return cmd_list(a);
+    if (a.command == "run") return cmd_run(a);
+    if (a.command == "account") return cmd_account(a);
+    throw InputError("unknown command '" + a.command + "' (list, run, account); see --help");
+  } catch (const InputError& e) {
+    std::cerr << "claimcheck: " << e.what() << "\n";
+    return 2;
+  } catch (const ref::SpecError& e) {
+    std::cerr << "claimcheck: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "claimcheck: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace claimcheck

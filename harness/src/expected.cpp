@@ -1,0 +1,210 @@
+#include "expected.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "errors.h"
+#include "registry.h"
+#include "units.h"
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const json& field(const json& j, const std::string& file, const std::string& path, const char* key) {
+  if (!j.contains(key)) input_error(file, path + key, "missing");
+  return j.at(key);
+}
+
+std::string get_string(const json& j, const std::string& file, const std::string& path, const char* key,
+                       bool required = true) {
+  if (!j.contains(key)) {
+    if (required) input_error(file, path + key, "missing");
+    return "";
+  }
+  const json& v = j.at(key);
+  if (!v.is_string()) input_error(file, path + key, std::string("expected a string, got ") + v.type_name());
+  if (required && v.get<std::string>().empty()) input_error(file, path + key, "empty");
+  return v.get<std::string>();
+}
+
+double get_number(const json& j, const std::string& file, const std::string& path, const char* key) {
+  const json& v = field(j, file, path, key);
+  if (!v.is_number()) input_error(file, path + key, std::string("expected a number, got ") + v.type_name());
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) input_error(file, path + key, "not a finite number");
+  return d;
+}
+
+std::optional<double> opt_number(const json& j, const std::string& file, const std::string& path, const char* key) {
+  if (!j.contains(key)) return std::nullopt;
+  return get_number(j, file, path, key);
+}
+
+std::vector<std::string> get_string_list(const json& j, const std::string& file, const char* key) {
+  const json& v = field(j, file, "", key);
+  if (!v.is_array()) input_error(file, key, std::string("expected a list of strings, got ") + v.type_name());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) input_error(file, std::string(key) + "[" + std::to_string(i) + "]", "expected a string");
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
+}
+
+Comparison parse_compare(const json& c, const std::string& file, const std::string& path) {
+  if (!c.is_object()) input_error(file, path, "expected an object");
+  const std::string p = path + ".";
+  Comparison out;
+  out.rule = get_string(c, file, p, "rule");
+  out.why = get_string(c, file, p, "why");
+  if (out.rule == "close") {
+    if (c.contains("dtype")) {
+      out.dtype = get_string(c, file, p, "dtype");
+      try {
+        dtype_default(out.dtype);
+      } catch (const std::exception& e) {
+        input_error(file, p + "dtype", e.what());
+      }
+    } else {
+      if (!c.contains("atol") && !c.contains("rtol")) input_error(file, p + "rtol", "missing (or atol, or dtype)");
+      out.atol = opt_number(c, file, p, "atol").value_or(0);
+      out.rtol = opt_number(c, file, p, "rtol").value_or(0);
+      if (out.atol < 0) input_error(file, p + "atol", "negative");
+      if (out.rtol < 0) input_error(file, p + "rtol", "negative");
+    }
+  } else if (out.rule == "rounded" || out.rule == "truncated") {
+    out.step = get_number(c, file, p, "step");
+    if (out.step <= 0) input_error(file, p + "step", "must be positive");
+  } else if (out.rule == "bound") {
+    out.min = opt_number(c, file, p, "min");
+    out.max = opt_number(c, file, p, "max");
+    if (!out.min && !out.max) input_error(file, p + "min", "missing (a bound needs min, max or both)");
+    if (out.min && out.max && *out.min > *out.max) input_error(file, p + "max", "smaller than min");
+  } else if (out.rule == "band") {
+    out.relative_to = get_string(c, file, p, "relative_to");
+    out.lo = opt_number(c, file, p, "lo");
+    out.hi = opt_number(c, file, p, "hi");
+    if (!out.lo && !out.hi) input_error(file, p + "lo", "missing (a band needs lo, hi or both)");
+    if (out.lo && out.hi && *out.lo > *out.hi) input_error(file, p + "hi", "smaller than lo");
+  } else if (out.rule == "equal") {
+  } else {
+    input_error(file, p + "rule", "unknown rule '" + out.rule + "' (close, rounded, truncated, bound, band, equal)");
+  }
+  return out;
+}
+
+Statement parse_statement(const json& j, const std::string& file, const std::string& name, const std::string& path) {
+  Statement s;
+  s.name = name;
+  const std::string p = path.empty() ? "" : path + ".";
+  const json& v = field(j, file, p, "value");
+  if (v.is_number()) {
+    if (!std::isfinite(v.get<double>())) input_error(file, p + "value", "not a finite number");
+  } else if (!v.is_boolean()) {
+    input_error(file, p + "value", std::string("expected a number or a boolean, got ") + v.type_name());
+  }
+  s.value = v;
+  s.unit = get_string(j, file, p, "unit");
+  if (!known_unit(s.unit)) input_error(file, p + "unit", "unknown unit '" + s.unit + "' (" + known_units_list() + ")");
+  if (v.is_boolean() && s.unit != "bool") input_error(file, p + "unit", "a boolean value has unit 'bool'");
+  s.compare = parse_compare(field(j, file, p, "compare"), file, p + "compare");
+  if (v.is_boolean() && s.compare.rule != "equal") input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
+  return s;
+}
+
+}  // namespace
+
+Expected load_expected_file(const fs::path& path) {
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) input_error(file, "(file)", "cannot be read");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(buf.str());
+  } catch (const json::parse_error& e) {
+    input_error(file, "(json)", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
+
+  Expected e;
+  e.file = path;
+  e.raw = j;
+  const json& schema = field(j, file, "", "schema");
+  if (!schema.is_number_integer() || schema.get<int>() != kExpectedSchema)
+    input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
+  e.id = get_string(j, file, "", "id");
+  static const std::regex id_re("^(ch0[1-9])\\.([a-z0-9_]+)$");
+  std::smatch m;
+  if (!std::regex_match(e.id, m, id_re)) input_error(file, "id", "'" + e.id + "' is not of the form chNN.name");
+  e.chapter = m[1];
+  const std::string stem = path.stem().string(), dir = path.parent_path().filename().string();
+  if (dir + "." + stem != e.id) input_error(file, "id", "'" + e.id + "' does not match the file's place " + dir + "/" + stem + ".json");
+  e.title = get_string(j, file, "", "title");
+  e.source = get_string(j, file, "", "source");
+  e.source_en = get_string(j, file, "", "source_en", false);
+  e.kinds = get_string_list(j, file, "kind");
+  if (e.kinds.empty()) input_error(file, "kind", "empty");
+  for (const auto& k : e.kinds)
+    if (std::find(known_kinds().begin(), known_kinds().end(), k) == known_kinds().end())
+      input_error(file, "kind", "unknown kind '" + k + "' (analytic, numeric, measured, phenomenon)");
+  e.requires = get_string_list(j, file, "requires");
+  for (const auto& r : e.requires) {
+    Requirement req;
+    if (!parse_requirement(r, &req)) input_error(file, "requires", "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
+  }
+  if (j.contains("setup_specific")) {
+    if (!j["setup_specific"].is_boolean()) input_error(file, "setup_specific", "expected a boolean");
+    e.setup_specific = j["setup_specific"].get<bool>();
+  }
+  e.statements.push_back(parse_statement(j, file, "value", ""));
+  if (j.contains("also")) {
+    const json& also = j["also"];
+    if (!also.is_object()) input_error(file, "also", "expected an object of named statements");
+    for (const auto& [k, v] : also.items()) {
+      if (!v.is_object()) input_error(file, "also." + k, "expected an object");
+      e.statements.push_back(parse_statement(v, file, k, "also." + k));
+    }
+  }
+  const std::string expect = j.contains("expect") ? get_string(j, file, "", "expect") : "pass";
+  if (expect == "xfail") {
+    e.xfail = true;
+    e.xfail_reason = get_string(j, file, "", "xfail_reason");
+  } else if (expect != "pass") {
+    input_error(file, "expect", "'" + expect + "' is neither 'pass' nor 'xfail'");
+  }
+  if (j.contains("pending")) e.pending = get_string(j, file, "", "pending");
+  if (j.contains("inputs")) {
+    if (!j["inputs"].is_object()) input_error(file, "inputs", "expected an object");
+    e.inputs = j["inputs"];
+  }
+  return e;
+}
+
+std::map<std::string, Expected> load_expected_dir(const fs::path& dir) {
+  if (!fs::is_directory(dir)) input_error(dir.string(), "(dir)", "not a directory of expected files");
+  std::vector<fs::path> files;
+  for (const auto& ch : fs::directory_iterator(dir)) {
+    if (!ch.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(ch.path()))
+      if (f.path().extension() == ".json") files.push_back(f.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::string, Expected> out;
+  for (const auto& f : files) {
+    Expected e = load_expected_file(f);
+    const std::string id = e.id;
+    if (!out.emplace(id, std::move(e)).second) input_error(f.string(), "id", "'" + id + "' appears twice");
+  }
+  if (out.empty()) input_error(dir.string(), "(dir)", "holds no expected files (chNN/<name>.json)");
+  return out;
+}
+
+}  // namespace claimcheck

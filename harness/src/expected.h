@@ -1,0 +1,47 @@
+// A claim's expected file (expected/chNN/<name>.json), parsed and validated.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tolerance.h"
+
+namespace claimcheck {
+
+inline constexpr int kExpectedSchema = 1;
+
+struct Statement {
+  std::string name;       // "value" for the primary figure, else the key under "also"
+  nlohmann::json value;   // number or bool
+  std::string unit;
+  Comparison compare;
+};
+
+struct Expected {
+  std::filesystem::path file;
+  std::string id, chapter, title, source, source_en;
+  std::vector<std::string> kinds, requires;
+  bool setup_specific = false;
+  std::vector<Statement> statements;  // [0] is the primary
+  bool xfail = false;
+  std::string xfail_reason;
+  std::optional<std::string> pending;  // the check has not arrived yet: why / which issue
+  nlohmann::json inputs = nlohmann::json::object();
+  nlohmann::json raw;
+};
+
+// Parses one file. Throws InputError "<file>: field '<f>': ..." on anything malformed.
+Expected load_expected_file(const std::filesystem::path& file);
+// All of expected/ch*/ *.json, by id. Throws InputError on the first bad file.
+std::map<std::string, Expected> load_expected_dir(const std::filesystem::path& dir);
+
+inline const std::vector<std::string>& known_kinds() {
+  static const std::vector<std::string> k = {"analytic", "numeric", "measured", "phenomenon"};
+  return k;
+}
+
+}  // namespace claimcheck

@@ -1,0 +1,161 @@
+#include "outcome.h"
+
+namespace claimcheck {
+using nlohmann::json;
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::pass: return "pass";
+    case Status::fail: return "fail";
+    case Status::skip: return "skip";
+    case Status::xfail: return "xfail";
+    case Status::xpass: return "xpass";
+    case Status::error: return "error";
+  }
+  return "?";
+}
+
+bool parse_status(const std::string& s, Status* out) {
+  for (Status v : {Status::pass, Status::fail, Status::skip, Status::xfail, Status::xpass, Status::error})
+    if (s == to_string(v)) {
+      *out = v;
+      return true;
+    }
+  return false;
+}
+
+Summary summarize(const std::vector<ClaimResult>& results) {
+  Summary s;
+  for (Status v : {Status::pass, Status::fail, Status::skip, Status::xfail, Status::xpass, Status::error})
+    s.by_status[to_string(v)] = 0;
+  for (const auto& r : results) {
+    ++s.by_status[to_string(r.status)];
+    if (r.not_implemented) ++s.not_implemented;
+    s.pending_parts += static_cast<int>(r.pending_parts.size());
+    ++s.total;
+  }
+  return s;
+}
+
+int exit_status(const std::vector<ClaimResult>& results) {
+  bool any_error = false, any_fail = false, all_skip = !results.empty();
+  for (const auto& r : results) {
+    any_error |= r.status == Status::error;
+    any_fail |= r.status == Status::fail || r.status == Status::xpass;
+    all_skip &= r.status == Status::skip;
+  }
+  if (any_error) return 2;
+  if (any_fail) return 1;
+  if (all_skip) return 77;
+  return 0;
+}
+
+void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
+  bool all_ok = true;
+  std::string first_bad;
+  int compared = 0;
+  for (const auto& m : r.measurements) {
+    if (!m.compared) continue;
+    ++compared;
+    if (!m.ok && first_bad.empty()) first_bad = (m.name == "value" ? "" : m.name + ": ") + m.verdict;
+    all_ok &= m.ok;
+  }
+  if (compared == 0) {
+    r.status = Status::error;
+    r.reason = "nothing was compared";
+    return;
+  }
+  const auto& primary = r.measurements.front();
+  if (xfail) {
+    r.status = all_ok ? Status::xpass : Status::xfail;
+    r.reason = all_ok ? "expected to fail (" + xfail_reason + ") but every comparison held: " + primary.verdict
+                      : "expected failure: " + xfail_reason + " — " + first_bad;
+  } else {
+    r.status = all_ok ? Status::pass : Status::fail;
+    r.reason = all_ok ? primary.verdict : first_bad;
+  }
+}
+
+json to_json(const ClaimResult& r) {
+  json ms = json::array();
+  for (const auto& m : r.measurements) {
+    json o = {{"name", m.name}, {"value", m.value}, {"unit", m.unit}, {"compared", m.compared}};
+    if (m.compared) {
+      o["ok"] = m.ok;
+      o["verdict"] = m.verdict;
+      o["stated"] = m.stated;
+      o["why"] = m.why;
+    }
+    ms.push_back(o);
+  }
+  json details = r.details;
+  details["measurements"] = ms;
+  details["assumptions"] = r.assumptions;
+  details["alternatives"] = r.alternatives;
+  details["pending"] = r.pending_parts;
+  details["check"] = r.check_location;
+  details["seconds"] = r.seconds;
+  return {{"id", r.id},
+          {"chapter", r.chapter},
+          {"title", r.title},
+          {"source", r.source},
+          {"kind", r.kinds},
+          {"requires", r.requires},
+          {"setup_specific", r.setup_specific},
+          {"status", to_string(r.status)},
+          {"reason", r.reason},
+          {"not_implemented", r.not_implemented},
+          {"stated", r.stated},
+          {"measured", r.measured},
+          {"details", details}};
+}
+
+ClaimResult claim_from_json(const json& j) {
+  ClaimResult r;
+  r.id = j.at("id");
+  r.chapter = j.at("chapter");
+  r.title = j.value("title", "");
+  r.source = j.value("source", "");
+  r.kinds = j.at("kind").get<std::vector<std::string>>();
+  r.requires = j.value("requires", std::vector<std::string>{});
+  r.setup_specific = j.value("setup_specific", false);
+  if (!parse_status(j.at("status").get<std::string>(), &r.status))
+    throw std::runtime_error("unknown status " + j.at("status").dump());
+  r.reason = j.at("reason");
+  r.not_implemented = j.value("not_implemented", false);
+  r.stated = j.at("stated");
+  r.measured = j.at("measured");
+  json d = j.at("details");
+  for (const auto& m : d.value("measurements", json::array())) {
+    Measurement x;
+    x.name = m.at("name");
+    x.value = m.at("value");
+    x.unit = m.at("unit");
+    x.compared = m.at("compared");
+    if (x.compared) {
+      x.ok = m.at("ok");
+      x.verdict = m.at("verdict");
+      x.stated = m.at("stated");
+      x.why = m.at("why");
+    }
+    r.measurements.push_back(x);
+  }
+  r.assumptions = d.value("assumptions", std::vector<std::string>{});
+  r.alternatives = d.value("alternatives", json::array());
+  r.pending_parts = d.value("pending", std::vector<std::string>{});
+  r.check_location = d.value("check", "");
+  r.seconds = d.value("seconds", 0.0);
+  for (const char* k : {"measurements", "assumptions", "alternatives", "pending", "check", "seconds"}) d.erase(k);
+  r.details = d;
+  return r;
+}
+
+json to_json(const Summary& s) {
+  json j = s.by_status;
+  j["not_implemented"] = s.not_implemented;
+  j["pending_parts"] = s.pending_parts;
+  j["total"] = s.total;
+  return j;
+}
+
+}  // namespace claimcheck

@@ -1,0 +1,63 @@
+// Outcomes of checks and their folding into an exit status (design.md).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace claimcheck {
+
+enum class Status { pass, fail, skip, xfail, xpass, error };
+const char* to_string(Status s);
+bool parse_status(const std::string& s, Status* out);
+
+struct Measurement {
+  std::string name;            // "value" for the primary figure
+  nlohmann::json value;        // number or bool
+  std::string unit;
+  bool compared = false;       // an expected statement judged it
+  bool ok = false;
+  std::string verdict;         // one line: the comparison and its result
+  nlohmann::json stated;       // the stated value (when compared)
+  std::string why;             // the tolerance's why (when compared)
+};
+
+struct ClaimResult {
+  std::string id, chapter, title, source;
+  std::vector<std::string> kinds, requires;
+  bool setup_specific = false;
+  Status status = Status::error;
+  std::string reason;
+  bool not_implemented = false;       // skip because the check has not arrived yet
+  nlohmann::json stated = nlohmann::json::object();    // {value, unit}
+  nlohmann::json measured = nlohmann::json::object();  // {value, unit} of the primary, or null
+  std::vector<Measurement> measurements;
+  std::vector<std::string> assumptions;
+  nlohmann::json alternatives = nlohmann::json::array();
+  nlohmann::json details = nlohmann::json::object();
+  std::vector<std::string> pending_parts;
+  std::string check_location;          // file:line of the registration
+  double seconds = 0;
+};
+
+struct Summary {
+  std::map<std::string, int> by_status;  // pass, fail, skip, xfail, xpass, error (all present)
+  int not_implemented = 0;               // among skip: checks not arrived yet
+  int pending_parts = 0;                 // parts of claims listed as pending
+  int total = 0;
+};
+Summary summarize(const std::vector<ClaimResult>& results);
+
+// 0: nothing failed, errored or passed unexpectedly (and something ran or was an xfail);
+// 1: a fail or an xpass; 2: an error; 77: everything selected was skipped.
+int exit_status(const std::vector<ClaimResult>& results);
+
+// Decide pass/fail/xfail/xpass from the comparisons (all must hold).
+void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason);
+
+nlohmann::json to_json(const ClaimResult& r);
+ClaimResult claim_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const Summary& s);
+
+}  // namespace claimcheck

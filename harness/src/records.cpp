@@ -1,0 +1,139 @@
+#include "records.h"
+
+#include <link.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sha256.h"
+
+#ifndef CLAIMCHECK_BUILD_TYPE
+#define CLAIMCHECK_BUILD_TYPE "unknown"
+#endif
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::optional<std::string> run_command(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return std::nullopt;
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  if (rc != 0) return std::nullopt;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+std::string tree_hash(const fs::path& root, const std::vector<fs::path>& dirs) {
+  std::vector<fs::path> files;
+  for (const auto& d : dirs) {
+    const fs::path abs = d.is_absolute() ? d : root / d;
+    if (!fs::exists(abs)) continue;
+    if (fs::is_regular_file(abs)) {
+      files.push_back(abs);
+      continue;
+    }
+    for (const auto& e : fs::recursive_directory_iterator(abs))
+      if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  Sha256 h;
+  for (const auto& f : files) {
+    h.update(fs::relative(f, root).generic_string());
+    h.update("\0", 1);
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    h.update(ss.str());
+    h.update("\0", 1);
+  }
+  return h.hex();
+}
+
+namespace {
+int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::set<std::string>*>(data);
+  std::string name = info->dlpi_name ? info->dlpi_name : "";
+  if (name.find("blas") != std::string::npos || name.find("mkl") != std::string::npos) {
+    std::error_code ec;
+    fs::path real = fs::canonical(name, ec);
+    out->insert(ec ? name : real.string());
+  }
+  return 0;
+}
+}  // namespace
+
+json environment_record() {
+  json env;
+  env["claimcheck_version"] = CLAIMCHECK_VERSION;
+  env["compiler"] = std::string(
+#if defined(__clang__)
+      "clang "
+#elif defined(__GNUC__)
+      "g++ "
+#endif
+      ) + __VERSION__;
+  env["cxx_standard"] = static_cast<long>(__cplusplus);
+  env["build_type"] = CLAIMCHECK_BUILD_TYPE;
+  const std::string tv = torch_version();
+  env["libtorch"] = tv.empty() ? json("not built with LibTorch") : json(tv);
+  std::set<std::string> blas;
+  dl_iterate_phdr(collect_blas, &blas);
+  env["blas_loaded"] = blas.empty() ? json("none loaded") : json(std::vector<std::string>(blas.begin(), blas.end()));
+  const std::string cv = cuda_runtime_version();
+  env["cuda_runtime"] = cv.empty() ? json("not built with CUDA") : json(cv);
+#ifdef CLAIMCHECK_CUDA_COMPILER_VERSION
+  env["nvcc"] = CLAIMCHECK_CUDA_COMPILER_VERSION;
+#endif
+  auto py = run_command("python3 --version");
+  env["python"] = py ? json(*py) : json("python3 not found");
+  struct utsname u {};
+  if (uname(&u) == 0) env["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  return env;
+}
+
+json build_records(const RecordInputs& in) {
+  json r;
+  auto commit = run_command("git -C '" + in.root.string() + "' rev-parse HEAD");
+  if (commit) {
+    auto dirty = run_command("git -C '" + in.root.string() + "' status --porcelain --untracked-files=no");
+    r["commit"] = {{"sha", *commit}, {"dirty", dirty && !dirty->empty()}};
+  } else {
+    r["commit"] = nullptr;  // not a git checkout: the record is missing, and ch06.seven_records says so
+  }
+  r["data_revision"] = {
+      {"sha256", tree_hash(in.root, {in.expected_dir, "reference/data"})},
+      {"covers", {fs::relative(in.expected_dir, in.root).generic_string(), "reference/data"}}};
+  r["config"] = in.run_config;
+  r["environment"] = environment_record();
+  r["seed"] = in.seed;
+  r["hardware"] = in.hardware ? to_json(*in.hardware) : json(nullptr);
+  r["logs"] = in.logs;
+  return r;
+}
+
+int count_complete_records(const json& records, std::vector<std::string>* missing) {
+  int n = 0;
+  for (const auto& name : record_names()) {
+    bool ok = records.is_object() && records.contains(name);
+    if (ok) {
+      const json& v = records.at(name);
+      ok = !(v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_object() && v.empty()) ||
+             (v.is_array() && v.empty()));
+    }
+    if (ok)
+      ++n;
+    else if (missing)
+      missing->push_back(name);
+  }
+  return n;
+}
+
+}  // namespace claimcheck

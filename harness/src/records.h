@@ -1,0 +1,43 @@
+// The series' seven records of a reproducible experiment (ch06.seven_records):
+// commit, data revision, config, environment, seed, hardware, logs (and checkpoints).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probe.h"
+
+namespace claimcheck {
+
+inline const std::vector<std::string>& record_names() {
+  static const std::vector<std::string> n = {"commit", "data_revision", "config", "environment",
+                                             "seed",   "hardware",      "logs"};
+  return n;
+}
+
+struct RecordInputs {
+  std::filesystem::path root;          // repository root
+  std::filesystem::path expected_dir;
+  nlohmann::json run_config;           // the effective selection and options
+  std::uint64_t seed = 0;
+  const HardwareInfo* hardware = nullptr;
+  nlohmann::json logs;                 // where the run's log and checkpoints are
+};
+
+nlohmann::json build_records(const RecordInputs& in);
+// How many of the seven are present and non-empty (null, "", {} and [] count as missing).
+int count_complete_records(const nlohmann::json& records, std::vector<std::string>* missing = nullptr);
+
+// Environment pieces, also used by `claimcheck list`.
+nlohmann::json environment_record();
+std::string torch_version();   // "" when not built with LibTorch (torch_info*.cpp)
+std::string torch_config();    // at::show_config(), "" without LibTorch
+std::optional<std::string> run_command(const std::string& cmd);  // stdout, trimmed; nullopt on failure
+// sha256 over the sorted relative paths and contents of every file under the given folders.
+std::string tree_hash(const std::filesystem::path& root, const std::vector<std::filesystem::path>& dirs);
+
+}  // namespace claimcheck

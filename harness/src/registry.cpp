@@ -1,0 +1,83 @@
+#include "registry.h"
+
+#include <map>
+
+#include "errors.h"
+
+namespace claimcheck {
+
+void input_error(const std::string& file, const std::string& field, const std::string& what) {
+  throw InputError(file + ": field '" + field + "': " + what);
+}
+
+const char* to_string(Requirement r) {
+  switch (r) {
+    case Requirement::libtorch: return "libtorch";
+    case Requirement::python: return "python";
+    case Requirement::gpu: return "gpu";
+    case Requirement::numpy: return "numpy";
+  }
+  return "?";
+}
+
+bool parse_requirement(const std::string& s, Requirement* out) {
+  for (Requirement r : {Requirement::libtorch, Requirement::python, Requirement::gpu, Requirement::numpy}) {
+    if (s == to_string(r)) {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<CheckInfo>& registry() {
+  static std::vector<CheckInfo> checks;
+  return checks;
+}
+
+CheckBuilder::CheckBuilder(CheckFn fn, const char* fn_name, const char* file, int line)
+    : index_(registry().size()) {
+  CheckInfo info;
+  info.fn = fn;
+  info.fn_name = fn_name;
+  info.file = file;
+  info.line = line;
+  registry().push_back(std::move(info));
+}
+
+CheckBuilder& CheckBuilder::claim(const std::string& id) {
+  registry()[index_].id = id;
+  return *this;
+}
+
+CheckBuilder& CheckBuilder::needs(Requirement r) {
+  registry()[index_].needs.push_back(r);
+  return *this;
+}
+
+namespace detail {
+CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int line) {
+  // Registrars live for the whole program, like googletest's TestInfo objects.
+  return *new CheckBuilder(fn, fn_name, file, line);
+}
+}  // namespace detail
+
+void validate_registry() {
+  std::map<std::string, const CheckInfo*> seen;
+  for (const auto& c : registry()) {
+    const std::string where = c.file + ":" + std::to_string(c.line);
+    if (c.id.empty()) input_error(where, "claim", "check '" + c.fn_name + "' is registered without .claim(id)");
+    auto [it, fresh] = seen.emplace(c.id, &c);
+    if (!fresh)
+      input_error(where, "claim", "'" + c.id + "' is already registered at " + it->second->file + ":" +
+                                      std::to_string(it->second->line));
+  }
+}
+
+const CheckInfo* find_check(const std::string& id) {
+  for (const auto& c : registry())
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+}  // namespace claimcheck

@@ -1,0 +1,27 @@
+// The registry of checks (internal). Checks register through check.h.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "claimcheck/check.h"
+
+namespace claimcheck {
+
+struct CheckInfo {
+  std::string id;        // claim id, e.g. ch04.full_finetune_gb
+  CheckFn fn = nullptr;
+  std::string fn_name;
+  std::string file;
+  int line = 0;
+  std::vector<Requirement> needs;
+};
+
+std::vector<CheckInfo>& registry();
+// The check registered for `id`, or nullptr. Throws if an id is registered twice.
+const CheckInfo* find_check(const std::string& id);
+// Throws InputError naming file:line for a check registered without .claim() or twice.
+void validate_registry();
+
+bool parse_requirement(const std::string& s, Requirement* out);
+
+}  // namespace claimcheck

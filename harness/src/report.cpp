@@ -1,0 +1,295 @@
+#include "report.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "tolerance.h"
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json report_to_json(const Report& r) {
+  json claims = json::array();
+  for (const auto& c : r.claims) claims.push_back(to_json(c));
+  return {{"schema", kReportSchema},       {"generated_at", r.generated_at},
+          {"records", r.records},          {"summary", to_json(summarize(r.claims))},
+          {"claims", claims},              {"benchmarks", r.benchmarks}};
+}
+
+Report report_from_json(const json& j) {
+  if (!j.is_object() || j.value("schema", "") != kReportSchema)
+    throw std::runtime_error(std::string("not a ") + kReportSchema + " document");
+  Report r;
+  r.generated_at = j.value("generated_at", "");
+  r.records = j.at("records");
+  for (const auto& c : j.at("claims")) r.claims.push_back(claim_from_json(c));
+  r.benchmarks = j.value("benchmarks", json::array());
+  return r;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+namespace {
+
+std::string value_text(const json& v, const std::string& unit) {
+  if (v.is_null()) return "—";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return fmt(v.get<double>()) + (unit.empty() || unit == "bool" ? "" : " " + unit);
+  return v.dump();
+}
+std::string stated_text(const ClaimResult& c) { return value_text(c.stated.value("value", json()), c.stated.value("unit", "")); }
+std::string measured_text(const ClaimResult& c) {
+  if (!c.measured.is_object()) return "—";
+  return value_text(c.measured.value("value", json()), c.measured.value("unit", ""));
+}
+std::string verdict_label(const ClaimResult& c) {
+  if (c.status == Status::skip && c.not_implemented) return "not implemented";
+  return to_string(c.status);
+}
+
+std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& r) {
+  std::map<std::string, std::vector<const ClaimResult*>> m;
+  for (const auto& c : r.claims) m[c.chapter].push_back(&c);
+  return m;
+}
+
+const std::map<std::string, std::string>& chapter_titles() {
+  static const std::map<std::string, std::string> t = {
+      {"ch01", "Python usage layer"},
+      {"ch02", "NumPy / Pandas / Matplotlib"},
+      {"ch03", "PyTorch (1): five objects, twenty lines"},
+      {"ch04", "PyTorch (2): the memory ledger"},
+      {"ch05", "Hugging Face: three files, six libraries, LoRA SFT"},
+      {"ch06", "GPU intuition and experiment management"}};
+  return t;
+}
+
+std::string summary_line(const Summary& s) {
+  std::ostringstream o;
+  o << s.total << " claims: " << s.by_status.at("pass") << " pass, " << s.by_status.at("fail") << " fail, "
+    << s.by_status.at("xfail") << " xfail, " << s.by_status.at("xpass") << " xpass, " << s.by_status.at("error")
+    << " error, " << (s.by_status.at("skip") - s.not_implemented) << " skip, " << s.not_implemented
+    << " not implemented yet; " << s.pending_parts << " parts of claims pending";
+  return o.str();
+}
+
+std::string md_cell(std::string s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+class JsonWriter : public ReportWriter {
+ public:
+  std::string filename() const override { return "report.json"; }
+  std::string render(const Report& r) const override { return report_to_json(r).dump(2) + "\n"; }
+};
+
+class MarkdownWriter : public ReportWriter {
+ public:
+  std::string filename() const override { return "report.md"; }
+  std::string render(const Report& r) const override {
+    std::ostringstream o;
+    o << "# claimcheck report\n\n" << summary_line(summarize(r.claims)) << ".\n\n";
+    o << "Generated " << r.generated_at << ". Commit `" << r.records.value("commit", json::object()).value("sha", "unknown")
+      << "`.\n";
+    for (const auto& [ch, claims] : by_chapter(r)) {
+      auto t = chapter_titles().find(ch);
+      o << "\n## " << ch << (t != chapter_titles().end() ? " · " + t->second : "") << "\n\n";
+      o << "| claim | source | stated | measured | verdict | why |\n|---|---|---|---|---|---|\n";
+      for (const auto* c : claims)
+        o << "| `" << c->id << "` | " << md_cell(c->source) << " | " << md_cell(stated_text(*c)) << " | "
+          << md_cell(measured_text(*c)) << " | **" << verdict_label(*c) << "** | " << md_cell(c->reason) << " |\n";
+      for (const auto* c : claims) {
+        if (c->assumptions.empty() && c->alternatives.empty() && c->pending_parts.empty()) continue;
+        o << "\n**" << c->id << "**\n";
+        for (const auto& a : c->assumptions) o << "- assumes: " << md_cell(a) << "\n";
+        for (const auto& a : c->alternatives)
+          o << "- under " << md_cell(a.value("name", "")) << ": " << value_text(a.at("value"), a.value("unit", ""))
+            << " (" << md_cell(a.value("assumptions", "")) << ")\n";
+        for (const auto& p : c->pending_parts) o << "- pending: " << md_cell(p) << "\n";
+      }
+    }
+    if (!r.benchmarks.empty()) {
+      o << "\n## Benchmarks\n\n| benchmark | ratio | detail |\n|---|---|---|\n";
+      for (const auto& b : r.benchmarks)
+        o << "| " << md_cell(b.value("name", "")) << " | " << fmt(b.value("ratio", 0.0)) << " | "
+          << md_cell(b.value("detail", "")) << " |\n";
+    }
+    o << "\n## Records\n\n```json\n" << r.records.dump(2) << "\n```\n";
+    return o.str();
+  }
+};
+
+class HtmlWriter : public ReportWriter {
+ public:
+  std::string filename() const override { return "report.html"; }
+  std::string render(const Report& r) const override {
+    const Summary s = summarize(r.claims);
+    std::ostringstream o;
+    o << R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>claimcheck report</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:20px 32px}header h1{margin:0 0 6px;font-size:22px}
+main{max-width:1280px;margin:0 auto;padding:16px 32px 48px}
+.badges span{display:inline-block;margin:4px 8px 0 0;padding:3px 10px;border-radius:12px;font-weight:600;font-size:13px}
+.pass{background:#dff3e4;color:#1b6e34}.fail,.xpass,.error{background:#fde2e1;color:#a4161a}
+.skip{background:#eceff3;color:#4a5565}.xfail{background:#fff1cc;color:#7a5a00}.ni{background:#e8e4f7;color:#4b3a8c}
+section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:20px 0;padding:4px 18px 14px}
+h2{font-size:18px;margin:14px 0 10px}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;vertical-align:top;padding:7px 8px;border-top:1px solid #eef0f3;font-size:14px}
+th{font-size:12px;text-transform:uppercase;color:#5b6474;border-top:0}
+td.id{font-family:ui-monospace,monospace;font-size:12.5px;white-space:nowrap}
+td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
+.verdict{font-weight:700;padding:2px 8px;border-radius:10px;font-size:12px;white-space:nowrap}
+.src{color:#3a4150}.title{color:#5b6474;font-size:12.5px}
+details{margin-top:4px}summary{cursor:pointer;color:#2c5fa8;font-size:12.5px}
+details ul{margin:4px 0 0 16px;padding:0;font-size:12.5px;color:#3a4150}
+pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12px}
+</style></head><body>
+<header><h1>claimcheck — the series' claims, checked on this machine</h1>
+<div>)" << html_escape(summary_line(s)) << "</div><div class=\"badges\">";
+    for (const char* k : {"pass", "fail", "xfail", "xpass", "error"})
+      o << "<span class=\"" << k << "\">" << s.by_status.at(k) << " " << k << "</span>";
+    o << "<span class=\"skip\">" << s.by_status.at("skip") - s.not_implemented << " skip</span>"
+      << "<span class=\"ni\">" << s.not_implemented << " not implemented yet</span></div>"
+      << "<div style=\"font-size:12.5px;margin-top:6px;opacity:.8\">generated " << html_escape(r.generated_at)
+      << " · commit " << html_escape(r.records.value("commit", json::object()).value("sha", "unknown"))
+      << " · " << html_escape(r.records.value("hardware", json::object()).value("cpu_model", "")) << "</div></header><main>";
+    for (const auto& [ch, claims] : by_chapter(r)) {
+      auto t = chapter_titles().find(ch);
+      o << "<section><h2>" << ch << (t != chapter_titles().end() ? " · " + html_escape(t->second) : "")
+        << "</h2><table><tr><th>claim</th><th>the series says</th><th>stated</th><th>measured</th><th>verdict</th><th>why</th></tr>";
+      for (const auto* c : claims) {
+        std::string cls = c->not_implemented ? "ni" : to_string(c->status);
+        o << "<tr><td class=\"id\">" << html_escape(c->id) << "</td><td><div class=\"src\">" << html_escape(c->source)
+          << "</div><div class=\"title\">" << html_escape(c->title) << "</div></td><td class=\"num\">"
+          << html_escape(stated_text(*c)) << "</td><td class=\"num\">" << html_escape(measured_text(*c))
+          << "</td><td><span class=\"verdict " << cls << "\">" << html_escape(verdict_label(*c))
+          << "</span></td><td>" << html_escape(c->reason);
+        const bool more = c->measurements.size() > 1 || !c->assumptions.empty() || !c->alternatives.empty() ||
+                          !c->pending_parts.empty();
+        if (more) {
+          o << "<details><summary>figures, assumptions, alternatives</summary><ul>";
+          for (const auto& m : c->measurements)
+            o << "<li>" << html_escape(m.name) << ": " << html_escape(value_text(m.value, m.unit))
+              << (m.compared ? " — " + html_escape(m.verdict) + " <i>(" + html_escape(m.why) + ")</i>" : "") << "</li>";
+          for (const auto& a : c->assumptions) o << "<li>assumes: " << html_escape(a) << "</li>";
+          for (const auto& a : c->alternatives)
+            o << "<li>under <b>" << html_escape(a.value("name", "")) << "</b>: "
+              << html_escape(value_text(a.at("value"), a.value("unit", ""))) << " — "
+              << html_escape(a.value("assumptions", "")) << "</li>";
+          for (const auto& p : c->pending_parts) o << "<li>pending: " << html_escape(p) << "</li>";
+          o << "</ul></details>";
+        }
+        o << "</td></tr>";
+      }
+      o << "</table></section>";
+    }
+    if (!r.benchmarks.empty()) {
+      o << "<section><h2>Benchmarks (ratios within one run)</h2><table><tr><th>benchmark</th><th>ratio</th><th>detail</th></tr>";
+      for (const auto& b : r.benchmarks)
+        o << "<tr><td class=\"id\">" << html_escape(b.value("name", "")) << "</td><td class=\"num\">"
+          << fmt(b.value("ratio", 0.0)) << "</td><td>" << html_escape(b.value("detail", "")) << "</td></tr>";
+      o << "</table></section>";
+    }
+    o << "<section><h2>The seven records</h2><pre>" << html_escape(r.records.dump(2)) << "</pre></section>";
+    o << "</main></body></html>\n";
+    return o.str();
+  }
+};
+
+class JunitWriter : public ReportWriter {
+ public:
+  std::string filename() const override { return "junit.xml"; }
+  std::string render(const Report& r) const override {
+    const Summary s = summarize(r.claims);
+    std::ostringstream o;
+    o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    o << "<testsuites name=\"claimcheck\" tests=\"" << s.total << "\" failures=\""
+      << s.by_status.at("fail") + s.by_status.at("xpass") << "\" errors=\"" << s.by_status.at("error")
+      << "\" skipped=\"" << s.by_status.at("skip") + s.by_status.at("xfail") << "\">\n";
+    for (const auto& [ch, claims] : by_chapter(r)) {
+      int f = 0, e = 0, sk = 0;
+      for (const auto* c : claims) {
+        f += c->status == Status::fail || c->status == Status::xpass;
+        e += c->status == Status::error;
+        sk += c->status == Status::skip || c->status == Status::xfail;
+      }
+      o << "  <testsuite name=\"" << ch << "\" tests=\"" << claims.size() << "\" failures=\"" << f << "\" errors=\""
+        << e << "\" skipped=\"" << sk << "\">\n";
+      for (const auto* c : claims) {
+        o << "    <testcase classname=\"claimcheck." << ch << "\" name=\"" << html_escape(c->id) << "\" time=\""
+          << c->seconds << "\">";
+        const std::string msg = html_escape(c->reason);
+        switch (c->status) {
+          case Status::pass: break;
+          case Status::fail: o << "<failure message=\"" << msg << "\"/>"; break;
+          case Status::xpass: o << "<failure message=\"unexpected pass: " << msg << "\"/>"; break;
+          case Status::error: o << "<error message=\"" << msg << "\"/>"; break;
+          // JUnit has no expected failure: an xfail is reported as skipped, never as a pass.
+          case Status::xfail: o << "<skipped message=\"xfail: " << msg << "\"/>"; break;
+          case Status::skip: o << "<skipped message=\"" << msg << "\"/>"; break;
+        }
+        o << "</testcase>\n";
+      }
+      o << "  </testsuite>\n";
+    }
+    o << "</testsuites>\n";
+    return o.str();
+  }
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<ReportWriter>> all_writers() {
+  std::vector<std::unique_ptr<ReportWriter>> w;
+  w.push_back(std::make_unique<JsonWriter>());
+  w.push_back(std::make_unique<MarkdownWriter>());
+  w.push_back(std::make_unique<HtmlWriter>());
+  w.push_back(std::make_unique<JunitWriter>());
+  return w;
+}
+
+void write_report(const fs::path& dir, const Report& r) {
+  std::vector<std::pair<fs::path, std::string>> rendered;
+  for (const auto& w : all_writers()) rendered.emplace_back(dir / w->filename(), w->render(r));
+  fs::create_directories(dir);
+  for (const auto& [path, text] : rendered) {
+    fs::path tmp = path;
+    tmp += ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error(tmp.string() + ": cannot be written");
+  }
+  for (const auto& [path, text] : rendered) {
+    fs::path tmp = path;
+    tmp += ".tmp";
+    fs::rename(tmp, path);
+  }
+}
+
+}  // namespace claimcheck

@@ -1,0 +1,40 @@
+// The report: a versioned JSON document and the writers that render it.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "outcome.h"
+
+namespace claimcheck {
+
+inline constexpr const char* kReportSchema = "claimcheck.report/1";
+
+struct Report {
+  std::string generated_at;  // ISO 8601 UTC
+  nlohmann::json records;    // the seven
+  std::vector<ClaimResult> claims;
+  nlohmann::json benchmarks = nlohmann::json::array();  // ratios from Google Benchmark runs, when any
+};
+
+nlohmann::json report_to_json(const Report& r);
+Report report_from_json(const nlohmann::json& j);  // throws on a document of another schema
+
+class ReportWriter {
+ public:
+  virtual ~ReportWriter() = default;
+  virtual std::string filename() const = 0;
+  virtual std::string render(const Report& r) const = 0;
+};
+std::vector<std::unique_ptr<ReportWriter>> all_writers();  // json, md, html, junit
+
+// Renders every writer into memory, writes each to "<name>.tmp" in `dir`, and only when all
+// four are written renames them into place: a run that fails part-way leaves the old report whole.
+void write_report(const std::filesystem::path& dir, const Report& r);
+
+std::string html_escape(const std::string& s);
+
+}  // namespace claimcheck

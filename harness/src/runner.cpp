@@ -1,0 +1,256 @@
+#include "runner.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "errors.h"
+#include "records.h"
+#include "registry.h"
+#include "units.h"
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> labels_of(const Expected& e) {
+  std::vector<std::string> l{e.chapter};
+  l.insert(l.end(), e.kinds.begin(), e.kinds.end());
+  l.insert(l.end(), e.requires.begin(), e.requires.end());
+  if (e.pending) l.push_back("pending");
+  return l;
+}
+
+std::vector<std::string> select_claims(const std::map<std::string, Expected>& cat, const Selection& sel) {
+  std::set<std::string> chapters, labels;
+  for (const auto& [id, e] : cat) {
+    chapters.insert(e.chapter);
+    for (const auto& l : labels_of(e)) labels.insert(l);
+  }
+  for (const auto& k : known_kinds()) labels.insert(k);
+  for (const char* r : {"libtorch", "python", "gpu", "numpy", "pending"}) labels.insert(r);
+  for (const auto& c : sel.chapters)
+    if (!chapters.count(c)) throw InputError("--chapter: unknown chapter '" + c + "' (ch01 .. ch06)");
+  for (const auto& l : sel.labels)
+    if (!labels.count(l)) {
+      std::string all;
+      for (const auto& x : labels) all += (all.empty() ? "" : ", ") + x;
+      throw InputError("--label: unknown label '" + l + "' (" + all + ")");
+    }
+  for (const auto& pat : sel.claims) {
+    bool hit = false;
+    for (const auto& [id, e] : cat) hit |= fnmatch(pat.c_str(), id.c_str(), 0) == 0;
+    if (!hit) {
+      const bool glob = pat.find_first_of("*?[") != std::string::npos;
+      throw InputError("--claim: " + std::string(glob ? "no claim id matches '" : "unknown claim id '") + pat +
+                       "' (see `claimcheck list`)");
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [id, e] : cat) {
+    if (!sel.chapters.empty() &&
+        std::find(sel.chapters.begin(), sel.chapters.end(), e.chapter) == sel.chapters.end())
+      continue;
+    if (!sel.claims.empty() && std::none_of(sel.claims.begin(), sel.claims.end(), [&](const std::string& p) {
+          return fnmatch(p.c_str(), id.c_str(), 0) == 0;
+        }))
+      continue;
+    if (!sel.labels.empty()) {
+      const auto l = labels_of(e);
+      if (std::none_of(sel.labels.begin(), sel.labels.end(),
+                       [&](const std::string& x) { return std::find(l.begin(), l.end(), x) != l.end(); }))
+        continue;
+    }
+    out.push_back(id);
+  }
+  return out;
+}
+
+std::optional<std::string> Capabilities::missing(Requirement r) {
+  auto it = cache_.find(r);
+  if (it != cache_.end()) return it->second;
+  std::optional<std::string> why;
+  switch (r) {
+    case Requirement::libtorch:
+      if (torch_version().empty()) why = "not built with LibTorch (install libtorch-dev and reconfigure)";
+      break;
+    case Requirement::gpu:
+      if (!hw_ || !hw_->gpu) why = hw_ ? hw_->gpu_absent_reason : "no hardware probe";
+      break;
+    case Requirement::python:
+      if (!run_command("python3 -c 'import sys'")) why = "python3 not found";
+      break;
+    case Requirement::numpy:
+      if (!run_command("python3 -c 'import numpy'")) why = "numpy is not importable by python3";
+      break;
+  }
+  return cache_[r] = why;
+}
+
+namespace {
+
+struct SkipSignal {
+  std::string reason;
+};
+
+class ContextImpl final : public Context {
+ public:
+  ContextImpl(const Expected& e, const RunContextInputs& in, ClaimResult& r) : e_(e), in_(in), r_(r) {}
+
+  const std::string& claim_id() const override { return e_.id; }
+
+  fs::path input_path(const std::string& name) const override {
+    const json& v = input(name);
+    if (!v.is_string()) input_error(e_.file.string(), "inputs." + name, "expected a path string");
+    fs::path p = v.get<std::string>();
+    if (p.is_relative()) p = in_.root / p;
+    if (!fs::exists(p)) input_error(e_.file.string(), "inputs." + name, "'" + p.string() + "' does not exist");
+    return p;
+  }
+  const json& input(const std::string& name) const override {
+    if (!e_.inputs.contains(name)) input_error(e_.file.string(), "inputs." + name, "missing (the check asks for it)");
+    return e_.inputs.at(name);
+  }
+
+  void measure(double value, const std::string& unit) override { measure("value", value, unit); }
+  void measure(const std::string& name, double value, const std::string& unit) override {
+    if (!std::isfinite(value))
+      input_error(e_.id, "measured." + name, "is " + std::string(std::isnan(value) ? "NaN" : "infinite"));
+    if (unit.empty()) input_error(e_.id, "measured." + name, "has no unit");
+    if (!known_unit(unit)) input_error(e_.id, "measured." + name, "unknown unit '" + unit + "'");
+    add(name, value, unit);
+  }
+  void measure_bool(const std::string& name, bool value) override { add(name, value, "bool"); }
+  void derive(const std::string& name, double value, const std::string& unit) override {
+    if (!std::isfinite(value)) input_error(e_.id, "derived." + name, "is not finite");
+    derived_[name] = value;
+    r_.details["derived"][name] = {{"value", value}, {"unit", unit}};
+  }
+  void assumption(const std::string& text) override { r_.assumptions.push_back(text); }
+  void alternative(const std::string& name, double value, const std::string& unit,
+                   const std::string& assumptions) override {
+    r_.alternatives.push_back({{"name", name}, {"value", value}, {"unit", unit}, {"assumptions", assumptions}});
+  }
+  void detail(const std::string& key, const json& value) override { r_.details[key] = value; }
+  void pending(const std::string& what) override { r_.pending_parts.push_back(what); }
+  [[noreturn]] void skip(const std::string& reason) override { throw SkipSignal{reason}; }
+  std::uint64_t seed() const override { return in_.seed; }
+  const HardwareInfo& hardware() const override { return *in_.hardware; }
+  json records() const override { return in_.records ? in_.records() : json(nullptr); }
+
+  const std::map<std::string, double>& derived() const { return derived_; }
+
+ private:
+  void add(const std::string& name, const json& value, const std::string& unit) {
+    for (const auto& m : r_.measurements)
+      if (m.name == name) input_error(e_.id, "measured." + name, "measured twice");
+    Measurement m;
+    m.name = name;
+    m.value = value;
+    m.unit = unit;
+    r_.measurements.push_back(m);
+  }
+
+  const Expected& e_;
+  const RunContextInputs& in_;
+  ClaimResult& r_;
+  std::map<std::string, double> derived_;
+};
+
+ClaimResult base_result(const Expected& e) {
+  ClaimResult r;
+  r.id = e.id;
+  r.chapter = e.chapter;
+  r.title = e.title;
+  r.source = e.source;
+  r.kinds = e.kinds;
+  r.requires = e.requires;
+  r.setup_specific = e.setup_specific;
+  r.stated = {{"value", e.statements[0].value}, {"unit", e.statements[0].unit}};
+  r.measured = nullptr;
+  return r;
+}
+
+// Compare every statement of the expected file with what the check measured.
+void judge(const Expected& e, const std::map<std::string, double>& derived, ClaimResult& r) {
+  for (const auto& s : e.statements) {
+    auto it = std::find_if(r.measurements.begin(), r.measurements.end(),
+                           [&](const Measurement& m) { return m.name == s.name; });
+    if (it == r.measurements.end())
+      input_error(e.file.string(), s.name == "value" ? "value" : "also." + s.name,
+                  "the check did not measure '" + s.name + "'");
+    Measurement& m = *it;
+    m.compared = true;
+    m.stated = s.value;
+    m.why = s.compare.why;
+    if (s.value.is_boolean() != m.value.is_boolean())
+      input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
+                  "stated as " + s.unit + " but measured as " + m.unit);
+    if (s.value.is_boolean()) {
+      m.ok = m.value.get<bool>() == s.value.get<bool>();
+      m.verdict = std::string(m.value.get<bool>() ? "true" : "false") + (m.ok ? " as stated" : ", stated ") +
+                  (m.ok ? "" : (s.value.get<bool>() ? "true" : "false"));
+      continue;
+    }
+    auto conv = convert_unit(m.value.get<double>(), m.unit, s.unit);
+    if (!conv)
+      input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
+                  "stated in '" + s.unit + "' but the check measured '" + m.unit + "'");
+    Verdict v = compare_scalar(s.compare, *conv, s.value.get<double>(), derived, s.unit);
+    m.ok = v.ok;
+    m.verdict = v.text;
+    if (s.name == "value") r.measured = {{"value", *conv}, {"unit", s.unit}};
+  }
+}
+
+}  // namespace
+
+ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilities& caps) {
+  ClaimResult r = base_result(e);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CheckInfo* check = find_check(e.id);
+  if (e.pending) {
+    r.status = Status::skip;
+    r.not_implemented = true;
+    r.reason = "not implemented yet: " + *e.pending;
+    if (check) {
+      r.status = Status::error;
+      r.not_implemented = false;
+      r.reason = e.file.string() + ": field 'pending': a check is registered at " + check->file + ":" +
+                 std::to_string(check->line) + "; remove the marker";
+    }
+    return r;
+  }
+  if (!check) {
+    r.status = Status::error;
+    r.reason = "no check is registered for '" + e.id + "' (and its expected file is not marked pending)";
+    return r;
+  }
+  r.check_location = check->file + ":" + std::to_string(check->line);
+  for (Requirement req : check->needs) {
+    if (auto why = caps.missing(req)) {
+      r.status = Status::skip;
+      r.reason = std::string("needs ") + to_string(req) + ": " + *why;
+      return r;
+    }
+  }
+  ContextImpl ctx(e, in, r);
+  try {
+    check->fn(ctx);
+    judge(e, ctx.derived(), r);
+    fold_outcome(r, e.xfail, e.xfail_reason);
+  } catch (const SkipSignal& s) {
+    r.status = Status::skip;
+    r.reason = s.reason;
+  } catch (const std::exception& ex) {
+    r.status = Status::error;
+    r.reason = ex.what();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace claimcheck

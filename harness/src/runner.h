@@ -1,0 +1,53 @@
+// Selection and running of claims (internal).
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "expected.h"
+#include "outcome.h"
+#include "claimcheck/check.h"
+#include "probe.h"
+
+namespace claimcheck {
+
+struct Selection {
+  std::vector<std::string> chapters;  // chNN, exact
+  std::vector<std::string> claims;    // ids or globs (fnmatch)
+  std::vector<std::string> labels;    // chapter, kind, requirement or "pending", exact
+};
+
+// All labels a claim carries: its chapter, kinds, requirements, and "pending" while its check has not arrived.
+std::vector<std::string> labels_of(const Expected& e);
+
+// The ids of `catalogue` that the selection picks, in id order. Within one option the values are
+// alternatives (OR); different options must all hold (AND). Throws InputError for an unknown
+// chapter, id or label, or a glob that matches nothing.
+std::vector<std::string> select_claims(const std::map<std::string, Expected>& catalogue, const Selection& sel);
+
+// Which requirements this build and machine meet; unmet ones carry the reason.
+class Capabilities {
+ public:
+  explicit Capabilities(const HardwareInfo* hw) : hw_(hw) {}
+  // nullopt when available; else why not.
+  std::optional<std::string> missing(Requirement r);
+
+ private:
+  const HardwareInfo* hw_;
+  std::map<Requirement, std::optional<std::string>> cache_;
+};
+
+struct RunContextInputs {
+  std::filesystem::path root;
+  std::uint64_t seed = 0;
+  const HardwareInfo* hardware = nullptr;
+  std::function<nlohmann::json()> records;  // the run's seven records, built on demand
+};
+
+// Run one claim: its check (or its pending skip), then the comparisons with its expected file.
+ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilities& caps);
+
+}  // namespace claimcheck

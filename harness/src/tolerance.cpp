@@ -1,0 +1,151 @@
+#include "tolerance.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace claimcheck {
+
+std::string fmt(double v) {
+  char buf[64];
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else if (std::fabs(v) >= 1e-3 && std::fabs(v) < 1e7) {
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  }
+  return buf;
+}
+
+Tol dtype_default(const std::string& dtype) {
+  // torch.testing.assert_close defaults (rtol, atol) → here (atol, rtol).
+  if (dtype == "fp64") return {1e-7, 1e-7};
+  if (dtype == "fp32") return {1e-5, 1.3e-6};
+  if (dtype == "fp16") return {1e-5, 1e-3};
+  if (dtype == "bf16") return {1e-5, 1.6e-2};
+  throw std::invalid_argument("unknown dtype '" + dtype + "' (fp64, fp32, fp16, bf16)");
+}
+
+namespace {
+std::string pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", share * 100);
+  return buf;
+}
+}  // namespace
+
+Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<std::string, double>& derived,
+                       const std::string& unit) {
+  Verdict out;
+  const std::string u = unit.empty() ? "" : " " + unit;
+  if (!std::isfinite(m)) {
+    out.text = "measured " + fmt(m) + u + " is not a finite number";
+    out.budget_used = INFINITY;
+    return out;
+  }
+  if (c.rule == "close" || c.rule == "rounded") {
+    double allowed;
+    std::string how;
+    if (c.rule == "rounded") {
+      allowed = c.step / 2;
+      how = "stated to " + fmt(c.step) + u;
+    } else {
+      Tol t{c.atol, c.rtol};
+      if (!c.dtype.empty()) t = dtype_default(c.dtype);
+      allowed = t.atol + t.rtol * std::fabs(v);
+      how = "atol " + fmt(t.atol) + ", rtol " + fmt(t.rtol);
+    }
+    const double err = std::fabs(m - v);
+    // A hair of slack for the binary representation of decimal steps (0.05 is not exact).
+    out.ok = err <= allowed * (1 + 1e-12) + 1e-300;
+    out.budget_used = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);
+    out.text = fmt(m) + u + " vs stated " + fmt(v) + u + ": |diff| " + fmt(err) + (out.ok ? " <= " : " > ") +
+               fmt(allowed) + " (" + how + "; " + pct(out.budget_used) + " of budget)";
+  } else if (c.rule == "truncated") {
+    out.ok = m >= v && m < v + c.step;
+    out.budget_used = c.step > 0 ? std::fabs(m - v) / c.step : 0;
+    out.text = fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " +
+               fmt(c.step);
+  } else if (c.rule == "bound") {
+    out.ok = (!c.min || m >= *c.min) && (!c.max || m <= *c.max);
+    std::string range = std::string(c.min ? fmt(*c.min) : "-inf") + " .. " + (c.max ? fmt(*c.max) : "inf");
+    out.text = fmt(m) + u + (out.ok ? " within " : " outside ") + "[" + range + "]" + u + " (stated " + fmt(v) + u +
+               ")";
+  } else if (c.rule == "band") {
+    double ref = v;
+    std::string refname = "stated";
+    if (c.relative_to != "value") {
+      auto it = derived.find(c.relative_to);
+      if (it == derived.end()) {
+        out.text = "band is relative to '" + c.relative_to + "', which the check did not derive";
+        return out;
+      }
+      ref = it->second;
+      refname = c.relative_to;
+    }
+    const double ratio = m / ref;
+    out.ok = std::isfinite(ratio) && (!c.lo || ratio >= *c.lo) && (!c.hi || ratio <= *c.hi);
+    out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band [" +
+               (c.lo ? fmt(*c.lo) : "0") + ", " + (c.hi ? fmt(*c.hi) : "inf") + "]";
+  } else if (c.rule == "equal") {
+    out.ok = m == v;
+    out.text = fmt(m) + u + (out.ok ? " == " : " != ") + "stated " + fmt(v) + u;
+  } else {
+    out.text = "unknown rule '" + c.rule + "'";
+  }
+  return out;
+}
+
+namespace {
+template <typename T>
+ArrayVerdict compare_impl(const T* got, const double* ref, std::size_t n, Tol tol) {
+  ArrayVerdict a;
+  a.n = n;
+  double worst_share = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]);
+    const double r = ref[i];
+    const double allowed = tol.atol + tol.rtol * std::fabs(r);
+    double err = std::fabs(g - r);
+    if (!std::isfinite(g) && std::isfinite(r)) {
+      a.nonfinite = true;
+      err = INFINITY;
+    }
+    const double share = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);
+    if (err > allowed || std::isnan(err)) ++a.violations;
+    if (std::isfinite(err) && err > a.max_abs_error) a.max_abs_error = err;
+    if (share > worst_share || std::isnan(share)) {
+      worst_share = std::isnan(share) ? INFINITY : share;
+      a.worst_index = i;
+      a.worst_got = g;
+      a.worst_ref = r;
+      a.worst_allowed = allowed;
+    }
+  }
+  a.budget_used = n ? worst_share : 0;
+  a.ok = a.violations == 0;
+  if (a.nonfinite) a.max_abs_error = INFINITY;
+  return a;
+}
+}  // namespace
+
+ArrayVerdict compare_arrays(const float* got, const double* ref, std::size_t n, Tol tol) {
+  return compare_impl(got, ref, n, tol);
+}
+ArrayVerdict compare_arrays(const double* got, const double* ref, std::size_t n, Tol tol) {
+  return compare_impl(got, ref, n, tol);
+}
+
+std::string ArrayVerdict::text() const {
+  std::string s = std::to_string(violations) + " of " + std::to_string(n) + " elements out of tolerance; max |err| " +
+                  fmt(max_abs_error) + "; worst at [" + std::to_string(worst_index) + "]: got " + fmt(worst_got) +
+                  ", ref " + fmt(worst_ref) + ", allowed " + fmt(worst_allowed) + " (" + pct(budget_used) +
+                  " of budget)";
+  if (nonfinite) s += "; non-finite output";
+  return s;
+}
+
+}  // namespace claimcheck
