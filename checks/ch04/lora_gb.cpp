@@ -28,7 +28,7 @@ static void lora_gb(claimcheck::Context& ctx) {
   ctx.assumption("adapter parameters: 16 bytes less the bf16 copy = gradient 2 + fp32 master 4 + Adam m, v 8");
   ctx.alternative("the series' arithmetic: parts rounded to 0.01 GB, then added",
                   std::round(base / 1e7) / 100 + std::round(adapter_bpp * trainable / 1e7) / 100, "GB",
-                  "16.06 + 0.59: how a stated 16.7 arises from an exact 16.65-");
+                  "16.06 + 0.59 = 16.65, which rounds up to the stated 16.7");
   ctx.alternative("adapter at the full 16 B/param", (base + 16 * trainable) / 1e9, "GB",
                   "if the adapter also keeps a bf16 copy");
 }

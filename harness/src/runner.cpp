@@ -193,6 +193,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, Clai
       m.ok = m.value.get<bool>() == s.value.get<bool>();
       m.verdict = std::string(m.value.get<bool>() ? "true" : "false") + (m.ok ? " as stated" : ", stated ") +
                   (m.ok ? "" : (s.value.get<bool>() ? "true" : "false"));
+      if (s.name == "value") r.measured = {{"value", m.value}, {"unit", "bool"}};
       continue;
     }
     auto conv = convert_unit(m.value.get<double>(), m.unit, s.unit);

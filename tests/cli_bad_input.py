@@ -1,0 +1,78 @@
+"""Bad input gets one line on stderr naming the file and the field, and exit status 2."""
+import os
+import shutil
+
+from clitest import Tally, args, copy_expected, load, run, save
+
+a = args()
+t = Tally()
+cc = a.claimcheck
+bad = os.path.join(a.root, "tests", "data", "bad")
+
+
+def expect_error(argv, *needles, what):
+    r = run(cc, *argv)
+    err = r.stderr.strip()
+    ok = r.returncode == 2 and err.count("\n") == 0 and all(n in err for n in needles)
+    t.check(ok, f"{what}: exit {r.returncode}, stderr {err!r}")
+
+
+# The CLI itself.
+expect_error(["run", "--claim", "ch04.no_such_claim"], "--claim", "ch04.no_such_claim", what="unknown id")
+expect_error(["run", "--label", "tpu"], "--label", "tpu", what="unknown label")
+expect_error(["run", "--chapter", "ch09"], "--chapter", what="unknown chapter")
+expect_error(["run", "--frobnicate"], "--frobnicate", what="unknown option")
+expect_error(["explode"], "explode", what="unknown command")
+expect_error(["run", "--seed", "x1"], "--seed", what="bad seed")
+expect_error(["run", "--expected", "/nonexistent/dir"], "/nonexistent/dir", what="missing expected dir")
+
+# account: configs that are not (supported) decoder configs, or are broken.
+for f, field in [("bert-base.json", "model_type"), ("negative-hidden.json", "hidden_size"),
+                 ("string-layers.json", "num_hidden_layers"), ("missing-vocab.json", "vocab_size"),
+                 ("truncated.json", "(json)"), ("bad-kv-heads.json", "num_key_value_heads")]:
+    p = os.path.join(bad, f)
+    expect_error(["account", "--config", p], p, f"field '{field}'", what=f"account {f}")
+hw = os.path.join(a.root, "reference", "data", "hardware", "h100-sxm.json")
+expect_error(["account", "--config", hw], hw, "field 'model_type'", what="a file that is not a config")
+expect_error(["account", "--config", "/nonexistent.json"], "/nonexistent.json", what="missing config")
+cfg = os.path.join(a.root, "reference", "data", "configs", "llama-3-8b.json")
+expect_error(["account", "--config", cfg, "--lora-r", "-3"], "--lora-r", what="negative rank")
+expect_error(["account", "--config", cfg, "--hardware", cfg], cfg, "field 'name'", what="config as hardware")
+expect_error(["account"], "--config", what="no config")
+
+# Expected files: malformed, truncated, missing unit, NaN-like value, missing why.
+tmp, exp = copy_expected(a.root)
+target = os.path.join(exp, "ch04", "full_finetune_gb.json")
+original = open(target, encoding="utf-8").read()
+
+
+def with_file(text, field, what):
+    open(target, "w", encoding="utf-8").write(text)
+    expect_error(["run", "--claim", "ch06.ridge", "--expected", exp], target, f"field '{field}'", what=what)
+    open(target, "w", encoding="utf-8").write(original)
+
+
+with_file(original[: len(original) // 2], "(json)", "truncated expected file")
+with_file("{ not json", "(json)", "malformed expected file")
+d = load(target); del d["unit"]
+with_file(__import__("json").dumps(d), "unit", "missing unit")
+d = load(target); d["value"] = "NaN"
+with_file(__import__("json").dumps(d), "value", "NaN value")
+d = load(target); del d["compare"]["why"]
+with_file(__import__("json").dumps(d), "compare.why", "tolerance without why")
+d = load(target); d["also"]["params"]["compare"]["step"] = -1
+with_file(__import__("json").dumps(d), "also.params.compare.step", "negative step")
+d = load(target); d["inputs"]["config"] = "reference/data/configs/none.json"
+open(target, "w", encoding="utf-8").write(__import__("json").dumps(d))
+r = run(cc, "run", "--claim", "ch04.full_finetune_gb", "--expected", exp)
+t.check(r.returncode == 2 and "inputs.config" in r.stdout and "ERROR" in r.stdout,
+        f"missing input file is an error naming the field: {r.returncode} {r.stdout!r}")
+open(target, "w", encoding="utf-8").write(original)
+
+# A check whose expected file is missing, and an expected file without a check.
+os.remove(target)
+expect_error(["run", "--claim", "ch06.ridge", "--expected", exp], "ch04.full_finetune_gb", "no expected file",
+             what="check without expected file")
+open(target, "w", encoding="utf-8").write(original)
+shutil.rmtree(tmp)
+t.finish()

@@ -1,0 +1,49 @@
+"""Every implemented analytic (and phenomenon) claim FAILS when its stated value moves by 50 %
+(booleans flip), read through `claimcheck run --expected DIR`. Comparisons against the value
+(close, rounded, truncated, equal) are moved; bounds and bands are judged by the tolerance tests."""
+import os
+import shutil
+
+from clitest import Tally, args, copy_expected, load, run, save
+
+a = args()
+t = Tally()
+tmp, exp = copy_expected(a.root)
+MOVABLE = {"close", "rounded", "truncated", "equal"}
+
+
+def moved(v):
+    return (not v) if isinstance(v, bool) else v * 1.5
+
+
+cases = []
+for ch in sorted(os.listdir(exp)):
+    for f in sorted(os.listdir(os.path.join(exp, ch))):
+        path = os.path.join(exp, ch, f)
+        d = load(path)
+        if "pending" in d or not ({"analytic", "phenomenon"} & set(d["kind"])):
+            continue
+        cases.append((path, d, None))
+        for name, s in d.get("also", {}).items():
+            if s["compare"]["rule"] in MOVABLE:
+                cases.append((path, d, name))
+
+analytic_ids = {d["id"] for _, d, n in cases if n is None and "analytic" in d["kind"]}
+t.check(len(analytic_ids) >= 20, f"at least 20 implemented analytic claims (found {len(analytic_ids)})")
+
+for path, d, name in cases:
+    original = load(path)
+    m = load(path)
+    target = m if name is None else m["also"][name]
+    target["value"] = moved(target["value"])
+    save(path, m)
+    r = run(a.claimcheck, "run", "--claim", d["id"], "--expected", exp, "--root", a.root)
+    what = f"{d['id']}{'' if name is None else '.' + name} moved to {target['value']}"
+    t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{what}: exit {r.returncode}, {r.stdout.strip()} {r.stderr.strip()}")
+    save(path, original)
+    # And unmoved, it passes (so the failure above was the move's doing).
+    r = run(a.claimcheck, "run", "--claim", d["id"], "--expected", exp, "--root", a.root)
+    t.check(r.returncode == 0 and r.stdout.startswith("PASS"), f"{d['id']} unmoved: exit {r.returncode}, {r.stdout.strip()}")
+
+shutil.rmtree(tmp)
+t.finish()

@@ -1,0 +1,73 @@
+"""`claimcheck run --report DIR` writes all four files with all claims and the seven records;
+a run that fails on bad input leaves the previous report untouched."""
+import json
+import os
+import shutil
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+from clitest import Tally, args, copy_expected, load, run
+
+a = args()
+t = Tally()
+cc = a.claimcheck
+out = tempfile.mkdtemp(prefix="cc_report_")
+
+start = time.monotonic()
+r = run(cc, "run", "--report", out, "--quiet")
+t.check(r.returncode == 0, f"full run exits 0: {r.returncode} {r.stdout[-400:]} {r.stderr}")
+for f in ("report.json", "report.md", "report.html", "junit.xml", "run.log"):
+    t.check(os.path.exists(os.path.join(out, f)), f"{f} written")
+
+rep = load(os.path.join(out, "report.json"))
+t.check(rep["schema"] == "claimcheck.report/1", "schema")
+t.check(len(rep["claims"]) == 57, f"57 claims ({len(rep['claims'])})")
+for rec in ("commit", "data_revision", "config", "environment", "seed", "hardware", "logs"):
+    t.check(rec in rep["records"] and rep["records"][rec] not in (None, "", {}, []), f"record {rec}")
+for c in rep["claims"]:
+    for k in ("id", "chapter", "kind", "status", "reason", "stated", "measured", "details"):
+        t.check(k in c, f"{c.get('id')} has {k}")
+    t.check(c["status"] != "skip" or c["reason"], f"{c['id']}: a skip has a reason")
+    if c["status"] == "pass":
+        t.check(c["measured"] is not None and c["measured"].get("unit"), f"{c['id']}: a pass has a measured value")
+s = rep["summary"]
+t.check(s["total"] == 57 and s["fail"] == 0 and s["error"] == 0 and s["xpass"] == 0, f"summary {s}")
+t.check(s["not_implemented"] > 0 and s["not_implemented"] <= s["skip"], "not implemented counted apart from skips")
+by_id = {c["id"]: c for c in rep["claims"]}
+t.check(by_id["ch04.activation_gib"]["details"]["pending"], "a measured part is listed as pending")
+t.check(by_id["ch04.qlora_gb"]["details"]["alternatives"], "qlora lists alternatives")
+
+junit = ET.parse(os.path.join(out, "junit.xml")).getroot()
+cases = junit.findall(".//testcase")
+t.check(len(cases) == 57, f"junit has 57 testcases ({len(cases)})")
+html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+t.check(html.count("<section>") >= 6 and "全量微调" in html, "html has chapter sections and the source sentences")
+
+# A failed run (bad expected dir) must not touch the good report.
+before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+tmp, exp = copy_expected(a.root)
+open(os.path.join(exp, "ch06", "ridge.json"), "w").write('{"schema": 1, "id": ')
+r = run(cc, "run", "--report", out, "--expected", exp)
+t.check(r.returncode == 2, f"bad input exits 2 ({r.returncode})")
+after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+t.check(before == after, "the previous report is untouched")
+
+# A run with a failing claim still writes a complete report, and exits 1.
+shutil.copy(os.path.join(a.root, "expected", "ch06", "ridge.json"), os.path.join(exp, "ch06", "ridge.json"))
+d = load(os.path.join(exp, "ch06", "ridge.json")); d["value"] = 400
+json.dump(d, open(os.path.join(exp, "ch06", "ridge.json"), "w"))
+r = run(cc, "run", "--label", "analytic", "--report", out, "--expected", exp, "--quiet")
+rep = load(os.path.join(out, "report.json"))
+t.check(r.returncode == 1 and rep["summary"]["fail"] == 1, f"a failing claim: exit {r.returncode}, summary {rep['summary']}")
+
+# The analytic label is fast.
+start = time.monotonic()
+r = run(cc, "run", "--label", "analytic", "--quiet")
+elapsed = time.monotonic() - start
+print(f"claimcheck run --label analytic: {elapsed:.2f} s")
+t.check(r.returncode == 0 and elapsed < 1.0, f"--label analytic under a second ({elapsed:.2f} s, exit {r.returncode})")
+
+shutil.rmtree(tmp)
+shutil.rmtree(out)
+t.finish()

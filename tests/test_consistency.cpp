@@ -1,0 +1,75 @@
+// The catalogue, the expected files and the registered checks agree:
+// every catalogue id has an expected file and either a registered check or a pending marker,
+// and nothing else exists.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "expected.h"
+#include "registry.h"
+
+using namespace claimcheck;
+namespace fs = std::filesystem;
+
+namespace {
+std::set<std::string> ids_in_claims_md(const fs::path& p) {
+  std::ifstream in(p);
+  std::set<std::string> ids;
+  static const std::regex row(R"(^\| (ch0[1-6]\.[a-z0-9_]+) \|)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, row)) ids.insert(m[1]);
+  return ids;
+}
+std::set<std::string> registered_claim_ids() {
+  std::set<std::string> ids;
+  for (const auto& c : registry())
+    if (c.id.rfind("test.", 0) != 0) ids.insert(c.id);  // test-only checks live in the unit tests
+  return ids;
+}
+}  // namespace
+
+TEST(Consistency, CatalogueExpectedFilesAndChecksAgree) {
+  validate_registry();
+  const auto catalogue = ids_in_claims_md(fs::path(CLAIMCHECK_SOURCE_DIR) / "docs/claims.md");
+  ASSERT_EQ(catalogue.size(), 57u);
+  const auto expected = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  std::set<std::string> expected_ids;
+  for (const auto& [id, e] : expected) expected_ids.insert(id);
+  EXPECT_EQ(expected_ids, catalogue);
+
+  const auto registered = registered_claim_ids();
+  for (const auto& [id, e] : expected) {
+    const bool has_check = registered.count(id) > 0;
+    EXPECT_NE(has_check, e.pending.has_value())
+        << id << (has_check ? ": has a check and a pending marker" : ": has neither a check nor a pending marker");
+  }
+  for (const auto& id : registered) EXPECT_TRUE(expected_ids.count(id)) << id << ": a check without an expected file";
+}
+
+TEST(Consistency, ChecksNeedWhatTheirExpectedFilesSay) {
+  const auto expected = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  for (const auto& c : registry()) {
+    if (c.id.rfind("test.", 0) == 0) continue;
+    std::set<std::string> needs, says(expected.at(c.id).requires.begin(), expected.at(c.id).requires.end());
+    for (Requirement r : c.needs) needs.insert(to_string(r));
+    EXPECT_EQ(needs, says) << c.id << " (" << c.file << ":" << c.line << ")";
+  }
+}
+
+TEST(Consistency, OneFilePerClaimWhereTheIdSays) {
+  for (const auto& c : registry()) {
+    if (c.id.rfind("test.", 0) == 0) continue;
+    const std::string chapter = c.id.substr(0, 4), name = c.id.substr(5);
+    EXPECT_NE(c.file.find("checks/" + chapter + "/" + name + ".cpp"), std::string::npos) << c.id << " in " << c.file;
+  }
+}
+
+TEST(Consistency, ProjectCatalogueMatchesTheSharedOne) {
+  const fs::path shared = CLAIMCHECK_SHARED_CLAIMS;
+  if (!fs::exists(shared)) GTEST_SKIP() << "no " << shared << " beside the checkout";
+  EXPECT_EQ(ids_in_claims_md(shared), ids_in_claims_md(fs::path(CLAIMCHECK_SOURCE_DIR) / "docs/claims.md"));
+}

@@ -1,0 +1,84 @@
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "errors.h"
+#include "expected.h"
+
+using namespace claimcheck;
+namespace fs = std::filesystem;
+
+namespace {
+// Writes text to <tmp>/ch04/<name>.json and returns the path.
+fs::path write(const std::string& name, const std::string& text) {
+  fs::path dir = fs::temp_directory_path() / ("cc_expected_" + std::to_string(::getpid())) / "ch04";
+  fs::create_directories(dir);
+  fs::path p = dir / (name + ".json");
+  std::ofstream(p) << text;
+  return p;
+}
+
+std::string valid(const std::string& name, const std::string& tweak = "") {
+  return R"({"schema": 1, "id": "ch04.)" + name + R"(", "title": "t", "source": "s", "kind": ["analytic"],
+  "requires": [], "value": 128.5, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1, "why": "w"})" + tweak + "}";
+}
+
+// The error message names the file and the field.
+void expect_error(const std::string& name, const std::string& text, const std::string& field) {
+  const fs::path p = write(name, text);
+  try {
+    load_expected_file(p);
+    FAIL() << "no error for " << name;
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(p.string()), std::string::npos) << m;
+    EXPECT_NE(m.find("field '" + field + "'"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+  }
+}
+}  // namespace
+
+TEST(Expected, ParsesAValidFile) {
+  Expected e = load_expected_file(write("ok", valid("ok", R"(, "also": {"params": {"value": 8.03, "unit": "B params",
+    "compare": {"rule": "close", "rtol": 0.01, "why": "w"}}}, "inputs": {"config": "x.json"})")));
+  EXPECT_EQ(e.id, "ch04.ok");
+  EXPECT_EQ(e.chapter, "ch04");
+  ASSERT_EQ(e.statements.size(), 2u);
+  EXPECT_EQ(e.statements[0].name, "value");
+  EXPECT_EQ(e.statements[1].name, "params");
+  EXPECT_EQ(e.statements[1].compare.rtol, 0.01);
+  EXPECT_EQ(e.inputs["config"], "x.json");
+  EXPECT_FALSE(e.xfail);
+}
+
+TEST(Expected, BadInputNamesFileAndField) {
+  expect_error("trunc", valid("trunc").substr(0, 40), "(json)");
+  expect_error("nounit", R"({"schema": 1, "id": "ch04.nounit", "title": "t", "source": "s", "kind": ["analytic"],
+    "requires": [], "value": 1, "compare": {"rule": "equal", "why": "w"}})", "unit");
+  expect_error("badunit", valid("badunit").replace(valid("badunit").find("\"GB\""), 4, "\"gigs\""), "unit");
+  expect_error("nowhy", R"({"schema": 1, "id": "ch04.nowhy", "title": "t", "source": "s", "kind": ["analytic"],
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1}})", "compare.why");
+  expect_error("strval", R"({"schema": 1, "id": "ch04.strval", "title": "t", "source": "s", "kind": ["analytic"],
+    "requires": [], "value": "NaN", "unit": "GB", "compare": {"rule": "equal", "why": "w"}})", "value");
+  expect_error("negtol", R"({"schema": 1, "id": "ch04.negtol", "title": "t", "source": "s", "kind": ["analytic"],
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "close", "rtol": -0.1, "why": "w"}})", "compare.rtol");
+  expect_error("rule", R"({"schema": 1, "id": "ch04.rule", "title": "t", "source": "s", "kind": ["analytic"],
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "approx", "why": "w"}})", "compare.rule");
+  expect_error("schema", valid("schema").replace(11, 1, "2"), "schema");
+  expect_error("wrongid", valid("other"), "id");
+  expect_error("kind", valid("kind").replace(valid("kind").find("analytic"), 8, "vibes"), "kind");
+  expect_error("req", valid("req").replace(valid("req").find("[]"), 2, "[\"tpu\"]"), "requires");
+  expect_error("xf", valid("xf", R"(, "expect": "xfail")"), "xfail_reason");
+  expect_error("alsounit", valid("alsounit", R"(, "also": {"p": {"value": 1, "compare": {"rule": "equal", "why": "w"}}})"),
+               "also.p.unit");
+  expect_error("boolrule", R"({"schema": 1, "id": "ch04.boolrule", "title": "t", "source": "s", "kind": ["phenomenon"],
+    "requires": [], "value": true, "unit": "bool", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}})", "compare.rule");
+}
+
+TEST(Expected, TheShippedCatalogueLoads) {
+  auto cat = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  EXPECT_EQ(cat.size(), 57u);
+  for (const auto& [id, e] : cat)
+    for (const auto& s : e.statements) EXPECT_FALSE(s.compare.why.empty()) << id << " " << s.name;
+}

@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include "outcome.h"
+
+using namespace claimcheck;
+
+namespace {
+ClaimResult with(std::vector<bool> oks) {
+  ClaimResult r;
+  r.id = "ch04.x";
+  for (std::size_t i = 0; i < oks.size(); ++i) {
+    Measurement m;
+    m.name = i == 0 ? "value" : "m" + std::to_string(i);
+    m.compared = true;
+    m.ok = oks[i];
+    m.verdict = oks[i] ? "fine" : "broken";
+    r.measurements.push_back(m);
+  }
+  return r;
+}
+ClaimResult status(Status s, bool not_impl = false) {
+  ClaimResult r;
+  r.status = s;
+  r.not_implemented = not_impl;
+  return r;
+}
+}  // namespace
+
+TEST(Outcome, AllComparisonsMustHold) {
+  auto r = with({true, true});
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::pass);
+  r = with({true, false});
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("m1: broken"), std::string::npos);
+}
+
+TEST(Outcome, ExpectedFailureAndUnexpectedPass) {
+  auto r = with({false});
+  fold_outcome(r, true, "the series rounds twice");
+  EXPECT_EQ(r.status, Status::xfail);
+  EXPECT_NE(r.reason.find("the series rounds twice"), std::string::npos);
+  r = with({true});
+  fold_outcome(r, true, "refuted");
+  EXPECT_EQ(r.status, Status::xpass);
+}
+
+TEST(Outcome, NothingComparedIsAnError) {
+  ClaimResult r;
+  Measurement m;
+  m.name = "value";
+  r.measurements.push_back(m);
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::error);
+}
+
+TEST(Outcome, ExitStatusFolding) {
+  EXPECT_EQ(exit_status({status(Status::pass), status(Status::xfail)}), 0);
+  EXPECT_EQ(exit_status({status(Status::pass), status(Status::skip)}), 0);
+  EXPECT_EQ(exit_status({status(Status::pass), status(Status::fail)}), 1);
+  EXPECT_EQ(exit_status({status(Status::pass), status(Status::xpass)}), 1);
+  EXPECT_EQ(exit_status({status(Status::fail), status(Status::error)}), 2);
+  EXPECT_EQ(exit_status({status(Status::skip), status(Status::skip, true)}), 77);
+  EXPECT_EQ(exit_status({status(Status::xfail)}), 0);
+}
+
+TEST(Outcome, SummaryCountsNotImplementedApartFromRealSkips) {
+  auto a = status(Status::skip, true);
+  auto b = status(Status::skip);
+  auto c = status(Status::pass);
+  c.pending_parts = {"measured part"};
+  Summary s = summarize({a, b, c});
+  EXPECT_EQ(s.by_status.at("skip"), 2);
+  EXPECT_EQ(s.not_implemented, 1);
+  EXPECT_EQ(s.pending_parts, 1);
+  EXPECT_EQ(s.by_status.at("pass"), 1);
+  EXPECT_EQ(s.total, 3);
+}

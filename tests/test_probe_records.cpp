@@ -1,0 +1,120 @@
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "claimcheck/check.h"
+#include "expected.h"
+#include "probe.h"
+#include "records.h"
+#include "runner.h"
+#include "sha256.h"
+
+using namespace claimcheck;
+namespace fs = std::filesystem;
+
+TEST(Probe, SeesThisMachine) {
+  const HardwareInfo h = probe_hardware();
+  EXPECT_GT(h.logical_cpus, 0);
+  EXPECT_GT(h.usable_cpus, 0);
+  EXPECT_LE(h.usable_cpus, h.logical_cpus);
+  EXPECT_GT(h.memory_bytes, 1u << 30);
+  EXPECT_FALSE(h.cpu_model.empty());
+  if (!h.gpu) EXPECT_FALSE(h.gpu_absent_reason.empty());
+  const auto j = to_json(h);
+  EXPECT_TRUE(j.contains("isa"));
+  EXPECT_TRUE(j.contains("gpu"));
+}
+
+TEST(Sha256, KnownVectors) {
+  Sha256 a;
+  EXPECT_EQ(a.hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  Sha256 b;
+  b.update("abc");
+  EXPECT_EQ(b.hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  Sha256 c;
+  c.update(std::string(1000, 'a'));
+  EXPECT_EQ(c.hex(), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+TEST(Records, TheSevenAreBuiltAndCounted) {
+  const HardwareInfo h = probe_hardware();
+  RecordInputs in{CLAIMCHECK_SOURCE_DIR, fs::path(CLAIMCHECK_SOURCE_DIR) / "expected", {{"command", "test"}}, 7, &h,
+                  {{"run_log", "stdout"}}};
+  nlohmann::json r = build_records(in);
+  for (const auto& n : record_names()) EXPECT_TRUE(r.contains(n)) << n;
+  EXPECT_EQ(r["data_revision"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(r["environment"].contains("compiler"));
+  EXPECT_TRUE(r["environment"].contains("blas_loaded"));
+  std::vector<std::string> missing;
+  r["logs"] = nlohmann::json::object();
+  EXPECT_EQ(count_complete_records(r, &missing), r["commit"].is_null() ? 5 : 6);
+  EXPECT_NE(std::find(missing.begin(), missing.end(), "logs"), missing.end());
+}
+
+// ---- checks can fail: the seven-records check with a record missing, a NaN measurement ----
+
+namespace {
+const std::map<std::string, Expected>& catalogue() {
+  static const auto cat = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  return cat;
+}
+
+void measures_nan(Context& ctx) { ctx.measure(std::nan(""), "GB"); }
+void measures_without_unit(Context& ctx) { ctx.measure(1.0, ""); }
+void measures_wrong_unit(Context& ctx) { ctx.measure(1.0, "ms"); }
+void forgets_to_measure(Context&) {}
+}  // namespace
+CLAIMCHECK_REGISTER(measures_nan).claim("test.measures_nan");
+CLAIMCHECK_REGISTER(measures_without_unit).claim("test.measures_without_unit");
+CLAIMCHECK_REGISTER(measures_wrong_unit).claim("test.measures_wrong_unit");
+CLAIMCHECK_REGISTER(forgets_to_measure).claim("test.forgets_to_measure");
+
+TEST(Checks, SevenRecordsFailsWhenARecordIsMissing) {
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, [] {
+                        return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
+                                              {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}},
+                                              {"logs", nullptr}};
+                      }};
+  ClaimResult r = run_claim(catalogue().at("ch06.seven_records"), in, caps);
+  EXPECT_EQ(r.status, Status::fail) << r.reason;
+  in.records = [] {
+    return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
+                          {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}}, {"logs", {{"run_log", "x"}}}};
+  };
+  r = run_claim(catalogue().at("ch06.seven_records"), in, caps);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+}
+
+TEST(Checks, BadMeasurementsAreErrorsNamingTheField) {
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, {}};
+  Expected e = catalogue().at("ch04.full_finetune_gb");
+  e.statements.resize(1);
+  for (const char* id : {"test.measures_nan", "test.measures_without_unit", "test.measures_wrong_unit",
+                         "test.forgets_to_measure"}) {
+    e.id = id;
+    ClaimResult r = run_claim(e, in, caps);
+    EXPECT_EQ(r.status, Status::error) << id << ": " << r.reason;
+    EXPECT_EQ(r.reason.find('\n'), std::string::npos);
+  }
+  e.id = "test.measures_nan";
+  EXPECT_NE(run_claim(e, in, caps).reason.find("NaN"), std::string::npos);
+  e.id = "test.measures_wrong_unit";
+  EXPECT_NE(run_claim(e, in, caps).reason.find("field 'unit'"), std::string::npos);
+}
+
+TEST(Checks, AnExpectedFailureThatPassesIsAFailure) {
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, {}};
+  Expected e = catalogue().at("ch06.ridge");
+  e.xfail = true;
+  e.xfail_reason = "pretend the evidence refutes it";
+  EXPECT_EQ(run_claim(e, in, caps).status, Status::xpass);
+  e.statements[0].value = 400.0;
+  EXPECT_EQ(run_claim(e, in, caps).status, Status::xfail);
+}

@@ -1,0 +1,129 @@
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "tolerance.h"
+
+using namespace claimcheck;
+
+namespace {
+const std::map<std::string, double> kNone;
+Comparison rule(const std::string& r) {
+  Comparison c;
+  c.rule = r;
+  c.why = "test";
+  return c;
+}
+}  // namespace
+
+TEST(Tolerance, CloseIsAtolPlusRtolTimesRef) {
+  Comparison c = rule("close");
+  c.atol = 0.1;
+  c.rtol = 0.01;
+  EXPECT_TRUE(compare_scalar(c, 10.2, 10.0, kNone, "").ok);   // allowed 0.2
+  EXPECT_FALSE(compare_scalar(c, 10.21, 10.0, kNone, "").ok);
+  EXPECT_NEAR(compare_scalar(c, 10.1, 10.0, kNone, "").budget_used, 0.5, 1e-9);
+}
+
+TEST(Tolerance, PerDtypeDefaultsFollowAssertClose) {
+  EXPECT_DOUBLE_EQ(dtype_default("fp32").rtol, 1.3e-6);
+  EXPECT_DOUBLE_EQ(dtype_default("fp32").atol, 1e-5);
+  EXPECT_DOUBLE_EQ(dtype_default("bf16").rtol, 1.6e-2);
+  EXPECT_DOUBLE_EQ(dtype_default("fp64").atol, 1e-7);
+  EXPECT_THROW(dtype_default("int4"), std::invalid_argument);
+  Comparison c = rule("close");
+  c.dtype = "bf16";
+  EXPECT_TRUE(compare_scalar(c, 1.015, 1.0, kNone, "").ok);
+  EXPECT_FALSE(compare_scalar(c, 1.02, 1.0, kNone, "").ok);
+}
+
+TEST(Tolerance, RoundedMeansHalfAUnitOfTheLastDigit) {
+  Comparison c = rule("rounded");
+  c.step = 0.1;
+  EXPECT_TRUE(compare_scalar(c, 128.484, 128.5, kNone, "GB").ok);
+  EXPECT_TRUE(compare_scalar(c, 4.85, 4.8, kNone, "ms").ok);  // exactly half a unit: rounds to it
+  EXPECT_FALSE(compare_scalar(c, 16.6477, 16.7, kNone, "GB").ok);
+  EXPECT_FALSE(compare_scalar(c, 5.16, 5.1, kNone, "GB").ok);
+}
+
+TEST(Tolerance, TruncatedOnlyDownward) {
+  Comparison c = rule("truncated");
+  c.step = 0.1;
+  EXPECT_TRUE(compare_scalar(c, 10.957, 10.9, kNone, "").ok);
+  EXPECT_FALSE(compare_scalar(c, 10.957, 11.0, kNone, "").ok);
+  EXPECT_FALSE(compare_scalar(c, 10.85, 10.9, kNone, "").ok);
+}
+
+TEST(Tolerance, BoundsAreInclusive) {
+  Comparison c = rule("bound");
+  c.min = 0.93;
+  c.max = 0.97;
+  EXPECT_TRUE(compare_scalar(c, 0.93, 0.95, kNone, "").ok);
+  EXPECT_TRUE(compare_scalar(c, 0.97, 0.95, kNone, "").ok);
+  EXPECT_FALSE(compare_scalar(c, 0.929, 0.95, kNone, "").ok);
+  c.max.reset();
+  EXPECT_TRUE(compare_scalar(c, 5.0, 0.95, kNone, "").ok);
+}
+
+TEST(Tolerance, BandIsRelativeToAValueDerivedOnThisMachine) {
+  Comparison c = rule("band");
+  c.relative_to = "bytes_over_bandwidth";
+  c.lo = 0.8;
+  c.hi = 1.5;
+  std::map<std::string, double> derived{{"bytes_over_bandwidth", 4.0}};
+  EXPECT_TRUE(compare_scalar(c, 5.0, 4.8, derived, "ms").ok);
+  EXPECT_FALSE(compare_scalar(c, 6.5, 4.8, derived, "ms").ok);
+  EXPECT_FALSE(compare_scalar(c, 3.0, 4.8, derived, "ms").ok);
+  // Not derived: never a pass.
+  EXPECT_FALSE(compare_scalar(c, 4.0, 4.8, kNone, "ms").ok);
+  c.relative_to = "value";
+  EXPECT_TRUE(compare_scalar(c, 5.0, 4.8, kNone, "ms").ok);
+}
+
+TEST(Tolerance, NonFiniteMeasurementNeverPasses) {
+  for (const char* r : {"close", "rounded", "bound", "band", "equal", "truncated"}) {
+    Comparison c = rule(r);
+    c.atol = 1e300;
+    c.step = 1e300;
+    c.min = -1e300;
+    c.relative_to = "value";
+    c.lo = 0;
+    EXPECT_FALSE(compare_scalar(c, NAN, 1.0, kNone, "").ok) << r;
+    EXPECT_FALSE(compare_scalar(c, INFINITY, 1.0, kNone, "").ok) << r;
+  }
+}
+
+TEST(Tolerance, UnknownRuleFails) { EXPECT_FALSE(compare_scalar(rule("approx"), 1, 1, kNone, "").ok); }
+
+TEST(Tolerance, ArrayComparisonNamesTheWorstElement) {
+  const float got[] = {1.0f, 2.0f, 3.5f, 4.0f};
+  const double ref[] = {1.0, 2.0, 3.0, 4.0};
+  ArrayVerdict v = compare_arrays(got, ref, 4, {1e-5, 1.3e-6});
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.violations, 1u);
+  EXPECT_EQ(v.worst_index, 2u);
+  EXPECT_DOUBLE_EQ(v.worst_got, 3.5);
+  EXPECT_DOUBLE_EQ(v.worst_ref, 3.0);
+  EXPECT_NEAR(v.max_abs_error, 0.5, 1e-12);
+  EXPECT_GT(v.budget_used, 1.0);
+  EXPECT_NE(v.text().find("1 of 4 elements"), std::string::npos);
+  EXPECT_NE(v.text().find("[2]"), std::string::npos);
+}
+
+TEST(Tolerance, ArrayWithNaNFailsAndSaysSo) {
+  const double got[] = {1.0, NAN};
+  const double ref[] = {1.0, 2.0};
+  ArrayVerdict v = compare_arrays(got, ref, 2, {1e-7, 1e-7});
+  EXPECT_FALSE(v.ok);
+  EXPECT_TRUE(v.nonfinite);
+  EXPECT_EQ(v.worst_index, 1u);
+}
+
+TEST(Tolerance, ArrayWithinBudgetPasses) {
+  const double got[] = {1.0 + 1e-9, 2.0};
+  const double ref[] = {1.0, 2.0};
+  ArrayVerdict v = compare_arrays(got, ref, 2, {1e-7, 1e-7});
+  EXPECT_TRUE(v.ok);
+  EXPECT_LT(v.budget_used, 0.1);
+}
