@@ -72,7 +72,13 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
                       : "expected failure: " + xfail_reason + " — " + first_bad;
   } else {
     r.status = all_ok ? Status::pass : Status::fail;
-    r.reason = all_ok ? primary.verdict : first_bad;
+    if (all_ok) {
+      r.reason = primary.verdict;
+      for (const auto& m : r.measurements)
+        if (m.compared && &m != &primary) r.reason += "; " + m.name + ": " + m.verdict;
+    } else {
+      r.reason = first_bad;
+    }
   }
 }
 
