@@ -39,6 +39,10 @@ function(claimcheck_add_claim_tests)
     endif()
     add_test(NAME ${id} COMMAND claimcheck run --claim ${id} --quiet)
     set_tests_properties(${id} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77 TIMEOUT 900)
+    # Timings and memory peaks are measured alone: nothing else runs beside them.
+    if("measured" IN_LIST labels)
+      set_tests_properties(${id} PROPERTIES RUN_SERIAL TRUE)
+    endif()
   endforeach()
 endfunction()
 

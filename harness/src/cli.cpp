@@ -189,6 +189,7 @@ int cmd_run(const Args& a) {
   const auto cat = load_catalogue(expected_dir);
   const Selection sel = selection_of(a);
   const auto ids = select_claims(cat, sel);
+  if (ids.empty()) throw InputError("the selection (--chapter, --claim and --label together) matches no claim");
   const std::string seed_s = one(a, "--seed", "20260929");
   char* end = nullptr;
   const unsigned long long seed = std::strtoull(seed_s.c_str(), &end, 10);
@@ -208,12 +209,16 @@ int cmd_run(const Args& a) {
                      {"selected", ids.size()}};
   json logs = report_dir.empty() ? json{{"run_log", "stdout"}, {"checkpoints", json::array()}}
                                  : json{{"run_log", "run.log"}, {"checkpoints", json::array()}};
+  const char* fault = std::getenv("CLAIMCHECK_FAULT");
+  if (fault && *fault) run_config["planted_fault"] = fault;
   json records_cache;
   RecordInputs rin{root, expected_dir, run_config, seed, &hw, logs};
-  RunContextInputs in{root, seed, &hw, [&]() {
+  RunContextInputs in{root, seed, &hw,
+                      [&]() {
                         if (records_cache.is_null()) records_cache = build_records(rin);
                         return records_cache;
-                      }};
+                      },
+                      fault ? fault : ""};
 
   std::vector<ClaimResult> results;
   std::ostringstream log;

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "claimcheck/io.h"
 #include "sha256.h"
 
 #ifndef CLAIMCHECK_BUILD_TYPE
@@ -92,8 +93,8 @@ json environment_record() {
 #ifdef CLAIMCHECK_CUDA_COMPILER_VERSION
   env["nvcc"] = CLAIMCHECK_CUDA_COMPILER_VERSION;
 #endif
-  auto py = run_command("python3 --version");
-  env["python"] = py ? json(*py) : json("python3 not found");
+  auto py = run_command("'" + python_interpreter() + "' --version");
+  env["python"] = py ? json(python_interpreter() + ": " + *py) : json(python_interpreter() + " not found");
   struct utsname u {};
   if (uname(&u) == 0) env["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
   return env;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "claimcheck/io.h"
 #include "errors.h"
 #include "records.h"
 #include "registry.h"
@@ -81,10 +82,11 @@ std::optional<std::string> Capabilities::missing(Requirement r) {
       if (!hw_ || !hw_->gpu) why = hw_ ? hw_->gpu_absent_reason : "no hardware probe";
       break;
     case Requirement::python:
-      if (!run_command("python3 -c 'import sys'")) why = "python3 not found";
+      if (!run_command("'" + python_interpreter() + "' -c 'import sys'")) why = python_interpreter() + " not found";
       break;
     case Requirement::numpy:
-      if (!run_command("python3 -c 'import numpy'")) why = "numpy is not importable by python3";
+      if (!run_command("'" + python_interpreter() + "' -c 'import numpy'"))
+        why = "numpy is not importable by " + python_interpreter();
       break;
   }
   return cache_[r] = why;
@@ -140,6 +142,8 @@ class ContextImpl final : public Context {
   std::uint64_t seed() const override { return in_.seed; }
   const HardwareInfo& hardware() const override { return *in_.hardware; }
   json records() const override { return in_.records ? in_.records() : json(nullptr); }
+  const fs::path& root() const override { return in_.root; }
+  const std::string& planted_fault() const override { return in_.planted_fault; }
 
   const std::map<std::string, double>& derived() const { return derived_; }
 
@@ -231,6 +235,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     return r;
   }
   r.check_location = check->file + ":" + std::to_string(check->line);
+  if (!in.planted_fault.empty()) r.details["planted_fault"] = in.planted_fault;
   for (Requirement req : check->needs) {
     if (auto why = caps.missing(req)) {
       r.status = Status::skip;

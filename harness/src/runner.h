@@ -45,6 +45,7 @@ struct RunContextInputs {
   std::uint64_t seed = 0;
   const HardwareInfo* hardware = nullptr;
   std::function<nlohmann::json()> records;  // the run's seven records, built on demand
+  std::string planted_fault;                // $CLAIMCHECK_FAULT (tests only)
 };
 
 // Run one claim: its check (or its pending skip), then the comparisons with its expected file.

@@ -67,6 +67,12 @@ class Context {
 
   virtual std::uint64_t seed() const = 0;
   virtual const HardwareInfo& hardware() const = 0;
+  // The repository root (inputs and drivers are found relative to it).
+  virtual const std::filesystem::path& root() const = 0;
+  // A fault planted on purpose by a test ($CLAIMCHECK_FAULT), "" in normal runs. Checks pass it to
+  // the code under test; the report records it.
+  virtual const std::string& planted_fault() const = 0;
+
   // The run's seven records (commit, data revision, config, environment, seed, hardware, logs),
   // exactly as the report carries them.
   virtual nlohmann::json records() const = 0;

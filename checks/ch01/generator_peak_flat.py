@@ -1,0 +1,20 @@
+"""ch01.generator_peak_flat: a generator pipeline's peak RSS does not grow with the file (1x, 2x, 4x the
+series' 19.4 MB) while loading everything grows with it."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from pydriver import emit, fault, measurement  # noqa: E402
+from jsonl_memory import STREAM, STREAM_AS_LIST, measure  # noqa: E402
+
+base = float(sys.argv[1]) if len(sys.argv) > 1 else 19.4e6
+seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+code = STREAM_AS_LIST if fault() == "list_pipeline" else STREAM
+rows, baseline = measure(int(base), [1, 2, 4], seed, stream_code=code)
+one, four = rows[0], rows[-1]
+emit(measurements=[measurement("value", one["stream_peak_bytes"] / 1e6, "MB"),
+                   measurement("growth", four["stream_peak_bytes"] / one["stream_peak_bytes"], "x"),
+                   measurement("load_all_growth", four["load_all_peak_bytes"] / one["load_all_peak_bytes"], "x")],
+     details={"runs": rows, "interpreter_baseline_bytes": baseline, "planted_fault": fault() or None},
+     assumptions=["the pipeline is read() -> json.loads -> lengths(), generators end to end; peak RSS per fresh "
+                  "process, the interpreter included (a bare one: %.1f MB)" % (baseline / 1e6)])

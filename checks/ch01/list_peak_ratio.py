@@ -1,0 +1,24 @@
+"""ch01.list_peak_ratio: a JSONL file of the series' size (19.4 MB), read into a list; peak RSS / file size."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from pydriver import emit, fault, measurement  # noqa: E402
+import jsonl_memory  # noqa: E402
+
+base = float(sys.argv[1]) if len(sys.argv) > 1 else 19.4e6
+seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+if fault() == "stream_instead_of_list":
+    jsonl_memory.LOAD_ALL = jsonl_memory.LOAD_ALL_AS_STREAM
+rows, baseline = jsonl_memory.measure(int(base), [1], seed, stream_code="pass")
+r = rows[0]
+emit(measurements=[measurement("value", r["load_all_peak_bytes"] / r["file_bytes"], "x"),
+                   measurement("peak", r["load_all_peak_bytes"] / 1e6, "MB")],
+     details={"file_bytes": r["file_bytes"], "load_all_peak_bytes": r["load_all_peak_bytes"],
+              "interpreter_baseline_bytes": baseline, "python": sys.version.split()[0]},
+     assumptions=["generated chat-style JSONL (system/user/assistant messages) of the series' size; peak RSS of a "
+                  "fresh interpreter that json.loads every line into a list (the interpreter's own RSS included, "
+                  "as a process monitor shows it)"],
+     alternatives=[{"name": "without the interpreter's own RSS",
+                    "value": (r["load_all_peak_bytes"] - baseline) / r["file_bytes"], "unit": "x",
+                    "assumptions": f"minus a bare interpreter's {baseline / 1e6:.1f} MB"}])

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Turns a Google Benchmark JSON (claimcheck_bench_attention) into the report's benchmark rows:
+speed-up of each custom attention version over LibTorch at equal threads, measured in the same run,
+and GFLOP/s as a share of this CPU's measured FMA peak. Medians when repetitions were run.
+
+usage: bench_ratios.py BENCH.json OUT.json"""
+import json
+import statistics
+import sys
+
+
+def main(src, dst):
+    with open(src) as f:
+        data = json.load(f)
+    runs = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b["run_name"] if "run_name" in b else b["name"]
+        name = name.replace("/real_time", "")
+        runs.setdefault(name, []).append(b)
+
+    def med(name, key):
+        vals = [r[key] for r in runs.get(name, [])]
+        return statistics.median(vals) if vals else None
+
+    def spread(name):
+        vals = [r["real_time"] for r in runs.get(name, [])]
+        return (max(vals) - min(vals)) / statistics.median(vals) if len(vals) > 1 else 0.0
+
+    peak = med("fma_peak", "FLOP/s")
+    ctx = data.get("context", {})
+    rows = []
+    for T in (256, 1024, 4096):
+        lib = med(f"attention/libtorch/{T}", "real_time")
+        for v in ("v1_plain", "v2_tiled"):
+            name = f"attention/{v}/{T}"
+            t = med(name, "real_time")
+            if t is None or lib is None:
+                continue
+            flops = med(name, "FLOP/s")
+            rows.append({
+                "name": f"causal attention fp32 {v} vs LibTorch, B=1 H=8 D=64 T={T}",
+                "ratio": lib / t,
+                "custom_ms": t, "libtorch_ms": lib,
+                "gflops": flops / 1e9,
+                "share_of_fma_peak": flops / peak if peak else None,
+                "spread": max(spread(name), spread(f"attention/libtorch/{T}")),
+                "detail": (f"{v} {t:.2f} ms vs LibTorch {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
+                           f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
+                           f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')})" if peak else ""),
+            })
+    if peak:
+        rows.append({"name": "measured fp32 FMA peak", "ratio": 1.0, "gflops": peak / 1e9,
+                     "detail": f"{peak / 1e9:.0f} GFLOP/s on {ctx.get('threads', '?')} threads ({ctx.get('simd_path', '?')})"})
+    with open(dst, "w") as f:
+        json.dump(rows, f, indent=2)
+    for r in rows:
+        print(f"{r['name']}: {r['ratio']:.2f}x  {r['detail']}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,47 @@
+// Causal attention on the CPU, the kernels under test (chapter 2).
+//
+// Numbered versions behind one entry point (llm.c style); every version is validated
+// against the fp64 reference before anything is timed. The library's own attention
+// (LibTorch) is "version 0" and lives in reference/ (it needs <torch/torch.h>).
+//
+// Layout: q, k, v, out are [B, H, T, D], contiguous. out = softmax(q k^T / sqrt(D) + causal mask) v.
+#pragma once
+#include <string>
+
+namespace claimcheck::kernels {
+
+struct AttentionShape {
+  int B = 1, H = 1, T = 1, D = 64;
+  long elements() const { return static_cast<long>(B) * H * T * D; }
+};
+
+// Faults a test can plant to prove a check fails (never set in normal runs).
+struct AttentionFaults {
+  bool no_max_subtraction = false;  // exp(s) instead of exp(s - max): overflows on large logits
+  bool scale_by_d = false;          // 1/D instead of 1/sqrt(D)
+  bool mask_off_by_one = false;     // lets query i see key i + 1
+};
+
+struct AttentionOptions {
+  int threads = 1;
+  AttentionFaults faults;
+};
+
+enum : int { kAttentionPlain = 1, kAttentionTiled = 2 };
+inline constexpr int kAttentionVersions[] = {kAttentionPlain, kAttentionTiled};
+const char* attention_version_name(int version);
+
+// Throws std::invalid_argument for an unknown version or a bad shape.
+void attention_forward(int version, const float* q, const float* k, const float* v, float* out,
+                       const AttentionShape& s, const AttentionOptions& o = {});
+void attention_forward(int version, const double* q, const double* k, const double* v, double* out,
+                       const AttentionShape& s, const AttentionOptions& o = {});
+
+// The instruction set the vectorised code paths run with on this CPU: "avx512", "avx2" or "portable".
+std::string attention_simd_path();
+
+// Parses a planted-fault name ("no_max_subtraction", "scale_by_d", "mask_off_by_one"); "" = none.
+// Returns false for an unknown name.
+bool parse_attention_fault(const std::string& name, AttentionFaults* out);
+
+}  // namespace claimcheck::kernels

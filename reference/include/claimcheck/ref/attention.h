@@ -1,0 +1,36 @@
+// Reference attention (chapter 2): deliberately plain.
+//  - attention_fp64: independent fp64 loops (scores, causal mask, softmax with max subtraction, sum).
+//  - torch_attention: LibTorch's scaled-dot-product attention, the library the series compares with.
+//    Only reference/src/torch/ includes <torch/torch.h>; the 1.13 / 2.x API difference lives there.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace claimcheck::ref {
+
+struct AttnShape {
+  int B = 1, H = 1, T = 1, D = 64;
+  long elements() const { return static_cast<long>(B) * H * T * D; }
+};
+
+// q, k, v, out: [B, H, T, D] row-major.
+void attention_fp64(const double* q, const double* k, const double* v, double* out, const AttnShape& s, bool causal = true);
+
+// LibTorch, fp32 or fp64, causal. Throws std::runtime_error when not built with LibTorch.
+std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s);
+std::vector<double> torch_attention(const double* q, const double* k, const double* v, const AttnShape& s);
+bool torch_available();
+std::string torch_attention_api();  // which LibTorch function ran
+void torch_set_threads(int n);      // intra-op threads, and OpenBLAS's where it is the BLAS
+int torch_get_threads();
+
+// The series' broadcasting surprise in LibTorch: shape of ones(3) + ones(3, 1), and whether a shape
+// assertion on the result (expecting (3,)) throws. Throws std::runtime_error without LibTorch.
+struct BroadcastResult {
+  std::vector<long> shape;
+  bool raised = false;
+  bool assertion_caught = false;
+};
+BroadcastResult torch_broadcast_demo();
+
+}  // namespace claimcheck::ref

@@ -1,0 +1,79 @@
+// LibTorch's attention and broadcasting, behind plain types. The one place that knows the
+// LibTorch 1.13 / 2.x difference: 1.13 has at::_scaled_dot_product_attention (returns a tuple),
+// 2.x has at::scaled_dot_product_attention.
+#include <dlfcn.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include "claimcheck/ref/attention.h"
+
+namespace claimcheck::ref {
+namespace {
+
+template <typename T>
+std::vector<T> run(const T* q, const T* k, const T* v, const AttnShape& s) {
+  const auto dtype = std::is_same_v<T, float> ? at::kFloat : at::kDouble;
+  const std::vector<int64_t> shape{s.B, s.H, s.T, s.D};
+  auto opts = at::TensorOptions().dtype(dtype);
+  at::Tensor Q = at::from_blob(const_cast<T*>(q), shape, opts);
+  at::Tensor K = at::from_blob(const_cast<T*>(k), shape, opts);
+  at::Tensor V = at::from_blob(const_cast<T*>(v), shape, opts);
+#if TORCH_VERSION_MAJOR >= 2
+  at::Tensor O = at::scaled_dot_product_attention(Q, K, V, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+#else
+  at::Tensor O = std::get<0>(at::_scaled_dot_product_attention(Q, K, V, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                                               /*need_attn_weights=*/false, /*is_causal=*/true));
+#endif
+  O = O.contiguous();
+  return std::vector<T>(O.data_ptr<T>(), O.data_ptr<T>() + O.numel());
+}
+
+}  // namespace
+
+bool torch_available() { return true; }
+
+std::string torch_attention_api() {
+#if TORCH_VERSION_MAJOR >= 2
+  return std::string("at::scaled_dot_product_attention (LibTorch ") + TORCH_VERSION + ")";
+#else
+  return std::string("at::_scaled_dot_product_attention (LibTorch ") + TORCH_VERSION + ")";
+#endif
+}
+
+std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s) {
+  return run(q, k, v, s);
+}
+std::vector<double> torch_attention(const double* q, const double* k, const double* v, const AttnShape& s) {
+  return run(q, k, v, s);
+}
+
+void torch_set_threads(int n) {
+  at::set_num_threads(n);
+  // OpenBLAS runs its own thread pool: align it where it is the BLAS that LibTorch loaded.
+  using SetFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
+}
+int torch_get_threads() { return at::get_num_threads(); }
+
+BroadcastResult torch_broadcast_demo() {
+  BroadcastResult r;
+  at::Tensor a = at::ones({3}), b = at::ones({3, 1});
+  at::Tensor c;
+  try {
+    c = a + b;
+  } catch (const std::exception&) {
+    r.raised = true;
+    return r;
+  }
+  for (auto d : c.sizes()) r.shape.push_back(d);
+  try {
+    TORCH_CHECK(c.sizes() == a.sizes(), "expected shape ", a.sizes(), ", got ", c.sizes());
+  } catch (const c10::Error&) {
+    r.assertion_caught = true;
+  }
+  return r;
+}
+
+}  // namespace claimcheck::ref

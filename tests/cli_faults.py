@@ -1,0 +1,50 @@
+"""Each chapter 1-2 check fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
+Python checks skip with the reason when Python, or numpy, is missing."""
+import os
+import stat
+import tempfile
+
+from clitest import Tally, args, run
+
+a = args()
+t = Tally()
+PLANTED = [
+    ("no_max_subtraction", "ch02.attention_fp32"), ("scale_by_d", "ch02.attention_fp32"),
+    ("mask_off_by_one", "ch02.attention_fp32"),
+    ("no_max_subtraction", "ch02.attention_fp64"), ("scale_by_d", "ch02.attention_fp64"),
+    ("mask_off_by_one", "ch02.attention_fp64"),
+    ("no_max_subtraction", "ch02.attention_numpy"), ("scale_by_d", "ch02.attention_numpy"),
+    ("mask_off_by_one", "ch02.attention_numpy"),
+    ("skip_shape_assertion", "ch02.broadcast_silent"),
+    ("stream_instead_of_list", "ch01.list_peak_ratio"), ("list_pipeline", "ch01.generator_peak_flat"),
+    ("gil_releasing_work", "ch01.threads_no_speedup"), ("serial_pool", "ch01.processes_speedup"),
+    ("top_level_everywhere", "ch01.pool_rules"), ("threads_share_globals", "ch01.pool_rules"),
+    ("no_hooks", "ch01.protocols"),
+]
+ready = run(a.claimcheck, "list", "--json")
+runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}
+for fault, claim in PLANTED:
+    if claim in runnable and runnable[claim] != "yes":
+        print(f"skipping {claim}: {runnable[claim]}")
+        continue
+    # (Without a fault each of these passes: that is the claim's own ctest.)
+    r = run(a.claimcheck, "run", "--claim", claim, env={"CLAIMCHECK_FAULT": fault})
+    t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{claim} with {fault}: exit {r.returncode} {r.stdout.strip()}")
+
+# Python missing: the Python checks skip, saying why.
+r = run(a.claimcheck, "run", "--claim", "ch01.*", "--claim", "ch02.attention_numpy",
+        env={"CLAIMCHECK_PYTHON": "/nonexistent/python3"})
+lines = [l for l in r.stdout.splitlines() if l.startswith(("SKIP", "PASS", "FAIL", "ERROR"))]
+t.check(r.returncode == 77 and len(lines) == 7 and all(l.startswith("SKIP") and "python" in l for l in lines),
+        f"no python: {r.returncode} {r.stdout}")
+
+# numpy missing (an interpreter without site-packages): the numpy check skips, saying why.
+with tempfile.TemporaryDirectory() as d:
+    wrapper = os.path.join(d, "python-without-numpy")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+    os.chmod(wrapper, stat.S_IRWXU)
+    if os.path.exists("/usr/bin/python3"):
+        r = run(a.claimcheck, "run", "--claim", "ch02.attention_numpy", env={"CLAIMCHECK_PYTHON": wrapper})
+        t.check(r.returncode == 77 and "numpy" in r.stdout and r.stdout.startswith("SKIP"), f"no numpy: {r.stdout}")
+t.finish()
