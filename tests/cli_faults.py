@@ -1,4 +1,4 @@
-"""Each chapter 1-2 check fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
+"""Each chapter 1, 2, 3, 5 and 6 check with code under test fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
 Python checks skip with the reason when Python, or numpy, is missing."""
 import os
 import stat
@@ -20,6 +20,13 @@ PLANTED = [
     ("gil_releasing_work", "ch01.threads_no_speedup"), ("serial_pool", "ch01.processes_speedup"),
     ("top_level_everywhere", "ch01.pool_rules"), ("threads_share_globals", "ch01.pool_rules"),
     ("no_hooks", "ch01.protocols"),
+    ("extra_layer", "ch03.tiny_params"), ("large_init", "ch03.first_loss_ln_v"), ("frozen", "ch03.ppl_one_minute"),
+    ("no_zero_grad", "ch03.grad_accumulates"), ("zero_grad_each_microbatch", "ch03.grad_accumulates"),
+    ("no_grad_everywhere", "ch03.no_grad_memory"), ("autocast_off", "ch03.cpu_bf16_autocast"),
+    ("schedule_off_by_one", "ch03.warmup_cosine"), ("loss_in_bf16", "ch03.loss_in_fp32"),
+    ("alpha_not_over_r", "ch05.lora_delta"), ("mask_label_0", "ch05.loss_mask"), ("mask_label_0", "ch05.masked_fraction"),
+    ("frozen", "ch05.sft_loss_drop"), ("eos_masked", "ch05.eos_in_loss"),
+    ("unseeded", "ch06.same_seed_identical"), ("same_seed_for_all", "ch06.seed_variance"),
 ]
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}

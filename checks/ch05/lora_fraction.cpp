@@ -2,6 +2,7 @@
 // States which denominator 1.78 % uses: the base model's parameters.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
+#include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,16 @@ static void lora_fraction(claimcheck::Context& ctx) {
                  " on all seven linear projections; denominator = the base model's parameters");
   ctx.alternative("denominator = base + adapter (PEFT's print_trainable_parameters)", 100.0 * trainable / (base + trainable),
                   "%", "PEFT counts the adapter in 'all params'");
-  ctx.pending("trainable count on the LibTorch-built model with the project's LoRA modules (issue 4)");
+#if CLAIMCHECK_WITH_TORCH
+  // Measured: requires_grad parameters of the LibTorch-built model after the project's LoRA wraps the targets.
+  const auto m = claimcheck::train::qwen_lora_measure(
+      ctx.input_path("config"),
+      {lora.at("r").get<int>(), lora.at("alpha").get<double>(), lora.at("targets").get<std::vector<std::string>>()},
+      ctx.seed(), 8);
+  ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
+  ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+#else
+  ctx.pending("trainable count on the LibTorch-built model: not built with LibTorch");
+#endif
 }
 CLAIMCHECK_REGISTER(lora_fraction).claim("ch05.lora_fraction");

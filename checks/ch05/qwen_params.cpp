@@ -2,6 +2,7 @@
 // Analytic part from the config; the count on the built LibTorch module arrives with issue 4.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
+#include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,15 @@ static void qwen_params(claimcheck::Context& ctx) {
   ctx.assumption("tied embeddings count once; q/k/v biases included (Qwen2)");
   ctx.alternative("non-embedding parameters", static_cast<double>(p.total() - p.embedding) / 1e6, "M params",
                   "what the model card calls non-embedding");
-  ctx.pending("counted on the architecture built in LibTorch from this config (issue 4)");
+#if CLAIMCHECK_WITH_TORCH
+  // Measured: the architecture built in LibTorch from the same config (random initialisation, no weights).
+  const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, ref::all_linear_targets()},
+                                                      ctx.seed(), 8);
+  ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
+  ctx.measure("built_minus_config", static_cast<double>(m.params - p.total()), "params");
+  ctx.detail("build_seconds", m.build_seconds);
+#else
+  ctx.pending("counted on the architecture built in LibTorch: not built with LibTorch");
+#endif
 }
 CLAIMCHECK_REGISTER(qwen_params).claim("ch05.qwen_params");

@@ -113,8 +113,28 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   s.unit = get_string(j, file, p, "unit");
   if (!known_unit(s.unit)) input_error(file, p + "unit", "unknown unit '" + s.unit + "' (" + known_units_list() + ")");
   if (v.is_boolean() && s.unit != "bool") input_error(file, p + "unit", "a boolean value has unit 'bool'");
-  s.compare = parse_compare(field(j, file, p, "compare"), file, p + "compare");
+  if (j.contains("variants")) {
+    const json& vs = j.at("variants");
+    if (!vs.is_array() || vs.empty()) input_error(file, p + "variants", "expected a non-empty list");
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+      const std::string vp = p + "variants[" + std::to_string(i) + "]";
+      if (!vs[i].is_object()) input_error(file, vp, "expected an object");
+      Variant var;
+      var.when = get_string(vs[i], file, vp + ".", "when");
+      var.compare = parse_compare(field(vs[i], file, vp + ".", "compare"), file, vp + ".compare");
+      s.variants.push_back(var);
+    }
+    if (s.variants.back().when != "default") input_error(file, p + "variants", "the last variant must be 'default'");
+    if (j.contains("compare")) input_error(file, p + "compare", "give either compare or variants");
+    s.compare = s.variants.back().compare;
+  } else {
+    s.compare = parse_compare(field(j, file, p, "compare"), file, p + "compare");
+  }
   if (v.is_boolean() && s.compare.rule != "equal") input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
+  if (j.contains("part")) {
+    if (get_string(j, file, p, "part") != "measured") input_error(file, p + "part", "the only part is 'measured'");
+    s.measured_part = true;
+  }
   return s;
 }
 

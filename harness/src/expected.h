@@ -14,11 +14,18 @@ namespace claimcheck {
 
 inline constexpr int kExpectedSchema = 1;
 
+struct Variant {
+  std::string when;       // "isa:avx512_bf16|isa:amx_bf16", "gpu", "no-gpu" or "default"
+  Comparison compare;
+};
+
 struct Statement {
   std::string name;       // "value" for the primary figure, else the key under "also"
   nlohmann::json value;   // number or bool
   std::string unit;
-  Comparison compare;
+  Comparison compare;     // or, when the expectation depends on the machine, the first matching variant
+  std::vector<Variant> variants;
+  bool measured_part = false;  // "part": "measured" — may be missing while the check lists it as pending
 };
 
 struct Expected {

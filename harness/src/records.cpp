@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "claimcheck/io.h"
-#include "sha256.h"
+#include "claimcheck/sha256.h"
 
 #ifndef CLAIMCHECK_BUILD_TYPE
 #define CLAIMCHECK_BUILD_TYPE "unknown"

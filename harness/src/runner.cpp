@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "claimcheck/io.h"
 #include "errors.h"
@@ -178,11 +179,31 @@ ClaimResult base_result(const Expected& e) {
   return r;
 }
 
+bool variant_matches(const std::string& when, const HardwareInfo* hw) {
+  if (when == "default") return true;
+  if (!hw) return false;
+  std::stringstream alts(when);
+  for (std::string alt; std::getline(alts, alt, '|');) {
+    if (alt.rfind("isa:", 0) == 0 && hw->has_isa(alt.substr(4))) return true;
+    if (alt == "gpu" && hw->gpu) return true;
+    if (alt == "no-gpu" && !hw->gpu) return true;
+  }
+  return false;
+}
+
 // Compare every statement of the expected file with what the check measured.
-void judge(const Expected& e, const std::map<std::string, double>& derived, ClaimResult& r) {
-  for (const auto& s : e.statements) {
+void judge(const Expected& e, const std::map<std::string, double>& derived, const HardwareInfo* hw, ClaimResult& r) {
+  for (const auto& s0 : e.statements) {
+    Statement s = s0;
+    for (const auto& v : s0.variants)
+      if (variant_matches(v.when, hw)) {
+        s.compare = v.compare;
+        r.details["variant"][s.name] = v.when;
+        break;
+      }
     auto it = std::find_if(r.measurements.begin(), r.measurements.end(),
                            [&](const Measurement& m) { return m.name == s.name; });
+    if (it == r.measurements.end() && s.measured_part && !r.pending_parts.empty()) continue;  // listed as pending
     if (it == r.measurements.end())
       input_error(e.file.string(), s.name == "value" ? "value" : "also." + s.name,
                   "the check did not measure '" + s.name + "'");
@@ -246,14 +267,15 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
   ContextImpl ctx(e, in, r);
   try {
     check->fn(ctx);
-    judge(e, ctx.derived(), r);
+    judge(e, ctx.derived(), in.hardware, r);
     fold_outcome(r, e.xfail, e.xfail_reason);
   } catch (const SkipSignal& s) {
     r.status = Status::skip;
     r.reason = s.reason;
   } catch (const std::exception& ex) {
     r.status = Status::error;
-    r.reason = ex.what();
+    std::string what = ex.what();  // LibTorch appends a multi-line backtrace: keep the first line
+    r.reason = what.substr(0, what.find('\n'));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -1,11 +1,8 @@
-// LibTorch's attention and broadcasting, behind plain types. The one place that knows the
-// LibTorch 1.13 / 2.x difference: 1.13 has at::_scaled_dot_product_attention (returns a tuple),
-// 2.x has at::scaled_dot_product_attention.
+// LibTorch's attention and broadcasting, behind plain types. The LibTorch 1.13 / 2.x difference
+// (at::_scaled_dot_product_attention vs at::scaled_dot_product_attention) lives in torch_compat.h.
 #include <dlfcn.h>
 
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <torch/version.h>
+#include "claimcheck/torch_compat.h"
 
 #include "claimcheck/ref/attention.h"
 
@@ -20,13 +17,7 @@ std::vector<T> run(const T* q, const T* k, const T* v, const AttnShape& s) {
   at::Tensor Q = at::from_blob(const_cast<T*>(q), shape, opts);
   at::Tensor K = at::from_blob(const_cast<T*>(k), shape, opts);
   at::Tensor V = at::from_blob(const_cast<T*>(v), shape, opts);
-#if TORCH_VERSION_MAJOR >= 2
-  at::Tensor O = at::scaled_dot_product_attention(Q, K, V, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
-#else
-  at::Tensor O = std::get<0>(at::_scaled_dot_product_attention(Q, K, V, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                                               /*need_attn_weights=*/false, /*is_causal=*/true));
-#endif
-  O = O.contiguous();
+  at::Tensor O = compat::causal_sdpa(Q, K, V).contiguous();
   return std::vector<T>(O.data_ptr<T>(), O.data_ptr<T>() + O.numel());
 }
 
@@ -34,13 +25,7 @@ std::vector<T> run(const T* q, const T* k, const T* v, const AttnShape& s) {
 
 bool torch_available() { return true; }
 
-std::string torch_attention_api() {
-#if TORCH_VERSION_MAJOR >= 2
-  return std::string("at::scaled_dot_product_attention (LibTorch ") + TORCH_VERSION + ")";
-#else
-  return std::string("at::_scaled_dot_product_attention (LibTorch ") + TORCH_VERSION + ")";
-#endif
-}
+std::string torch_attention_api() { return std::string(compat::kSdpaName) + " (LibTorch " + TORCH_VERSION + ")"; }
 
 std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s) {
   return run(q, k, v, s);

@@ -1,0 +1,21 @@
+// ch03.cpu_bf16_autocast — 「CPU 上开 bf16 autocast 慢 30 倍：精度的收益来自硬件」
+// A matmul timed in fp32 and under bf16 autocast; the expectation follows this CPU's ISA.
+#include "claimcheck/check.h"
+#include "claimcheck/probe.h"
+#include "claimcheck/train/experiments.h"
+
+#include <nlohmann/json.hpp>
+
+static void cpu_bf16_autocast(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  auto t = claimcheck::train::cpu_bf16_autocast(ctx.seed(), ctx.input("size").get<int>(), 5);
+  if (ctx.planted_fault() == "autocast_off") t.dtype_inside_autocast = "Float";  // as if it never engaged
+  ctx.measure(t.bf16_autocast_s / t.fp32_s, "x");
+  ctx.measure_bool("dtype_is_bf16", t.dtype_inside_autocast == "BFloat16");
+  ctx.detail("seconds", {{"fp32", t.fp32_s}, {"bf16_autocast", t.bf16_autocast_s}});
+  const auto& hw = ctx.hardware();
+  ctx.detail("bf16_hardware", {{"avx512_bf16", hw.has_isa("avx512_bf16")}, {"amx_bf16", hw.has_isa("amx_bf16")}});
+  ctx.assumption("best of 5 after a warm-up; fp32 goes to the BLAS LibTorch loaded, bf16 to oneDNN");
+#endif
+}
+CLAIMCHECK_REGISTER(cpu_bf16_autocast).claim("ch03.cpu_bf16_autocast").needs(claimcheck::Requirement::libtorch);

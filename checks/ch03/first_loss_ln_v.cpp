@@ -1,0 +1,22 @@
+// ch03.first_loss_ln_v — 「首步 loss 应 ≈ ln V：84 万参数、V = 128 → 5.07 ✓」
+// A freshly initialised model's loss on real text, against ln V.
+#include <cmath>
+
+#include "claimcheck/check.h"
+#include "claimcheck/train/experiments.h"
+
+#include <nlohmann/json.hpp>
+
+static void first_loss_ln_v(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  namespace T = claimcheck::train;
+  const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
+  T::TinyConfig c;
+  if (ctx.planted_fault() == "large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform
+  ctx.derive("ln_v", std::log(static_cast<double>(c.vocab)), "nats");
+  ctx.measure(T::tiny_first_loss(c, corpus, ctx.seed(), 16), "nats");
+  ctx.detail("data_revision", corpus.sha256);
+  ctx.assumption("N(0, 0.02) initialisation (GPT-2's): logits start near 0, so every character is about 1/V likely");
+#endif
+}
+CLAIMCHECK_REGISTER(first_loss_ln_v).claim("ch03.first_loss_ln_v").needs(claimcheck::Requirement::libtorch);

@@ -1,0 +1,32 @@
+// ch05.eos_in_loss — 「0.5B 上答案对了却不会停——结束符要进 loss」
+// Train twice, with and without <|im_end|> among the targets, then generate greedily from held-out prompts:
+// the first stops in most generations, the second in few.
+#include "claimcheck/check.h"
+#include "claimcheck/train/chat.h"
+#include "claimcheck/train/experiments.h"
+
+#include <nlohmann/json.hpp>
+
+static void eos_in_loss(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  namespace T = claimcheck::train;
+  const auto train = T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed());
+  const auto held_out = T::arithmetic_conversations(ctx.input("held_out").get<int>(), ctx.seed() + 1);
+  T::SftOptions o;
+  o.steps = ctx.input("steps").get<int>();
+  o.lr = ctx.input("lr").get<double>();
+  o.seed = ctx.seed();
+  o.generate = static_cast<int>(held_out.size());
+  o.eos_in_loss = ctx.planted_fault() != "eos_masked";  // a planted fault masks it in the first run too
+  const auto with = T::sft_train(train, held_out, o);
+  o.eos_in_loss = false;
+  const auto without = T::sft_train(train, held_out, o);
+  ctx.measure(with.stop_rate, "ratio");
+  ctx.measure("without", without.stop_rate, "ratio");
+  ctx.detail("samples_with_end_token_in_loss", with.samples);
+  ctx.detail("samples_without", without.samples);
+  ctx.detail("final_loss", {{"with", with.losses.back()}, {"without", without.losses.back()}});
+  ctx.assumption("greedy decoding, at most 48 new tokens; a generation stops when it emits <|im_end|>");
+#endif
+}
+CLAIMCHECK_REGISTER(eos_in_loss).claim("ch05.eos_in_loss").needs(claimcheck::Requirement::libtorch);

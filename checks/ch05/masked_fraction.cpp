@@ -1,0 +1,32 @@
+// ch05.masked_fraction — 「一条对话 85% 的 token 被 mask」
+// Shipped sample conversations rendered with the ChatML template and a byte-level tokenizer: the share
+// of tokens whose label is -100.
+#include "claimcheck/check.h"
+#include "claimcheck/train/chat.h"
+
+#include <nlohmann/json.hpp>
+
+static void masked_fraction(claimcheck::Context& ctx) {
+  namespace T = claimcheck::train;
+  const auto convs = T::load_conversations(ctx.input_path("conversations"));
+  T::TemplateOptions o;
+  if (ctx.planted_fault() == "mask_label_0") o.mask_label = 0;
+  long masked = 0, total = 0;
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& c : convs) {
+    const auto e = T::encode_chat(c, o);
+    long m = 0;
+    for (auto l : e.labels) m += l == T::kIgnoreIndex;
+    per.push_back(static_cast<double>(m) / static_cast<double>(e.labels.size()));
+    masked += m;
+    total += static_cast<long>(e.labels.size());
+  }
+  ctx.measure(100.0 * static_cast<double>(masked) / static_cast<double>(total), "%");
+  ctx.detail("conversations", convs.size());
+  ctx.detail("tokens", total);
+  ctx.detail("per_conversation_fraction", per);
+  ctx.detail("example", T::decode_bytes(T::encode_chat(convs.front()).tokens));
+  ctx.assumption("byte-level tokens stand in for Qwen's BPE (the share, not the count, is what carries over); "
+                 "system prompt, user turn and template tokens are masked, the answer and its <|im_end|> are not");
+}
+CLAIMCHECK_REGISTER(masked_fraction).claim("ch05.masked_fraction");

@@ -1,0 +1,140 @@
+// The LibTorch training code under test (chapters 3, 5, 6), behind plain types so that checks stay light:
+// only kernels/torch/*.cpp include <torch/torch.h>.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "claimcheck/train/chat.h"
+#include "claimcheck/train/schedule.h"
+
+namespace claimcheck::train {
+
+// ---- data ---------------------------------------------------------------------
+struct Corpus {
+  std::string source;                  // where it came from
+  std::string sha256;                  // the data revision
+  std::vector<std::uint8_t> train, val;  // ASCII (V = 128), 95 % / 5 %
+  std::int64_t files = 0;
+};
+// The English text of the Debian `fortunes` package (every plain-text file under dir, sorted), folded
+// to 7-bit ASCII. Throws with the path when there is none.
+Corpus load_fortunes_corpus(const std::filesystem::path& dir);
+
+// ---- the tiny character Transformer --------------------------------------------
+struct TinyConfig {
+  int vocab = 128, d_model = 128, n_layer = 4, n_head = 4, d_ff = 512, context = 128;
+  double init_std = 0.02;  // GPT-2's
+};
+std::int64_t tiny_param_count(const TinyConfig& c);  // counted on the built module
+
+struct TrainOptions {
+  ScheduleConfig schedule;
+  int batch = 16;
+  long steps = 100;
+  double weight_decay = 0.1, clip = 1.0;
+  std::uint64_t seed = 1;
+  int eval_every = 25, eval_batches = 8;
+  std::string fault;  // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0)
+};
+struct TrainResult {
+  std::vector<double> losses;           // per step
+  std::vector<long> eval_steps;
+  std::vector<double> eval_ppl;         // exp(mean validation loss), at eval_steps (step 0 = before training)
+  double seconds = 0, tokens_per_s = 0;
+  std::vector<double> lrs;
+  std::string weights_sha256;           // of every parameter's bytes after training
+};
+double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch);
+TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
+
+// ---- autograd and memory (chapter 3) ------------------------------------------
+struct GradAccumResult {
+  double two_backwards_err = 0;   // max |grad after two backwards - 2 x grad after one|
+  double microbatch_err = 0;      // max |sum of k micro-batch grads of loss/k - one big batch's grad|
+  double grad_scale = 0;          // max |grad| (for scale)
+};
+GradAccumResult grad_accumulation(std::uint64_t seed, int micro_batches, const std::string& fault);
+
+struct RetainedMemory {
+  std::vector<double> with_grad_bytes, no_grad_bytes;  // live bytes after each evaluated batch
+};
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches);
+
+struct Bf16Timing {
+  double fp32_s = 0, bf16_autocast_s = 0;
+  std::string dtype_inside_autocast;
+};
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats);
+
+struct LossPrecision {
+  double fp32_err = 0, bf16_err = 0, project_err = 0;  // |loss - fp64 loss| for fp32 logits, bf16 logits,
+                                                       // and the project's loss helper on bf16 logits
+};
+LossPrecision loss_precision(std::uint64_t seed, const std::string& fault);
+
+// ---- counting allocator ------------------------------------------------------------
+// Installs (once) a CPU allocator that counts live and peak bytes of every LibTorch CPU tensor.
+void install_counting_allocator();
+std::int64_t live_bytes();
+std::int64_t peak_bytes();
+void reset_peak();
+
+// ---- Qwen2-architecture decoder from config.json, and LoRA (chapter 5) ----------------
+struct LoraSpec {
+  int r = 16;
+  double alpha = 32;
+  std::vector<std::string> targets;
+};
+struct QwenLoraMeasure {
+  std::int64_t params = 0;           // base model, counted on the built module
+  std::int64_t trainable = 0;        // requires_grad after LoRA
+  std::int64_t total_after_lora = 0;
+  std::int64_t state_bytes = 0;      // allocator: live bytes added by LoRA params, grads and AdamW state
+  std::int64_t grad_bytes = 0, optimizer_bytes = 0, lora_param_bytes = 0;
+  double build_seconds = 0, step_seconds = 0;
+};
+// Builds the decoder with random initialisation (no weights), wraps `targets` with LoRA,
+// runs one AdamW step on a short random sequence, and measures.
+QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
+                                  int seq_len);
+
+struct LoraDeltaResult {
+  double init_err = 0;     // max |LoRA(x) - base(x)| at initialisation (B = 0)
+  double formula_err = 0;  // max |LoRA(x) - x (W + (alpha/r) B A)^T| after B is trained away from 0
+  double merged_err = 0;   // max |merged(x) - LoRA(x)|
+  double output_scale = 0;
+};
+LoraDeltaResult lora_delta(std::uint64_t seed, const std::string& fault);
+
+struct LossMaskResult {
+  double loss_err = 0;           // |masked loss - mean over unmasked tokens|
+  double masked_grad_max = 0;    // max |d loss / d logits| at masked positions
+  double unmasked_grad_max = 0;
+  double masked_fraction = 0;
+};
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault);
+
+struct SftResult {
+  std::vector<double> losses;
+  double stop_rate = 0;                // share of greedy generations that emit <|im_end|>
+  std::vector<std::string> samples;    // a few generations, decoded
+  double seconds = 0;
+};
+struct SftOptions {
+  int steps = 20, batch = 8;
+  double lr = 3e-3;
+  bool eos_in_loss = true;
+  std::uint64_t seed = 1;
+  int max_new_tokens = 48;
+  int generate = 0;  // how many held-out prompts to generate from (0: none)
+};
+SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
+                    const SftOptions& o);
+
+// ---- reproducibility (chapter 6) ----------------------------------------------------
+// A short seeded run of the tiny model (deterministic algorithms, fixed threads): losses and weight hash.
+TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps);
+
+}  // namespace claimcheck::train

@@ -1,0 +1,85 @@
+// Shared by the LibTorch training sources (internal).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "claimcheck/sha256.h"
+#include "claimcheck/torch_compat.h"
+#include "claimcheck/train/experiments.h"
+
+namespace claimcheck::train {
+
+inline std::string sha256_hex(const std::string& bytes) {
+  Sha256 h;
+  h.update(bytes);
+  return h.hex();
+}
+
+inline std::string parameters_sha256(const std::vector<torch::Tensor>& params) {
+  Sha256 h;
+  for (const auto& p : params) {
+    auto c = p.detach().contiguous();
+    h.update(c.data_ptr(), static_cast<std::size_t>(c.numel() * c.element_size()));
+  }
+  return h.hex();
+}
+
+// ---- the tiny character Transformer (TinyGPT): pre-LN GPT, learned positions, untied head --------------------------------------------------------------------
+struct BlockImpl : torch::nn::Module {
+  BlockImpl(int d, int heads, int ff)
+      : heads_(heads),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        qkv(register_module("qkv", torch::nn::Linear(d, 3 * d))),
+        proj(register_module("proj", torch::nn::Linear(d, d))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        fc1(register_module("fc1", torch::nn::Linear(d, ff))),
+        fc2(register_module("fc2", torch::nn::Linear(ff, d))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    const auto B = x.size(0), T = x.size(1), C = x.size(2);
+    auto qkv_ = qkv(ln1(x)).view({B, T, 3, heads_, C / heads_}).permute({2, 0, 3, 1, 4});
+    auto att = compat::causal_sdpa(qkv_[0], qkv_[1], qkv_[2]).transpose(1, 2).reshape({B, T, C});
+    x = x + proj(att);
+    return x + fc2(torch::nn::functional::gelu(fc1(ln2(x))));
+  }
+  int heads_;
+  torch::nn::LayerNorm ln1;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm ln2;
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(Block);
+
+struct TinyGPTImpl : torch::nn::Module {
+  explicit TinyGPTImpl(const TinyConfig& c)
+      : tok(register_module("tok", torch::nn::Embedding(c.vocab, c.d_model))),
+        pos(register_module("pos", torch::nn::Embedding(c.context, c.d_model))),
+        ln_f(register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
+        head(register_module("head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab).bias(false)))) {
+    for (int i = 0; i < c.n_layer; ++i) blocks.push_back(register_module("block" + std::to_string(i), Block(c.d_model, c.n_head, c.d_ff)));
+    // GPT-2's initialisation: N(0, 0.02) weights, zero biases.
+    torch::NoGradGuard ng;
+    for (auto& p : named_parameters()) {
+      if (p.key().find("ln") != std::string::npos) continue;
+      if (p.key().find("bias") != std::string::npos) p.value().zero_();
+      else p.value().normal_(0.0, c.init_std);
+    }
+  }
+  torch::Tensor forward(torch::Tensor idx) {
+    auto x = tok(idx) + pos(torch::arange(idx.size(1), idx.options()));
+    for (auto& b : blocks) x = b->forward(x);
+    return head(ln_f(x));
+  }
+  torch::nn::Embedding tok, pos;
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm ln_f;
+  torch::nn::Linear head;
+};
+TORCH_MODULE(TinyGPT);
+
+
+// The series' loss line: logits (cast to fp32 unless told otherwise), ignore_index = -100.
+torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets, bool cast_to_fp32);
+
+}  // namespace claimcheck::train

@@ -1,0 +1,118 @@
+// Chapter 5's SFT mechanics in LibTorch: the loss mask, a short SFT run of a small decoder on chat data
+// rendered with the ChatML template, and greedy generation that stops at <|im_end|> (or does not).
+#include <chrono>
+#include <cmath>
+
+#include "common.h"
+
+namespace claimcheck::train {
+namespace F = torch::nn::functional;
+
+namespace {
+
+TinyConfig chat_model() {
+  TinyConfig c;
+  c.vocab = kChatVocab;
+  c.context = 256;
+  c.n_layer = 2;
+  return c;
+}
+
+// One batch: sequences padded to the longest with <|im_end|> tokens whose labels are -100; targets are
+// labels shifted left (HF's convention: labels align with input_ids, the model shifts).
+std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context) {
+  std::size_t len = 0;
+  for (int i = 0; i < n; ++i) len = std::max(len, enc[(first + i) % enc.size()].tokens.size());
+  len = std::min<std::size_t>(len, context + 1);
+  auto x = torch::full({n, static_cast<long>(len - 1)}, static_cast<long>(kImEnd), torch::kLong);
+  auto y = torch::full({n, static_cast<long>(len - 1)}, kIgnoreIndex, torch::kLong);
+  for (int i = 0; i < n; ++i) {
+    const auto& e = enc[(first + i) % enc.size()];
+    const auto m = std::min(e.tokens.size(), len);
+    for (std::size_t t = 0; t + 1 < m; ++t) {
+      x[i][static_cast<long>(t)] = e.tokens[t];
+      y[i][static_cast<long>(t)] = e.labels[t + 1];
+    }
+  }
+  return {x, y};
+}
+
+}  // namespace
+
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault) {
+  torch::manual_seed(seed);
+  TemplateOptions o;
+  if (fault == "mask_label_0") o.mask_label = 0;  // a planted fault: 0 is a real token id
+  std::vector<Encoded> enc;
+  for (const auto& c : convs) enc.push_back(encode_chat(c, o));
+  auto [x, y] = batch_of(enc, 0, static_cast<int>(std::min<std::size_t>(enc.size(), 4)), 256);
+  auto logits = torch::randn({y.size(0), y.size(1), kChatVocab}, torch::requires_grad());
+  auto loss = lm_loss(logits, y, true);
+  loss.backward();
+  // Independent: the mean of -log p(target) over the positions whose label is not -100 (the intended mask).
+  auto intended = batch_of([&] {
+    std::vector<Encoded> e;
+    for (const auto& c : convs) e.push_back(encode_chat(c));
+    return e;
+  }(), 0, static_cast<int>(std::min<std::size_t>(enc.size(), 4)), 256).second;
+  auto keep = intended.ne(kIgnoreIndex);
+  auto logp = F::log_softmax(logits.detach().to(torch::kDouble), -1);
+  auto picked = logp.gather(-1, intended.clamp_min(0).unsqueeze(-1)).squeeze(-1);
+  const double manual = -(picked.masked_select(keep)).mean().item<double>();
+  LossMaskResult r;
+  r.loss_err = std::fabs(loss.item<double>() - manual);
+  auto g = logits.grad().abs().amax(-1);
+  r.masked_grad_max = g.masked_select(keep.logical_not()).max().item<double>();
+  r.unmasked_grad_max = g.masked_select(keep).max().item<double>();
+  r.masked_fraction = 1.0 - keep.to(torch::kDouble).mean().item<double>();
+  return r;
+}
+
+SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
+                    const SftOptions& o) {
+  torch::manual_seed(o.seed);
+  const TinyConfig c = chat_model();
+  TinyGPT model(c);
+  TemplateOptions t;
+  t.eos_in_loss = o.eos_in_loss;
+  std::vector<Encoded> enc;
+  for (const auto& conv : train) enc.push_back(encode_chat(conv, t));
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(0.0));
+  SftResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int step = 0; step < o.steps; ++step) {
+    auto [x, y] = batch_of(enc, static_cast<std::size_t>(step) * o.batch, o.batch, c.context);
+    auto loss = lm_loss(model->forward(x), y, true);
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    opt.step();
+    compat::zero_grad_set_to_none(opt);
+    r.losses.push_back(loss.item<double>());
+  }
+  // Greedy generation from held-out prompts: does the answer end with <|im_end|>?
+  torch::NoGradGuard ng;
+  model->eval();
+  int stopped = 0;
+  for (int i = 0; i < o.generate && i < static_cast<int>(held_out.size()); ++i) {
+    auto ids = encode_prompt(held_out[static_cast<std::size_t>(i)]);
+    const auto prompt_len = ids.size();
+    bool stop = false;
+    for (int n = 0; n < o.max_new_tokens && static_cast<int>(ids.size()) < c.context; ++n) {
+      auto in = torch::tensor(ids, torch::kLong).unsqueeze(0);
+      const auto next = model->forward(in)[0][-1].argmax().item<std::int64_t>();
+      ids.push_back(next);
+      if (next == kImEnd) {
+        stop = true;
+        break;
+      }
+    }
+    stopped += stop;
+    if (r.samples.size() < 3)
+      r.samples.push_back(decode_bytes(std::vector<std::int64_t>(ids.begin() + static_cast<long>(prompt_len), ids.end())));
+  }
+  r.stop_rate = o.generate > 0 ? static_cast<double>(stopped) / std::min<int>(o.generate, static_cast<int>(held_out.size())) : 0;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace claimcheck::train

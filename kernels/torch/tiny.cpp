@@ -1,0 +1,278 @@
+// Chapter 3 in LibTorch: the tiny character Transformer, the Dataset/DataLoader over fortunes,
+// and the series' twenty-line training loop; plus the autograd and precision experiments.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "claimcheck/torch_compat.h"
+#include "claimcheck/train/experiments.h"
+#include "common.h"
+
+namespace claimcheck::train {
+namespace fs = std::filesystem;
+namespace F = torch::nn::functional;
+
+// ---- data ---------------------------------------------------------------------
+Corpus load_fortunes_corpus(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension().empty()) files.push_back(e.path());
+  if (files.empty())
+    throw std::runtime_error(dir.string() + ": field '(dir)': no fortune text files (apt-get install fortunes)");
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text += ss.str();
+  }
+  Corpus c;
+  c.source = dir.string();
+  c.files = static_cast<std::int64_t>(files.size());
+  c.sha256 = sha256_hex(text);
+  std::vector<std::uint8_t> all;
+  all.reserve(text.size());
+  for (unsigned char ch : text) all.push_back(ch < 128 ? ch : '?');  // V = 128: fold to ASCII
+  const std::size_t cut = all.size() * 95 / 100;
+  c.train.assign(all.begin(), all.begin() + static_cast<long>(cut));
+  c.val.assign(all.begin() + static_cast<long>(cut), all.end());
+  return c;
+}
+
+// Dataset: windows of context + 1 characters; __getitem__ = get(i), __len__ = size().
+class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
+ public:
+  CharWindows(const std::vector<std::uint8_t>& text, int context) : text_(text), context_(context) {}
+  torch::data::Example<> get(std::size_t i) override {
+    const auto start = static_cast<long>(i) * context_;
+    auto w = torch::from_blob(const_cast<std::uint8_t*>(text_.data()) + start, {context_ + 1}, torch::kUInt8)
+                 .to(torch::kLong);
+    return {w.slice(0, 0, context_), w.slice(0, 1, context_ + 1)};
+  }
+  torch::optional<std::size_t> size() const override { return (text_.size() - 1) / context_ - 1; }
+
+ private:
+  const std::vector<std::uint8_t>& text_;
+  int context_;
+};
+
+std::int64_t tiny_param_count(const TinyConfig& c) {
+  TinyGPT m(c);
+  std::int64_t n = 0;
+  for (const auto& p : m->parameters()) n += p.numel();
+  return n;
+}
+
+// The loss of the series' loop: logits cast to fp32, ignore_index = -100.
+torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets, bool cast_to_fp32) {
+  const auto V = logits.size(-1);
+  auto l = logits.reshape({-1, V});
+  if (cast_to_fp32) l = l.to(torch::kFloat);
+  return F::cross_entropy(l, targets.reshape({-1}), F::CrossEntropyFuncOptions().ignore_index(-100));
+}
+
+namespace {
+
+double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int batches, int batch) {
+  torch::NoGradGuard ng;
+  model->eval();
+  CharWindows val(data.val, c.context);
+  const auto n = *val.size();
+  double total = 0;
+  int count = 0;
+  for (int b = 0; b < batches; ++b) {
+    std::vector<torch::Tensor> xs, ys;
+    for (int i = 0; i < batch; ++i) {
+      auto ex = val.get(static_cast<std::size_t>((b * batch + i) * 7919 % n));  // a fixed, spread-out set
+      xs.push_back(ex.data);
+      ys.push_back(ex.target);
+    }
+    total += lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
+    ++count;
+  }
+  model->train();
+  return std::exp(total / count);
+}
+
+}  // namespace
+
+double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch) {
+  torch::manual_seed(seed);
+  TinyGPT model(c);
+  CharWindows ds(data.train, c.context);
+  std::vector<torch::Tensor> xs, ys;
+  for (int i = 0; i < batch; ++i) {
+    auto ex = ds.get(static_cast<std::size_t>(i) * 97);
+    xs.push_back(ex.data);
+    ys.push_back(ex.target);
+  }
+  torch::NoGradGuard ng;
+  return lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
+}
+
+TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o) {
+  torch::manual_seed(o.seed);
+  TinyGPT model(c);
+  auto loader = torch::data::make_data_loader(
+      CharWindows(data.train, c.context).map(torch::data::transforms::Stack<>()),
+      torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
+      torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
+  WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one");
+  const bool zero_grad = o.fault != "no_zero_grad";
+
+  TrainResult r;
+  r.eval_steps.push_back(0);
+  r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch));
+  const auto t0 = std::chrono::steady_clock::now();
+  long step = 0;
+  while (step < o.steps) {
+    for (auto& batch : *loader) {  // ---- the twenty lines ----
+      if (step >= o.steps) break;
+      const double lr = o.fault == "frozen" ? 0.0 : sched.lr();  // a planted fault: nothing learns
+      for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      auto logits = model->forward(batch.data);                       // [B, T, V]
+      auto loss = lm_loss(logits, batch.target, /*fp32=*/true);        // loss in fp32, ignore_index=-100
+      loss.backward();                                                 // gradients accumulate
+      torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
+      opt.step();
+      r.lrs.push_back(sched.lr());
+      sched.step();
+      if (zero_grad) compat::zero_grad_set_to_none(opt);               // so: clear them
+      r.losses.push_back(loss.item<double>());
+      ++step;
+      if (o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps)) {
+        r.eval_steps.push_back(step);
+        r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch));
+      }
+    }
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.tokens_per_s = static_cast<double>(o.steps) * o.batch * c.context / r.seconds;
+  r.weights_sha256 = parameters_sha256(model->parameters());
+  return r;
+}
+
+TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps) {
+  at::globalContext().setDeterministicAlgorithms(true, false);
+  TinyConfig c;
+  c.n_layer = 2;
+  c.context = 64;
+  TrainOptions o;
+  o.seed = seed;
+  o.steps = steps;
+  o.batch = 8;
+  o.eval_every = 0;
+  o.schedule = {3e-3, 3e-4, 5, steps};
+  return train_tiny(c, data, o);
+}
+
+// ---- autograd and memory ------------------------------------------------------------
+GradAccumResult grad_accumulation(std::uint64_t seed, int k, const std::string& fault) {
+  torch::manual_seed(seed);
+  TinyConfig c;
+  c.n_layer = 1;
+  c.context = 16;
+  TinyGPT model(c);
+  model->eval();  // no dropout anyway; explicit
+  auto x = torch::randint(0, c.vocab, {8, c.context}), y = torch::randint(0, c.vocab, {8, c.context});
+  auto grads = [&] {
+    std::vector<torch::Tensor> g;
+    for (auto& p : model->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return g;
+  };
+  auto clear = [&] { model->zero_grad(true); };
+  GradAccumResult r;
+  // Two backwards accumulate: grad == 2 x one backward's.
+  clear();
+  lm_loss(model->forward(x), y, true).backward();
+  auto once = grads();
+  lm_loss(model->forward(x), y, true).backward();
+  auto twice = grads();
+  for (std::size_t i = 0; i < once.size(); ++i) {
+    r.two_backwards_err = std::max(r.two_backwards_err, (twice[i] - 2 * once[i]).abs().max().item<double>());
+    r.grad_scale = std::max(r.grad_scale, once[i].abs().max().item<double>());
+  }
+  // k micro-batches of loss / k == one big batch.
+  clear();
+  lm_loss(model->forward(x), y, true).backward();
+  auto big = grads();
+  if (fault != "no_zero_grad") clear();  // a planted fault: the big batch's gradient is still there
+  for (int m = 0; m < k; ++m) {
+    if (fault == "zero_grad_each_microbatch") clear();
+    auto xs = x.chunk(k)[m], ys = y.chunk(k)[m];
+    (lm_loss(model->forward(xs), ys, true) / k).backward();
+  }
+  auto acc = grads();
+  for (std::size_t i = 0; i < big.size(); ++i)
+    r.microbatch_err = std::max(r.microbatch_err, (acc[i] - big[i]).abs().max().item<double>());
+  return r;
+}
+
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches) {
+  install_counting_allocator();
+  torch::manual_seed(seed);
+  TinyConfig c;
+  c.n_layer = 2;
+  c.context = 64;
+  TinyGPT model(c);
+  auto x = torch::randint(0, c.vocab, {8, c.context}), y = torch::randint(0, c.vocab, {8, c.context});
+  RetainedMemory r;
+  for (bool no_grad : {false, true}) {
+    const auto base = live_bytes();
+    std::vector<torch::Tensor> kept;  // "total += loss": what evaluation code keeps per batch
+    for (int b = 0; b < batches; ++b) {
+      std::unique_ptr<torch::NoGradGuard> guard;
+      if (no_grad) guard = std::make_unique<torch::NoGradGuard>();
+      kept.push_back(lm_loss(model->forward(x), y, true));
+      (no_grad ? r.no_grad_bytes : r.with_grad_bytes).push_back(static_cast<double>(live_bytes() - base));
+    }
+  }
+  return r;
+}
+
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats) {
+  torch::manual_seed(seed);
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  auto time_it = [&](bool autocast) {
+    compat::set_cpu_autocast(autocast);
+    auto out = torch::matmul(a, b);  // warm-up (and the dtype seen inside)
+    double best = 1e30;
+    for (int i = 0; i < repeats; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      out = torch::matmul(a, b);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    compat::set_cpu_autocast(false);
+    return std::make_pair(best, std::string(c10::toString(out.scalar_type())));
+  };
+  Bf16Timing t;
+  t.fp32_s = time_it(false).first;
+  auto [s, dtype] = time_it(true);
+  t.bf16_autocast_s = s;
+  t.dtype_inside_autocast = dtype;
+  return t;
+}
+
+LossPrecision loss_precision(std::uint64_t seed, const std::string& fault) {
+  torch::manual_seed(seed);
+  // Realistic LM logits: large vocabulary, a spread of a few units, targets drawn from the model.
+  auto logits = torch::randn({512, 32000}, torch::kDouble) * 3;
+  auto targets = torch::randint(0, 32000, {512});
+  const double exact = F::cross_entropy(logits, targets).item<double>();
+  auto bf16 = logits.to(torch::kBFloat16);
+  LossPrecision p;
+  p.fp32_err = std::fabs(F::cross_entropy(logits.to(torch::kFloat), targets).item<double>() - exact);
+  p.bf16_err = std::fabs(F::cross_entropy(bf16, targets).to(torch::kDouble).item<double>() - exact);
+  // The project's helper on bf16 logits (what autocast hands it): it must compute in fp32.
+  const auto exact_of_bf16 = F::cross_entropy(bf16.to(torch::kDouble), targets).item<double>();
+  p.project_err = std::fabs(lm_loss(bf16, targets, fault != "loss_in_bf16").to(torch::kDouble).item<double>() - exact_of_bf16);
+  return p;
+}
+
+}  // namespace claimcheck::train
