@@ -1,5 +1,8 @@
 #include "report.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -97,6 +100,102 @@ std::string md_cell(std::string s) {
     else o += c;
   }
   return o;
+}
+
+
+// An inline SVG line chart for details.curve: {title, x_label, y_label, log_x, series: [{name, y, x?}],
+// band: {lo, hi, x?}} — loss curves on a log x-axis with the seed band shaded, as the series advises.
+std::string svg_curve(const json& c) {
+  const double W = 660, H = 270, L = 60, R = 150, T = 30, B = 42;
+  const bool logx = c.value("log_x", false);
+  auto xs_of = [](const json& s, std::size_t n) {
+    std::vector<double> x;
+    if (s.contains("x"))
+      for (const auto& v : s["x"]) x.push_back(v.get<double>());
+    else
+      for (std::size_t i = 0; i < n; ++i) x.push_back(static_cast<double>(i + 1));  // steps from 1
+    return x;
+  };
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  auto grow = [&](const std::vector<double>& x, const json& y) {
+    for (std::size_t i = 0; i < y.size() && i < x.size(); ++i) {
+      const double v = y[i].get<double>();
+      if (!std::isfinite(v)) continue;
+      x0 = std::min(x0, x[i]); x1 = std::max(x1, x[i]); y0 = std::min(y0, v); y1 = std::max(y1, v);
+    }
+  };
+  const json series = c.value("series", json::array());
+  for (const auto& sr : series) grow(xs_of(sr, sr["y"].size()), sr["y"]);
+  const json band = c.value("band", json::object());
+  if (band.contains("lo")) {
+    grow(xs_of(band, band["lo"].size()), band["lo"]);
+    grow(xs_of(band, band["hi"].size()), band["hi"]);
+  }
+  if (!(x1 > x0) || !(y1 >= y0)) return "";
+  if (y1 == y0) y1 = y0 + 1;
+  const double pad = (y1 - y0) * 0.05;
+  y0 -= pad; y1 += pad;
+  auto fx = [&](double x) {
+    const double a = logx ? std::log10(x0) : x0, b = logx ? std::log10(x1) : x1, v = logx ? std::log10(x) : x;
+    return L + (W - L - R) * (b > a ? (v - a) / (b - a) : 0.5);
+  };
+  auto fy = [&](double y) { return T + (H - T - B) * (1 - (y - y0) / (y1 - y0)); };
+  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
+    << "\" height=\"" << H << "\" style=\"font:11px system-ui,sans-serif;background:#fff\">";
+  o << "<text x=\"" << L << "\" y=\"16\" font-weight=\"600\">" << html_escape(c.value("title", "")) << "</text>";
+  // axes and ticks
+  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  std::vector<double> xt;
+  if (logx) {
+    for (double d = std::pow(10, std::floor(std::log10(x0))); d <= x1 * 1.0001; d *= 10)
+      if (d >= x0 * 0.9999) xt.push_back(d);
+  } else {
+    for (int i = 0; i <= 4; ++i) xt.push_back(x0 + (x1 - x0) * i / 4);
+  }
+  for (double x : xt)
+    o << "<line x1=\"" << num(fx(x)) << "\" y1=\"" << H - B << "\" x2=\"" << num(fx(x)) << "\" y2=\"" << H - B + 4
+      << "\" stroke=\"#888\"/><text x=\"" << num(fx(x)) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
+      << fmt(std::round(x * 100) / 100) << "</text>";
+  for (int i = 0; i <= 4; ++i) {
+    const double y = y0 + (y1 - y0) * i / 4;
+    o << "<line x1=\"" << L - 4 << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
+      << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
+      << fmt(std::round(y * 1000) / 1000) << "</text>";
+  }
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\">"
+    << html_escape(c.value("x_label", "")) << (logx ? " (log scale)" : "") << "</text>";
+  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << html_escape(c.value("y_label", "")) << "</text>";
+  if (band.contains("lo")) {
+    const auto x = xs_of(band, band["lo"].size());
+    o << "<polygon fill=\"#9bbbe8\" fill-opacity=\"0.35\" stroke=\"none\" points=\"";
+    for (std::size_t i = 0; i < x.size(); ++i) o << num(fx(x[i])) << "," << num(fy(band["hi"][i].get<double>())) << " ";
+    for (std::size_t i = x.size(); i-- > 0;) o << num(fx(x[i])) << "," << num(fy(band["lo"][i].get<double>())) << " ";
+    o << "\"/>";
+  }
+  static const char* colors[] = {"#2c5fa8", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d"};
+  int k = 0;
+  for (const auto& sr : series) {
+    const auto x = xs_of(sr, sr["y"].size());
+    const char* col = colors[k % 7];
+    o << "<polyline fill=\"none\" stroke=\"" << col << "\" stroke-width=\"1.5\" points=\"";
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double v = sr["y"][i].get<double>();
+      if (std::isfinite(v)) o << num(fx(x[i])) << "," << num(fy(v)) << " ";
+    }
+    o << "\"/><line x1=\"" << W - R + 10 << "\" y1=\"" << T + 6 + 14 * k << "\" x2=\"" << W - R + 26 << "\" y2=\""
+      << T + 6 + 14 * k << "\" stroke=\"" << col << "\" stroke-width=\"2\"/><text x=\"" << W - R + 30 << "\" y=\""
+      << T + 10 + 14 * k << "\">" << html_escape(sr.value("name", "")) << "</text>";
+    ++k;
+  }
+  if (band.contains("lo"))
+    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << T + 14 * k << "\" width=\"16\" height=\"10\" fill=\"#9bbbe8\" "
+      << "fill-opacity=\"0.35\"/><text x=\"" << W - R + 30 << "\" y=\"" << T + 9 + 14 * k << "\">seed band</text>";
+  o << "</svg>";
+  return o.str();
 }
 
 class JsonWriter : public ReportWriter {
@@ -205,6 +304,7 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
           o << "</ul></details>";
         }
         o << "</td></tr>";
+        if (c->details.contains("curve")) o << "<tr><td></td><td colspan=\"5\">" << svg_curve(c->details["curve"]) << "</td></tr>";
       }
       o << "</table></section>";
     }

@@ -168,7 +168,7 @@ TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps) {
   o.steps = steps;
   o.batch = 8;
   o.eval_every = 0;
-  o.schedule = {3e-3, 3e-4, 5, steps};
+  o.schedule = {1e-3, 1e-4, 5, steps};
   return train_tiny(c, data, o);
 }
 
