@@ -26,13 +26,17 @@ static void lora_fraction(claimcheck::Context& ctx) {
   ctx.alternative("denominator = base + adapter (PEFT's print_trainable_parameters)", 100.0 * trainable / (base + trainable),
                   "%", "PEFT counts the adapter in 'all params'");
 #if CLAIMCHECK_WITH_TORCH
-  // Measured: requires_grad parameters of the LibTorch-built model after the project's LoRA wraps the targets.
-  const auto m = claimcheck::train::qwen_lora_measure(
-      ctx.input_path("config"),
-      {lora.at("r").get<int>(), lora.at("alpha").get<double>(), lora.at("targets").get<std::vector<std::string>>()},
-      ctx.seed(), 8);
-  ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
-  ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+  if (ctx.part_selected("measured")) {
+    // Measured: requires_grad parameters of the LibTorch-built model after the project's LoRA wraps the targets.
+    const auto m = claimcheck::train::qwen_lora_measure(
+        ctx.input_path("config"),
+        {lora.at("r").get<int>(), lora.at("alpha").get<double>(), lora.at("targets").get<std::vector<std::string>>()},
+        ctx.seed(), 8);
+    ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
+    ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+  } else {
+    ctx.pending("the measured part: not selected (the run asked for other kinds)");
+  }
 #else
   ctx.pending("trainable count on the LibTorch-built model: not built with LibTorch");
 #endif

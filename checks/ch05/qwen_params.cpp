@@ -24,12 +24,16 @@ static void qwen_params(claimcheck::Context& ctx) {
   ctx.alternative("non-embedding parameters", static_cast<double>(p.total() - p.embedding) / 1e6, "M params",
                   "what the model card calls non-embedding");
 #if CLAIMCHECK_WITH_TORCH
-  // Measured: the architecture built in LibTorch from the same config (random initialisation, no weights).
-  const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, ref::all_linear_targets()},
-                                                      ctx.seed(), 8);
-  ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
-  ctx.measure("built_minus_config", static_cast<double>(m.params - p.total()), "params");
-  ctx.detail("build_seconds", m.build_seconds);
+  if (ctx.part_selected("measured")) {
+    // Measured: the architecture built in LibTorch from the same config (random initialisation, no weights).
+    const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, ref::all_linear_targets()},
+                                                        ctx.seed(), 8);
+    ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
+    ctx.measure("built_minus_config", static_cast<double>(m.params - p.total()), "params");
+    ctx.detail("build_seconds", m.build_seconds);
+  } else {
+    ctx.pending("the measured part: not selected (the run asked for other kinds)");
+  }
 #else
   ctx.pending("counted on the architecture built in LibTorch: not built with LibTorch");
 #endif

@@ -218,7 +218,7 @@ int cmd_run(const Args& a) {
                         if (records_cache.is_null()) records_cache = build_records(rin);
                         return records_cache;
                       },
-                      fault ? fault : ""};
+                      fault ? fault : "", sel.labels};
 
   std::vector<ClaimResult> results;
   std::ostringstream log;

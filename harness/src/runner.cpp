@@ -145,6 +145,14 @@ class ContextImpl final : public Context {
   json records() const override { return in_.records ? in_.records() : json(nullptr); }
   const fs::path& root() const override { return in_.root; }
   const std::string& planted_fault() const override { return in_.planted_fault; }
+  bool part_selected(const std::string& kind) const override {
+    bool any_kind = false;
+    for (const auto& l : in_.selected_labels) {
+      if (l == kind) return true;
+      any_kind |= std::find(known_kinds().begin(), known_kinds().end(), l) != known_kinds().end();
+    }
+    return !any_kind;
+  }
 
   const std::map<std::string, double>& derived() const { return derived_; }
 

@@ -46,6 +46,7 @@ struct RunContextInputs {
   const HardwareInfo* hardware = nullptr;
   std::function<nlohmann::json()> records;  // the run's seven records, built on demand
   std::string planted_fault;                // $CLAIMCHECK_FAULT (tests only)
+  std::vector<std::string> selected_labels;  // --label values
 };
 
 // Run one claim: its check (or its pending skip), then the comparisons with its expected file.

@@ -69,6 +69,10 @@ class Context {
   virtual const HardwareInfo& hardware() const = 0;
   // The repository root (inputs and drivers are found relative to it).
   virtual const std::filesystem::path& root() const = 0;
+  // Whether the run asked for this kind of work ("measured", "analytic", ...): false only when --label
+  // names kinds and not this one. A claim with an analytic and a measured part skips the measured part
+  // under `--label analytic` and lists it as pending.
+  virtual bool part_selected(const std::string& kind) const = 0;
   // A fault planted on purpose by a test ($CLAIMCHECK_FAULT), "" in normal runs. Checks pass it to
   // the code under test; the report records it.
   virtual const std::string& planted_fault() const = 0;
