@@ -27,10 +27,13 @@ def chunks(workers, items_per_chunk):
     return [(w, items_per_chunk) for w in range(workers * 4)]
 
 
-def best_of(repeats, fn):
-    best = float("inf")
+def best_of_interleaved(repeats, *fns):
+    """Best time of each fn over `repeats` rounds, the fns alternating within a round, so that a slow
+    spell of a shared machine hits both sides of a ratio rather than one."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best

@@ -5,13 +5,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from pydriver import emit, fault, gil_enabled, measurement, usable_cpus  # noqa: E402
-from cpu_work import best_of, chunks, preprocess  # noqa: E402
+from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 
 workers = 8
 work = chunks(workers, 6000)
-serial = best_of(3, lambda: [preprocess(c) for c in work])
 with ThreadPoolExecutor(max_workers=workers) as pool:
-    threaded = best_of(3, lambda: list(pool.map(preprocess, work)))
+    serial, threaded = best_of_interleaved(5, lambda: [preprocess(c) for c in work],
+                                           lambda: list(pool.map(preprocess, work)))
 gil = gil_enabled()
 expected = 1.0 if gil else float(min(usable_cpus(), workers))
 emit(measurements=[measurement("value", serial / threaded, "x"),

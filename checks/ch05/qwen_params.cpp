@@ -1,5 +1,5 @@
 // ch05.qwen_params — 「Qwen2.5-0.5B：494M 参数」
-// Analytic part from the config; the count on the built LibTorch module arrives with issue 4.
+// Analytic part from the config; measured part: the count on the module built in LibTorch from the same config.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/train/experiments.h"

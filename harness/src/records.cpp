@@ -47,7 +47,9 @@ std::string tree_hash(const fs::path& root, const std::vector<fs::path>& dirs) {
   std::sort(files.begin(), files.end());
   Sha256 h;
   for (const auto& f : files) {
-    h.update(fs::relative(f, root).generic_string());
+    // Files in the checkout by their path in it; others (the fortunes corpus) by their absolute path.
+    const std::string rel = fs::relative(f, root).generic_string();
+    h.update(rel.rfind("..", 0) == 0 ? f.generic_string() : rel);
     h.update("\0", 1);
     std::ifstream in(f, std::ios::binary);
     std::stringstream ss;
@@ -100,6 +102,10 @@ json environment_record() {
   return env;
 }
 
+namespace {
+const char* const kFortunes = "/usr/share/games/fortunes";
+}  // namespace
+
 json build_records(const RecordInputs& in) {
   json r;
   auto commit = run_command("git -C '" + in.root.string() + "' rev-parse HEAD");
@@ -109,9 +115,16 @@ json build_records(const RecordInputs& in) {
   } else {
     r["commit"] = nullptr;  // not a git checkout: the record is missing, and ch06.seven_records says so
   }
-  r["data_revision"] = {
-      {"sha256", tree_hash(in.root, {in.expected_dir, "reference/data"})},
-      {"covers", {fs::relative(in.expected_dir, in.root).generic_string(), "reference/data"}}};
+  // The data the checks read: expected values, the shipped configs, specs and conversations, and the
+  // text corpus of chapter 3 (Debian's fortunes) where it is installed.
+  std::vector<fs::path> data{in.expected_dir, "reference/data"};
+  const std::string exp_rel = fs::relative(in.expected_dir, in.root).generic_string();
+  json covers = {exp_rel.rfind("..", 0) == 0 ? in.expected_dir.generic_string() : exp_rel, "reference/data"};
+  if (fs::is_directory(kFortunes)) {
+    data.push_back(kFortunes);
+    covers.push_back(kFortunes);
+  }
+  r["data_revision"] = {{"sha256", tree_hash(in.root, data)}, {"covers", covers}};
   r["config"] = in.run_config;
   r["environment"] = environment_record();
   r["seed"] = in.seed;

@@ -95,7 +95,7 @@ std::string summary_line(const Summary& s) {
 std::string md_cell(std::string s) {
   std::string o;
   for (char c : s) {
-    if (c == '|') o += "\\|";
+    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;  // table cell, no emphasis
     else if (c == '\n') o += ' ';
     else o += c;
   }
