@@ -2,7 +2,7 @@
 // States which denominator 1.78 % uses: the base model's parameters.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-#include "claimcheck/train/experiments.h"
+#include "qwen_lora.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,10 +28,7 @@ static void lora_fraction(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   if (ctx.part_selected("measured")) {
     // Measured: requires_grad parameters of the LibTorch-built model after the project's LoRA wraps the targets.
-    const auto m = claimcheck::train::qwen_lora_measure(
-        ctx.input_path("config"),
-        {lora.at("r").get<int>(), lora.at("alpha").get<double>(), lora.at("targets").get<std::vector<std::string>>()},
-        ctx.seed(), 8);
+    const auto m = ch05::measure_qwen_lora(ctx);
     ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
     ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
   } else {

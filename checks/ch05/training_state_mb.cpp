@@ -1,7 +1,7 @@
 // ch05.training_state_mb — 「训练状态 141 MB——CPU 都能微调」 (Qwen2.5-0.5B LoRA r = 16: 16 B x trainable)
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-#include "claimcheck/train/experiments.h"
+#include "qwen_lora.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,10 +29,7 @@ static void training_state_mb(claimcheck::Context& ctx) {
   if (ctx.part_selected("measured")) {
     // Measured: live bytes the counting allocator sees added by the LoRA parameters, their gradients and
     // AdamW's state, after one step on the LibTorch-built model (fp32 on the CPU: 4 + 4 + 4 + 4 bytes).
-    const auto m = claimcheck::train::qwen_lora_measure(
-        ctx.input_path("config"),
-        {lora.at("r").get<int>(), lora.at("alpha").get<double>(), lora.at("targets").get<std::vector<std::string>>()},
-        ctx.seed(), 8);
+    const auto m = ch05::measure_qwen_lora(ctx);
     ctx.measure("allocator", static_cast<double>(m.state_bytes) / 1e6, "MB");
     ctx.detail("allocator_breakdown_bytes", {{"lora_parameters", m.lora_param_bytes}, {"gradients", m.grad_bytes},
                                              {"adamw_state", m.optimizer_bytes}, {"total", m.state_bytes}});
