@@ -33,21 +33,28 @@ for ch in sorted(os.listdir(exp)):
 analytic_ids = {d["id"] for _, d, n in cases if n is None and "analytic" in d["kind"]}
 t.check(len(analytic_ids) >= 20, f"at least 20 implemented analytic claims (found {len(analytic_ids)})")
 
+skipped = set()
 for path, d, name in cases:
+    if d["id"] in skipped:
+        continue
+    # Analytic claims run their analytic part only (a measured part is judged by cli_faults.py).
+    only = ["--label", "analytic"] if "analytic" in d["kind"] else []
+    # Unmoved, it passes (so the failure below is the move's doing) — or this build cannot run it.
+    r = run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, "--root", a.root)
+    if r.returncode == 77:
+        print(f"skipping {d['id']}: {r.stdout.strip()}")
+        skipped.add(d["id"])
+        continue
+    t.check(r.returncode == 0 and r.stdout.startswith("PASS"), f"{d['id']} unmoved: exit {r.returncode}, {r.stdout.strip()}")
     original = load(path)
     m = load(path)
     target = m if name is None else m["also"][name]
     target["value"] = moved(target["value"])
     save(path, m)
-    # Analytic claims run their analytic part only (a measured part is judged by cli_faults.py).
-    only = ["--label", "analytic"] if "analytic" in d["kind"] else []
     r = run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, "--root", a.root)
     what = f"{d['id']}{'' if name is None else '.' + name} moved to {target['value']}"
     t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{what}: exit {r.returncode}, {r.stdout.strip()} {r.stderr.strip()}")
     save(path, original)
-    # And unmoved, it passes (so the failure above was the move's doing).
-    r = run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, "--root", a.root)
-    t.check(r.returncode == 0 and r.stdout.startswith("PASS"), f"{d['id']} unmoved: exit {r.returncode}, {r.stdout.strip()}")
 
 shutil.rmtree(tmp)
 t.finish()
