@@ -20,7 +20,9 @@ TEST(Probe, SeesThisMachine) {
   EXPECT_LE(h.usable_cpus, h.logical_cpus);
   EXPECT_GT(h.memory_bytes, 1u << 30);
   EXPECT_FALSE(h.cpu_model.empty());
-  if (!h.gpu) EXPECT_FALSE(h.gpu_absent_reason.empty());
+  if (!h.gpu) {
+    EXPECT_FALSE(h.gpu_absent_reason.empty());
+  }
   const auto j = to_json(h);
   EXPECT_TRUE(j.contains("isa"));
   EXPECT_TRUE(j.contains("gpu"));
@@ -60,6 +62,14 @@ const std::map<std::string, Expected>& catalogue() {
   return cat;
 }
 
+RunContextInputs inputs_for(const HardwareInfo* h) {
+  RunContextInputs in;
+  in.root = CLAIMCHECK_SOURCE_DIR;
+  in.seed = 1;
+  in.hardware = h;
+  return in;
+}
+
 void measures_nan(Context& ctx) { ctx.measure(std::nan(""), "GB"); }
 void measures_without_unit(Context& ctx) { ctx.measure(1.0, ""); }
 void measures_wrong_unit(Context& ctx) { ctx.measure(1.0, "ms"); }
@@ -73,11 +83,11 @@ CLAIMCHECK_REGISTER(forgets_to_measure).claim("test.forgets_to_measure");
 TEST(Checks, SevenRecordsFailsWhenARecordIsMissing) {
   const HardwareInfo h = probe_hardware();
   Capabilities caps(&h);
-  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, [] {
-                        return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
-                                              {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}},
-                                              {"logs", nullptr}};
-                      }};
+  RunContextInputs in = inputs_for(&h);
+  in.records = [] {
+    return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
+                          {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}}, {"logs", nullptr}};
+  };
   ClaimResult r = run_claim(catalogue().at("ch06.seven_records"), in, caps);
   EXPECT_EQ(r.status, Status::fail) << r.reason;
   in.records = [] {
@@ -91,7 +101,7 @@ TEST(Checks, SevenRecordsFailsWhenARecordIsMissing) {
 TEST(Checks, BadMeasurementsAreErrorsNamingTheField) {
   const HardwareInfo h = probe_hardware();
   Capabilities caps(&h);
-  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, {}};
+  RunContextInputs in = inputs_for(&h);
   Expected e = catalogue().at("ch04.full_finetune_gb");
   e.statements.resize(1);
   for (const char* id : {"test.measures_nan", "test.measures_without_unit", "test.measures_wrong_unit",
@@ -110,7 +120,7 @@ TEST(Checks, BadMeasurementsAreErrorsNamingTheField) {
 TEST(Checks, AnExpectedFailureThatPassesIsAFailure) {
   const HardwareInfo h = probe_hardware();
   Capabilities caps(&h);
-  RunContextInputs in{CLAIMCHECK_SOURCE_DIR, 1, &h, {}};
+  RunContextInputs in = inputs_for(&h);
   Expected e = catalogue().at("ch06.ridge");
   e.xfail = true;
   e.xfail_reason = "pretend the evidence refutes it";
