@@ -71,9 +71,14 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
                fmt(c.step);
   } else if (c.rule == "bound") {
     out.ok = (!c.min || m >= *c.min) && (!c.max || m <= *c.max);
-    std::string range = std::string(c.min ? fmt(*c.min) : "-inf") + " .. " + (c.max ? fmt(*c.max) : "inf");
-    out.text = fmt(m) + u + (out.ok ? " within " : " outside ") + "[" + range + "]" + u + " (stated " + fmt(v) + u +
-               ")";
+    std::string range;
+    if (c.min && c.max)
+      range = (out.ok ? " within [" : " outside [") + fmt(*c.min) + ", " + fmt(*c.max) + "]" + u;
+    else if (c.max)
+      range = (out.ok ? " <= " : " > ") + fmt(*c.max) + u;
+    else
+      range = (out.ok ? " >= " : " < ") + fmt(*c.min) + u;
+    out.text = fmt(m) + u + range + " (stated " + fmt(v) + u + ")";
   } else if (c.rule == "band") {
     double ref = v;
     std::string refname = "stated";
