@@ -73,14 +73,23 @@ CC_INLINE int last_key(const Args<T>& a, int i) {
   return std::min(a.s.T - 1, i + (a.f.mask_off_by_one ? 1 : 0));
 }
 
+// One (batch, head) slice of the inputs and the output.
+template <typename T>
+struct Head {
+  const T *q, *k, *v;
+  T* o;
+};
+template <typename T>
+CC_INLINE Head<T> head_of(const Args<T>& a, long bh) {
+  const long off = bh * a.s.T * a.s.D;
+  return {a.q + off, a.k + off, a.v + off, a.out + off};
+}
+
 // ---- v1: plain ---------------------------------------------------------------
 template <typename T>
 CC_INLINE void plain_rows(const Args<T>& a, long bh, int i0, int i1) {
   const int T_ = a.s.T, D = a.s.D;
-  const T* q = a.q + bh * T_ * D;
-  const T* k = a.k + bh * T_ * D;
-  const T* v = a.v + bh * T_ * D;
-  T* o = a.out + bh * T_ * D;
+  const auto [q, k, v, o] = head_of(a, bh);
   const T scale = scale_of(a);
   std::vector<T> p(T_);
   for (int i = i0; i < i1; ++i) {
@@ -111,10 +120,7 @@ CC_INLINE void plain_rows(const Args<T>& a, long bh, int i0, int i1) {
 template <typename T>
 CC_INLINE void tiled_tile(const Args<T>& a, long bh, int qt) {
   const int T_ = a.s.T, D = a.s.D;
-  const T* q = a.q + bh * T_ * D;
-  const T* k = a.k + bh * T_ * D;
-  const T* v = a.v + bh * T_ * D;
-  T* o = a.out + bh * T_ * D;
+  const auto [q, k, v, o] = head_of(a, bh);
   const T scale = scale_of(a);
   const int i0 = qt * kTileQ, i1 = std::min(T_, i0 + kTileQ), rows = i1 - i0;
 
