@@ -8,7 +8,7 @@ from pydriver import emit, fault, measurement, usable_cpus  # noqa: E402
 from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 
 workers = 8
-work = chunks(workers, 6000)
+work = chunks(workers, 15000)
 pool_workers = 1 if fault() == "serial_pool" else workers  # a planted fault: a pool of one
 with ProcessPoolExecutor(max_workers=pool_workers) as pool:
     list(pool.map(preprocess, work[:pool_workers]))  # start the workers before timing

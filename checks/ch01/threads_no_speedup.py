@@ -8,7 +8,7 @@ from pydriver import emit, fault, gil_enabled, measurement, usable_cpus  # noqa:
 from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 
 workers = 8
-work = chunks(workers, 6000)
+work = chunks(workers, 15000)
 with ThreadPoolExecutor(max_workers=workers) as pool:
     serial, threaded = best_of_interleaved(5, lambda: [preprocess(c) for c in work],
                                            lambda: list(pool.map(preprocess, work)))
