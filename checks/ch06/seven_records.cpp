@@ -1,6 +1,7 @@
 // ch06.seven_records — 「三个月后能复现：七项记录——代码版本（commit）· 数据版本（revision）· 配置 · 环境 · seed · 硬件 · 日志与 checkpoint」
 // Every report carries all seven: the check reads the records this run puts in its report.
 #include "claimcheck/check.h"
+#include "claimcheck/records.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,15 +10,8 @@ static void seven_records(claimcheck::Context& ctx) {
   const nlohmann::json records = ctx.records();
 
   // Run: count the present, non-empty ones.
-  static const char* names[] = {"commit", "data_revision", "config", "environment", "seed", "hardware", "logs"};
-  int present = 0;
-  nlohmann::json missing = nlohmann::json::array();
-  for (const char* n : names) {
-    const bool ok = records.is_object() && records.contains(n) && !records.at(n).is_null() &&
-                    !(records.at(n).is_object() && records.at(n).empty()) &&
-                    !(records.at(n).is_string() && records.at(n).get<std::string>().empty());
-    ok ? ++present : (missing.push_back(n), 0);
-  }
+  std::vector<std::string> missing;
+  const int present = claimcheck::count_complete_records(records, &missing);
 
   // Verify.
   ctx.measure(present, "records");

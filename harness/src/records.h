@@ -9,15 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/records.h"
 #include "probe.h"
 
 namespace claimcheck {
 
-inline const std::vector<std::string>& record_names() {
-  static const std::vector<std::string> n = {"commit", "data_revision", "config", "environment",
-                                             "seed",   "hardware",      "logs"};
-  return n;
-}
 
 struct RecordInputs {
   std::filesystem::path root;          // repository root
@@ -29,8 +25,6 @@ struct RecordInputs {
 };
 
 nlohmann::json build_records(const RecordInputs& in);
-// How many of the seven are present and non-empty (null, "", {} and [] count as missing).
-int count_complete_records(const nlohmann::json& records, std::vector<std::string>* missing = nullptr);
 
 // Environment pieces, also used by `claimcheck list`.
 nlohmann::json environment_record();
