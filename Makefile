@@ -1,6 +1,8 @@
 # The two commands of the README:
 #   make report   installs what is missing (Debian 12, as root), builds, runs every claim, writes report/
 #   make test     the same set-up, then the whole ctest suite (claims + unit tests)
+# LibTorch is the PyTorch 2.x of the interpreter ci/setup-python.sh prints: $CLAIMCHECK_PYTHON, else python3
+# when it imports torch >= 2.4, else a shared environment created once per machine (see the README).
 PRESET ?= cpu
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
@@ -12,7 +14,8 @@ deps:
 	@bash ci/install-deps.sh
 
 configure: deps
-	cmake --preset $(PRESET) -B $(BUILD)
+	@py=$$(bash ci/setup-python.sh) && echo "claimcheck: Python $$py" && \
+	  cmake --preset $(PRESET) -B $(BUILD) -DCLAIMCHECK_PYTHON="$$py"
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)

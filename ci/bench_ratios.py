@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns a Google Benchmark JSON (claimcheck_bench_attention) into the report's benchmark rows:
-speed-up of each custom attention version over LibTorch at equal threads, measured in the same run,
+speed-up of each custom attention version over PyTorch's at::scaled_dot_product_attention at equal threads
+(the torch version and the CPU kernel ATen picked are in the benchmark's context), measured in the same run,
 and GFLOP/s as a share of this CPU's measured FMA peak. Medians when repetitions were run.
 
 usage: bench_ratios.py BENCH.json OUT.json"""
@@ -33,6 +34,7 @@ def main(src, dst):
     rows = []
     for T in (256, 1024, 4096):
         lib = med(f"attention/libtorch/{T}", "real_time")
+        lib_name = f"PyTorch {ctx.get('libtorch_version', '?')} SDPA ({ctx.get(f'libtorch_kernel_T{T}', '?')} kernel)"
         for v in ("v1_plain", "v2_tiled"):
             name = f"attention/{v}/{T}"
             t = med(name, "real_time")
@@ -40,13 +42,13 @@ def main(src, dst):
                 continue
             flops = med(name, "FLOP/s")
             rows.append({
-                "name": f"causal attention fp32 {v} vs LibTorch, B=1 H=8 D=64 T={T}",
+                "name": f"causal attention fp32 {v} vs {lib_name}, B=1 H=8 D=64 T={T}",
                 "ratio": lib / t,
                 "custom_ms": t, "libtorch_ms": lib,
                 "gflops": flops / 1e9,
                 "share_of_fma_peak": flops / peak if peak else None,
                 "spread": max(spread(name), spread(f"attention/libtorch/{T}")),
-                "detail": (f"{v} {t:.2f} ms vs LibTorch {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
+                "detail": (f"{v} {t:.2f} ms vs {lib_name} {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
                            f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
                            f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')})" if peak else ""),
             })

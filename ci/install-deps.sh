@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Installs what claimcheck needs on Debian 12 (as root), and only what is missing.
-# OpenBLAS matters: without libopenblas0-pthread Debian's LibTorch runs the reference BLAS
-# (a 1024^2 fp32 matmul: 637 ms instead of 25 ms).
+# Installs the Debian packages claimcheck needs (Debian 12, as root), and only what is missing.
+# LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or installs (once per machine).
 set -euo pipefail
 
 packages=(
   cmake make g++ git pkg-config
-  libtorch-dev libopenblas0-pthread      # LibTorch 1.13 (CPU) with an optimised BLAS
   nlohmann-json3-dev libgtest-dev libbenchmark-dev
-  python3 python3-numpy                  # Python drivers (chapters 1-2)
+  libssl-dev libcli11-dev                # SHA-256 (OpenSSL EVP); the command line (CLI11)
+  python3 python3-venv                   # the shared PyTorch environment is created from Debian's Python
   fortunes                               # English text for the chapter 3 corpus
 )
 
@@ -28,9 +27,3 @@ if ((${#missing[@]})); then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Which BLAS libblas.so.3 resolves to (recorded again at run time in the report's environment).
-blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
-case "$blas" in
-  *openblas*) ;;
-  *) echo "claimcheck: warning: libblas.so.3 is '$blas', not OpenBLAS: LibTorch matmuls will be slow" >&2 ;;
-esac

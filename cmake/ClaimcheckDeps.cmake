@@ -1,23 +1,25 @@
-# Dependencies. LibTorch and CUDA are optional: without them the rest builds and
-# their checks report "skip" with the reason.
+# Dependencies. LibTorch is the PyTorch 2.x (>= 2.4) that CLAIMCHECK_PYTHON imports, found through
+# torch.utils.cmake_prefix_path (or a Torch package on CMAKE_PREFIX_PATH). CUDA is optional: without nvcc the
+# rest builds and GPU checks report "skip" with the reason.
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(CLI11 CONFIG REQUIRED)
 
-set(CLAIMCHECK_TORCH_STATUS "off (CLAIMCHECK_WITH_TORCH=OFF)")
-set(CLAIMCHECK_HAS_TORCH OFF)
-if(CLAIMCHECK_WITH_TORCH)
-  # On the GPU host: -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-  find_package(Torch QUIET)
-  if(Torch_FOUND)
-    set(CLAIMCHECK_HAS_TORCH ON)
-    set(CLAIMCHECK_TORCH_STATUS "found (${Torch_DIR})")
-    # TorchConfig adds its own CUDA flags to the global scope; our kernels set
-    # CUDA_ARCHITECTURES per target (see kernels/cuda).
-  else()
-    set(CLAIMCHECK_TORCH_STATUS "not found: LibTorch checks will skip")
-  endif()
+# ---- Python: the interpreter of the drivers, whose torch is the build's LibTorch -----------------------------
+set(CLAIMCHECK_PYTHON "$ENV{CLAIMCHECK_PYTHON}" CACHE FILEPATH
+    "Python whose torch (>= 2.4) is the LibTorch and which runs the Python drivers (ci/setup-python.sh prints one)")
+if(NOT CLAIMCHECK_PYTHON)
+  find_program(CLAIMCHECK_PYTHON_FOUND NAMES python3)
+  set(CLAIMCHECK_PYTHON "${CLAIMCHECK_PYTHON_FOUND}" CACHE FILEPATH "" FORCE)
 endif()
+set(CLAIMCHECK_HOW_TO_POINT
+    "set CLAIMCHECK_PYTHON=/path/to/python (torch >= 2.4 and numpy; `make` creates one: see the README) or pass -DCMAKE_PREFIX_PATH=<torch.utils.cmake_prefix_path>")
 
+# ---- CUDA (before Torch: TorchConfig reads the CUDA language state) ---------------------------------------------
+# The project's own CUDA targets are built for CLAIMCHECK_CUDA_ARCHITECTURES (presets: 90 on CPU machines,
+# 90a for the Hopper GPU host), whatever TorchConfig does to CMAKE_CUDA_ARCHITECTURES and CMAKE_CUDA_FLAGS.
+set(CLAIMCHECK_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures of the project's own .cu targets")
 set(CLAIMCHECK_CUDA_STATUS "off (CLAIMCHECK_WITH_CUDA=OFF)")
 set(CLAIMCHECK_HAS_CUDA OFF)
 if(CLAIMCHECK_WITH_CUDA)
@@ -28,16 +30,68 @@ if(CLAIMCHECK_WITH_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)
+      set(CMAKE_CUDA_ARCHITECTURES ${CLAIMCHECK_CUDA_ARCHITECTURES})
     endif()
     enable_language(CUDA)
     set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     find_package(CUDAToolkit REQUIRED)
     set(CLAIMCHECK_HAS_CUDA ON)
-    set(CLAIMCHECK_CUDA_STATUS "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}: GPU checks run where a GPU is")
   else()
     set(CLAIMCHECK_CUDA_STATUS "nvcc not found: GPU checks will skip")
   endif()
+endif()
+set(claimcheck_cuda_flags_before_torch "${CMAKE_CUDA_FLAGS}")
+
+# ---- LibTorch ----------------------------------------------------------------------------------------------------
+set(CLAIMCHECK_TORCH_STATUS "off (CLAIMCHECK_WITH_TORCH=OFF)")
+set(CLAIMCHECK_HAS_TORCH OFF)
+set(CLAIMCHECK_PYTHON_TORCH "")
+if(CLAIMCHECK_WITH_TORCH)
+  if(CLAIMCHECK_PYTHON)
+    execute_process(
+      COMMAND "${CLAIMCHECK_PYTHON}" -c "import torch; print(torch.__version__); print(torch.utils.cmake_prefix_path)"
+      OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0)
+      string(REPLACE "\n" ";" out "${out}")
+      list(GET out 0 CLAIMCHECK_PYTHON_TORCH)
+      list(GET out 1 prefix)
+      list(APPEND CMAKE_PREFIX_PATH "${prefix}")
+    endif()
+  endif()
+  if(TORCH_CUDA_ARCH_LIST STREQUAL "" AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "9.0")  # no GPU to detect one from on a CPU machine
+  endif()
+  # TorchConfig warns about, then overrides, CMAKE_CUDA_ARCHITECTURES: hand it none, restore ours below.
+  unset(CMAKE_CUDA_ARCHITECTURES)
+  find_package(Torch QUIET)
+  if(Torch_FOUND)
+    # Torch_VERSION comes from TorchConfigVersion.cmake ("2.15.0").
+    if(Torch_VERSION VERSION_LESS 2.4)
+      message(FATAL_ERROR "claimcheck: LibTorch ${Torch_VERSION} at ${Torch_DIR} is older than 2.4 (asked: ${CLAIMCHECK_PYTHON}); ${CLAIMCHECK_HOW_TO_POINT}")
+    endif()
+    set(CLAIMCHECK_HAS_TORCH ON)
+    # A CUDA wheel's libtorch_cuda.so finds NCCL, cuDNN, ... in site-packages/nvidia/*/lib through its own
+    # RPATH at run time; the linker must look there too, before an older copy in the system's library cache.
+    get_filename_component(claimcheck_site "${Torch_DIR}/../../../.." ABSOLUTE)
+    file(GLOB claimcheck_nvidia_libs LIST_DIRECTORIES true "${claimcheck_site}/nvidia/*/lib")
+    foreach(d IN LISTS claimcheck_nvidia_libs)
+      string(APPEND CMAKE_EXE_LINKER_FLAGS " -Wl,-rpath-link,${d}")
+      string(APPEND CMAKE_SHARED_LINKER_FLAGS " -Wl,-rpath-link,${d}")
+    endforeach()
+    set(CLAIMCHECK_TORCH_STATUS "${Torch_VERSION} (${Torch_DIR})")
+  elseif(CLAIMCHECK_PYTHON_TORCH)
+    message(FATAL_ERROR "claimcheck: ${CLAIMCHECK_PYTHON} imports torch ${CLAIMCHECK_PYTHON_TORCH} but CMake found no TorchConfig.cmake under its cmake_prefix_path; ${CLAIMCHECK_HOW_TO_POINT}")
+  else()
+    set(CLAIMCHECK_TORCH_STATUS "not found (${CLAIMCHECK_PYTHON} does not import torch): LibTorch checks will skip; ${CLAIMCHECK_HOW_TO_POINT}")
+  endif()
+endif()
+
+if(CLAIMCHECK_HAS_CUDA)
+  # TorchConfig appends its -gencode list to CMAKE_CUDA_FLAGS and sets CMAKE_CUDA_ARCHITECTURES OFF:
+  # the project's .cu files include no LibTorch header, so they get the flags they had before.
+  set(CMAKE_CUDA_FLAGS "${claimcheck_cuda_flags_before_torch}")
+  set(CMAKE_CUDA_ARCHITECTURES ${CLAIMCHECK_CUDA_ARCHITECTURES})
+  set(CLAIMCHECK_CUDA_STATUS "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, project targets for sm_${CLAIMCHECK_CUDA_ARCHITECTURES}: GPU checks run where a GPU is")
 endif()
 
 if(CLAIMCHECK_BUILD_TESTS)

@@ -26,7 +26,7 @@ PLANTED = [
     ("no_zero_grad", "ch03.grad_accumulates"), ("zero_grad_each_microbatch", "ch03.grad_accumulates"),
     ("no_grad_everywhere", "ch03.no_grad_memory"), ("autocast_off", "ch03.cpu_bf16_autocast"),
     ("schedule_off_by_one", "ch03.warmup_cosine"), ("loss_in_bf16", "ch03.loss_in_fp32"),
-    ("alpha_not_over_r", "ch05.lora_delta"), ("mask_label_0", "ch05.loss_mask"), ("mask_label_0", "ch05.masked_fraction"),
+    ("qkv_bias_missing", "ch05.qwen_params"), ("alpha_not_over_r", "ch05.lora_delta"), ("mask_label_0", "ch05.loss_mask"), ("mask_label_0", "ch05.masked_fraction"),
     ("frozen", "ch05.sft_loss_drop"), ("eos_masked", "ch05.eos_in_loss"),
     ("unseeded", "ch06.same_seed_identical"), ("same_seed_for_all", "ch06.seed_variance"),
 ]

@@ -54,7 +54,7 @@ TEST(Consistency, ChecksNeedWhatTheirExpectedFilesSay) {
   const auto expected = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
   for (const auto& c : registry()) {
     if (c.id.rfind("test.", 0) == 0) continue;
-    std::set<std::string> needs, says(expected.at(c.id).requires.begin(), expected.at(c.id).requires.end());
+    std::set<std::string> needs, says(expected.at(c.id).requirements.begin(), expected.at(c.id).requirements.end());
     for (Requirement r : c.needs) needs.insert(to_string(r));
     EXPECT_EQ(needs, says) << c.id << " (" << c.file << ":" << c.line << ")";
   }

@@ -8,7 +8,7 @@
 #include "probe.h"
 #include "records.h"
 #include "runner.h"
-#include "claimcheck/sha256.h"
+#include "claimcheck/base/sha256.h"
 
 using namespace claimcheck;
 namespace fs = std::filesystem;

@@ -44,7 +44,7 @@ TEST(Selection, ByLabelAndCombined) {
   auto either = pick({{"ch04", "ch05"}, {}, {}});
   EXPECT_EQ(either.size(), 12u + 9u);
   for (const auto& id : pick({{}, {}, {"gpu"}})) {
-    const auto& r = catalogue().at(id).requires;
+    const auto& r = catalogue().at(id).requirements;
     EXPECT_NE(std::find(r.begin(), r.end(), "gpu"), r.end());
   }
   for (const auto& id : pick({{}, {}, {"pending"}})) EXPECT_TRUE(catalogue().at(id).pending.has_value());

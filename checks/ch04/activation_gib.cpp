@@ -36,6 +36,6 @@ static void activation_gib(claimcheck::Context& ctx) {
                   "adds heads x T bf16 values per token per layer");
   ctx.alternative("eager SiLU keeping its output too", ref::activation_bytes(cfg, batch, tokens, {2, false, true}) / GiB,
                   "GiB", "what a plain PyTorch SiLU * up saves");
-  ctx.pending("measured on a Llama-shaped block under the counting allocator (a later issue: measured LibTorch checks)");
+  ctx.pending("measured on a Llama-shaped block under the counting allocator (issue 8)");
 }
 CLAIMCHECK_REGISTER(activation_gib).claim("ch04.activation_gib");

@@ -25,6 +25,6 @@ static void checkpointing_memory(claimcheck::Context& ctx) {
   ctx.assumption("checkpoint = each layer's bf16 input (B x T x hidden); everything else is recomputed in backward");
   ctx.alternative("peak during backward", (kept + one_layer) / GiB, "GiB",
                   "the checkpoints plus one layer's recomputed activations");
-  ctx.pending("measured with the project's checkpointing on a Llama-shaped block (a later issue: measured LibTorch checks)");
+  ctx.pending("measured with the project's checkpointing on a Llama-shaped block (issue 8)");
 }
 CLAIMCHECK_REGISTER(checkpointing_memory).claim("ch04.checkpointing_memory");

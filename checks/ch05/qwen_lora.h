@@ -19,7 +19,8 @@ inline claimcheck::train::LoraSpec lora_spec(const claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
 // Builds the model from inputs.config (random initialisation), wraps it with that LoRA, takes one AdamW step.
 inline claimcheck::train::QwenLoraMeasure measure_qwen_lora(const claimcheck::Context& ctx) {
-  return claimcheck::train::qwen_lora_measure(ctx.input_path("config"), lora_spec(ctx), ctx.seed(), 8);
+  return claimcheck::train::qwen_lora_measure(ctx.input_path("config"), lora_spec(ctx), ctx.seed(), 8,
+                                              ctx.planted_fault());
 }
 #endif
 

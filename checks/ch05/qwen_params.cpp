@@ -1,5 +1,7 @@
 // ch05.qwen_params — 「Qwen2.5-0.5B：494M 参数」
-// Analytic part from the config; measured part: the count on the module built in LibTorch from the same config.
+// Analytic part: the ledger's count from the config. Measured part: the count on the decoder built in LibTorch by
+// the code under test, which reads the same config.json itself (it shares no code with the ledger). Both are also
+// compared with the published count of the checkpoint (expected file).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/train/experiments.h"
@@ -26,9 +28,10 @@ static void qwen_params(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   if (ctx.part_selected("measured")) {
     // Measured: the architecture built in LibTorch from the same config (random initialisation, no weights).
-    const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, ref::all_linear_targets()},
-                                                        ctx.seed(), 8);
+    const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, {"q_proj"}}, ctx.seed(), 8,
+                                                        ctx.planted_fault());
     ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
+    ctx.measure("built_exact", static_cast<double>(m.params), "params");
     ctx.measure("built_minus_config", static_cast<double>(m.params - p.total()), "params");
     ctx.detail("build_seconds", m.build_seconds);
   } else {

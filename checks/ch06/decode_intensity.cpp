@@ -24,6 +24,6 @@ static void decode_intensity(claimcheck::Context& ctx) {
   ctx.alternative("matmul FLOPs only (no embedding lookup FLOPs)",
                   2.0 * static_cast<double>(ref::count_params(cfg).total() - ref::count_params(cfg).embedding) / bytes,
                   "FLOP/byte", "the lookup moves bytes but does no multiply-adds");
-  ctx.pending("per-token cost against batch size measured on this machine (later issue)");
+  ctx.pending("per-token cost against batch size measured on this machine (issue 9)");
 }
 CLAIMCHECK_REGISTER(decode_intensity).claim("ch06.decode_intensity");

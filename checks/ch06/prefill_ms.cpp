@@ -1,5 +1,5 @@
 // ch06.prefill_ms — 「prefill 4096 token：2 × 8B × 4096 ≈ 66 TFLOP ÷ 989 TFLOPS ≈ 67 ms，compute-bound」
-// Analytic part on the series' card; the measured part needs a GPU (later issue).
+// Analytic part on the series' card; the measured part comes with issue 9 (CPU) and issue 10 (GPU).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -29,6 +29,6 @@ static void prefill_ms(claimcheck::Context& ctx) {
   ctx.alternative("with causal attention FLOPs", (flops + attn) / hw.peak_flops * 1e3, "ms",
                   "QK^T and PV over the causal half");
   ctx.alternative("at 50% MFU", 2 * flops / hw.peak_flops * 1e3, "ms", "a typical achieved fraction of peak");
-  ctx.pending("measured prefill time on a GPU (needs a GPU; later issue)");
+  ctx.pending("measured prefill time on a GPU (issues 9 and 10)");
 }
 CLAIMCHECK_REGISTER(prefill_ms).claim("ch06.prefill_ms");

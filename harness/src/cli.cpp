@@ -1,4 +1,5 @@
 // claimcheck list | run | account — the command line (design.md).
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -7,6 +8,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include <CLI/CLI.hpp>
 
 #include "claimcheck/ref/ledger.h"
 #include "errors.h"
@@ -29,69 +32,103 @@ using nlohmann::json;
 
 namespace {
 
-const char* kUsage = R"(usage:
-  claimcheck list    [--chapter chNN]... [--label L]... [--claim ID|GLOB]... [--expected DIR] [--json]
-  claimcheck run     [--chapter chNN]... [--label L]... [--claim ID|GLOB]... [--expected DIR]
-                     [--report DIR] [--benchmarks FILE] [--seed N] [--quiet]
-  claimcheck account --config FILE [--hardware FILE] [--lora-r N] [--lora-targets a,b,...]
-                     [--quant FILE] [--tokens N] [--batch N] [--json]
-common: --root DIR (the repository; default: the source tree this binary was built from, or $CLAIMCHECK_ROOT)
-exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped
-)";
+const char* kExit = "exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped";
 
+// What the subcommands read: the options given (each occurrence of a repeatable one appended), and the flags.
 struct Args {
   std::string command;
   std::map<std::string, std::vector<std::string>> opts;
   std::set<std::string> flags;
 };
 
-Args parse_args(int argc, char** argv) {
-  static const std::set<std::string> valued = {"--chapter", "--label",  "--claim",  "--expected",     "--report",
-                                               "--seed",    "--config", "--hardware", "--lora-r", "--lora-targets",
-                                               "--quant",   "--tokens", "--batch",  "--root", "--benchmarks"};
-  static const std::set<std::string> flags = {"--json", "--quiet", "--help"};
-  Args a;
-  if (argc < 2) throw InputError("missing command (list, run, account); see --help");
-  a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    std::string k = argv[i], v;
-    const auto eq = k.find('=');
-    const bool inline_value = k.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      v = k.substr(eq + 1);
-      k = k.substr(0, eq);
-    }
-    if (flags.count(k)) {
-      a.flags.insert(k);
-    } else if (valued.count(k)) {
-      if (!inline_value) {
-        if (i + 1 >= argc) throw InputError(k + ": missing value");
-        v = argv[++i];
-      }
-      a.opts[k].push_back(v);
-    } else {
-      throw InputError("unknown option '" + k + "' for '" + a.command + "'; see --help");
-    }
-  }
-  return a;
-}
-
 std::string one(const Args& a, const std::string& k, const std::string& dflt = "") {
   auto it = a.opts.find(k);
-  if (it == a.opts.end()) return dflt;
-  if (it->second.size() > 1) throw InputError(k + ": given more than once");
-  return it->second.front();
+  return it == a.opts.end() || it->second.empty() ? dflt : it->second.front();
 }
 
 std::int64_t positive(const Args& a, const std::string& k, std::int64_t dflt) {
   const std::string s = one(a, k);
-  if (s.empty()) return dflt;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || *end || v <= 0) throw InputError(k + ": '" + s + "' is not a positive integer");
-  return v;
+  return s.empty() ? dflt : std::stoll(s);  // CLI11 has checked it is a positive integer
 }
+
+// An integer in [1, 2^63): "16" yes; "0", "-3", "1.5", "1e3", "99999999999999999999" no.
+const CLI::Validator kPositiveInteger(
+    [](std::string& v) -> std::string {
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      errno = 0;
+      const long long n = digits ? std::strtoll(v.c_str(), nullptr, 10) : 0;
+      return digits && errno == 0 && n > 0 ? std::string() : "'" + v + "' is not a positive integer";
+    },
+    "POSITIVE INTEGER");
+const CLI::Validator kNonNegativeInteger(
+    [](std::string& v) -> std::string {
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      errno = 0;
+      if (digits) std::strtoull(v.c_str(), nullptr, 10);
+      return digits && errno == 0 ? std::string() : "'" + v + "' is not an integer in [0, 2^64)";
+    },
+    "INTEGER >= 0");
+
+// The command line, declared with CLI11 (subcommands, validation, help). Throws CLI::Error subclasses.
+struct CommandLine {
+  CLI::App app{"claimcheck: every claim of the series, computed, compared with the stated figure, able to fail", "claimcheck"};
+  Args args;
+
+  CommandLine() {
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("claimcheck ") + CLAIMCHECK_VERSION);
+    app.footer(kExit);
+    auto* list = app.add_subcommand("list", "ids, kinds, requirements, and whether this build can run them");
+    auto* run = app.add_subcommand("run", "runs the selection; writes report.json, report.md, report.html, junit.xml");
+    auto* account = app.add_subcommand("account", "the memory and latency ledger of a Hugging Face decoder config.json");
+    for (auto* sub : {list, run}) {
+      repeated(sub, "--chapter", "chNN (alternatives when repeated)");
+      repeated(sub, "--label", "a label: analytic, numeric, measured, phenomenon, libtorch, python, gpu, ...");
+      repeated(sub, "--claim", "a claim id or a glob such as 'ch04.*'");
+      single(sub, "--expected", "DIR", "read expected values from DIR instead of expected/");
+    }
+    flag(list, "--json", "print the list as JSON");
+    single(run, "--report", "DIR", "write the report into DIR");
+    single(run, "--benchmarks", "FILE", "benchmark ratios (ci/bench_ratios.py output) to put in the report");
+    single(run, "--seed", "N", "the seed of every seeded check (default 20260929)")->check(kNonNegativeInteger);
+    flag(run, "--quiet", "print failures and the summary only");
+    single(account, "--config", "FILE", "a Hugging Face config.json")->required();
+    single(account, "--hardware", "FILE", "a hardware spec (default: reference/data/hardware/h100-sxm.json)");
+    single(account, "--lora-r", "N", "LoRA rank (default 16)")->check(kPositiveInteger);
+    single(account, "--lora-targets", "a,b,...", "LoRA target modules (default: all linear projections)");
+    single(account, "--quant", "FILE", "a quantisation format (default: reference/data/quant/nf4-bnb-default.json)");
+    single(account, "--tokens", "N", "prefill and activation tokens (default 4096)")->check(kPositiveInteger);
+    single(account, "--batch", "N", "batch for activations (default 1)")->check(kPositiveInteger);
+    flag(account, "--json", "print the ledger as JSON");
+    for (auto* sub : {list, run, account})
+      single(sub, "--root", "DIR", "the repository (default: $CLAIMCHECK_ROOT, else the source tree of this build)");
+  }
+
+  CLI::Option* single(CLI::App* sub, const std::string& name, const std::string& type, const std::string& help) {
+    return sub->add_option_function<std::string>(name, [this, name](const std::string& v) { args.opts[name] = {v}; }, help)
+        ->type_name(type);
+  }
+  void repeated(CLI::App* sub, const std::string& name, const std::string& help) {
+    sub->add_option_function<std::vector<std::string>>(
+           name, [this, name](const std::vector<std::string>& v) { args.opts[name] = v; }, help)
+        ->type_name("X")
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  }
+  void flag(CLI::App* sub, const std::string& name, const std::string& help) {
+    sub->add_flag_callback(name, [this, name] { args.flags.insert(name); }, help);
+  }
+
+  const Args& parse(int argc, char** argv) {
+    const std::string first = argc >= 2 ? argv[1] : "";
+    if (first == "help") throw CLI::CallForHelp();
+    if (!first.empty() && first[0] != '-' && first != "list" && first != "run" && first != "account")
+      throw InputError("unknown command '" + first + "' (list, run, account); see --help");
+    app.parse(argc, argv);
+    args.command = app.get_subcommands().front()->get_name();
+    return args;
+  }
+};
 
 fs::path repo_root(const Args& a) {
   std::string r = one(a, "--root");
@@ -155,7 +192,14 @@ int cmd_list(const Args& a) {
     const Expected& e = cat.at(id);
     std::string runnable = "yes";
     if (e.pending) {
-      runnable = "not implemented yet: " + *e.pending;
+      // What this machine lacks is said even before the check exists: a GPU claim skips here either way.
+      std::string lacks;
+      for (const auto& name : e.requirements) {
+        Requirement r;
+        if (parse_requirement(name, &r))
+          if (auto why = caps.missing(r)) lacks += "skips here: needs " + name + " (" + *why + "); ";
+      }
+      runnable = lacks + "not implemented yet: " + *e.pending;
     } else if (const CheckInfo* c = find_check(id)) {
       for (Requirement r : c->needs)
         if (auto why = caps.missing(r)) {
@@ -165,7 +209,7 @@ int cmd_list(const Args& a) {
     } else {
       runnable = "error: no check registered";
     }
-    out.push_back({{"id", id}, {"kind", e.kinds}, {"requires", e.requires}, {"runnable", runnable}, {"title", e.title}});
+    out.push_back({{"id", id}, {"kind", e.kinds}, {"requires", e.requirements}, {"runnable", runnable}, {"title", e.title}});
   }
   if (a.flags.count("--json")) {
     std::cout << out.dump(2) << "\n";
@@ -190,10 +234,7 @@ int cmd_run(const Args& a) {
   const Selection sel = selection_of(a);
   const auto ids = select_claims(cat, sel);
   if (ids.empty()) throw InputError("the selection (--chapter, --claim and --label together) matches no claim");
-  const std::string seed_s = one(a, "--seed", "20260929");
-  char* end = nullptr;
-  const unsigned long long seed = std::strtoull(seed_s.c_str(), &end, 10);
-  if (*end || seed_s.empty()) throw InputError("--seed: '" + seed_s + "' is not a non-negative integer");
+  const unsigned long long seed = std::stoull(one(a, "--seed", "20260929"));  // CLI11 has checked it
   const std::string report_dir = one(a, "--report");
   const bool quiet = a.flags.count("--quiet") > 0;
 
@@ -282,7 +323,6 @@ std::vector<std::string> split_commas(const std::string& s) {
 int cmd_account(const Args& a) {
   const fs::path root = repo_root(a);
   const std::string config = one(a, "--config");
-  if (config.empty()) throw InputError("account: --config FILE is required");
   const ref::ModelConfig c = ref::load_model_config(config);
   const ref::HardwareSpec hw =
       ref::load_hardware_spec(one(a, "--hardware", (root / "reference/data/hardware/h100-sxm.json").string()));
@@ -372,32 +412,21 @@ int cmd_account(const Args& a) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
+  CommandLine cl;
   try {
-    if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-                      std::string(argv[1]) == "help")) {
-      std::cout << kUsage;
-      return 0;
-    }
-    if (argc >= 2 && std::string(argv[1]) == "--version") {
-      std::cout << "claimcheck " << CLAIMCHECK_VERSION << "\n";
-      return 0;
-    }
-    const Args a = parse_args(argc, argv);
-    if (a.flags.count("--help")) {
-      std::cout << kUsage;
-      return 0;
-    }
+    const Args& a = cl.parse(argc, argv);
     if (a.command == "list") return cmd_list(a);
     if (a.command == "run") return cmd_run(a);
-    if (a.command == "account") return cmd_account(a);
-    throw InputError("unknown command '" + a.command + "' (list, run, account); see --help");
-  } catch (const InputError& e) {
-    std::cerr << "claimcheck: " << e.what() << "\n";
+    return cmd_account(a);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return cl.app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (auto& c : msg)
+      if (c == '\n') c = ' ';
+    std::cerr << "claimcheck: " << msg << "; see --help\n";
     return 2;
-  } catch (const ref::SpecError& e) {
-    std::cerr << "claimcheck: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // InputError, ref::SpecError and the rest: already one line naming the file
     std::cerr << "claimcheck: " << e.what() << "\n";
     return 2;
   }

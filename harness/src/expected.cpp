@@ -175,8 +175,8 @@ Expected load_expected_file(const fs::path& path) {
   for (const auto& k : e.kinds)
     if (std::find(known_kinds().begin(), known_kinds().end(), k) == known_kinds().end())
       input_error(file, "kind", "unknown kind '" + k + "' (analytic, numeric, measured, phenomenon)");
-  e.requires = get_string_list(j, file, "requires");
-  for (const auto& r : e.requires) {
+  e.requirements = get_string_list(j, file, "requires");
+  for (const auto& r : e.requirements) {
     Requirement req;
     if (!parse_requirement(r, &req)) input_error(file, "requires", "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
   }

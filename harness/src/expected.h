@@ -31,7 +31,7 @@ struct Statement {
 struct Expected {
   std::filesystem::path file;
   std::string id, chapter, title, source, source_en;
-  std::vector<std::string> kinds, requires;
+  std::vector<std::string> kinds, requirements;
   bool setup_specific = false;
   std::vector<Statement> statements;  // [0] is the primary
   bool xfail = false;

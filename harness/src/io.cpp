@@ -21,7 +21,9 @@ using nlohmann::json;
 
 std::string python_interpreter() {
   if (const char* e = std::getenv("CLAIMCHECK_PYTHON"); e && *e) return e;
-  if (access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+#ifdef CLAIMCHECK_DEFAULT_PYTHON
+  if (const char* d = CLAIMCHECK_DEFAULT_PYTHON; *d && access(d, X_OK) == 0) return d;
+#endif
   return "python3";
 }
 

@@ -106,7 +106,7 @@ json to_json(const ClaimResult& r) {
           {"title", r.title},
           {"source", r.source},
           {"kind", r.kinds},
-          {"requires", r.requires},
+          {"requires", r.requirements},
           {"setup_specific", r.setup_specific},
           {"status", to_string(r.status)},
           {"reason", r.reason},
@@ -123,7 +123,7 @@ ClaimResult claim_from_json(const json& j) {
   r.title = j.value("title", "");
   r.source = j.value("source", "");
   r.kinds = j.at("kind").get<std::vector<std::string>>();
-  r.requires = j.value("requires", std::vector<std::string>{});
+  r.requirements = j.value("requires", std::vector<std::string>{});
   r.setup_specific = j.value("setup_specific", false);
   if (!parse_status(j.at("status").get<std::string>(), &r.status))
     throw std::runtime_error("unknown status " + j.at("status").dump());

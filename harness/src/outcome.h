@@ -25,7 +25,7 @@ struct Measurement {
 
 struct ClaimResult {
   std::string id, chapter, title, source;
-  std::vector<std::string> kinds, requires;
+  std::vector<std::string> kinds, requirements;
   bool setup_specific = false;
   Status status = Status::error;
   std::string reason;

@@ -9,12 +9,12 @@ std::optional<GpuInfo> probe_gpu(std::string* why) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
-    *why = std::string("no usable GPU: ") + cudaGetErrorString(err);
+    *why = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(err) + ")";
     cudaGetLastError();
     return std::nullopt;
   }
   if (n == 0) {
-    *why = "no GPU: cudaGetDeviceCount returned 0";
+    *why = "no CUDA device (cudaGetDeviceCount: 0 devices)";
     return std::nullopt;
   }
   cudaDeviceProp p{};

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "claimcheck/io.h"
-#include "claimcheck/sha256.h"
+#include "claimcheck/base/sha256.h"
 
 #ifndef CLAIMCHECK_BUILD_TYPE
 #define CLAIMCHECK_BUILD_TYPE "unknown"
@@ -86,7 +86,18 @@ json environment_record() {
   env["cxx_standard"] = static_cast<long>(__cplusplus);
   env["build_type"] = CLAIMCHECK_BUILD_TYPE;
   const std::string tv = torch_version();
-  env["libtorch"] = tv.empty() ? json("not built with LibTorch") : json(tv);
+  if (tv.empty()) {
+    env["libtorch"] = "not built with LibTorch";
+  } else {
+    // at::show_config(): compiler, BLAS (MKL / OpenBLAS), oneDNN, OpenMP, CPU capability, CUDA, as lines.
+    json lines = json::array();
+    std::istringstream cfg(torch_config());
+    for (std::string l; std::getline(cfg, l);) {
+      const auto b = l.find_first_not_of(" -");
+      if (b != std::string::npos) lines.push_back(l.substr(b));
+    }
+    env["libtorch"] = {{"version", tv}, {"config", lines}};
+  }
   std::set<std::string> blas;
   dl_iterate_phdr(collect_blas, &blas);
   env["blas_loaded"] = blas.empty() ? json("none loaded") : json(std::vector<std::string>(blas.begin(), blas.end()));
@@ -95,8 +106,21 @@ json environment_record() {
 #ifdef CLAIMCHECK_CUDA_COMPILER_VERSION
   env["nvcc"] = CLAIMCHECK_CUDA_COMPILER_VERSION;
 #endif
-  auto py = run_command("'" + python_interpreter() + "' --version");
-  env["python"] = py ? json(python_interpreter() + ": " + *py) : json(python_interpreter() + " not found");
+  // The interpreter that runs the drivers, and the torch and numpy it imports (the build's LibTorch is its torch).
+  const std::string py = python_interpreter();
+  // importlib.metadata reads the installed versions without importing torch (seconds) or numpy.
+  auto pv = run_command("'" + py + "' -c 'import sys, importlib.metadata as m\n"
+                        "def v(p):\n try: return m.version(p)\n except Exception: return \"-\"\n"
+                        "print(sys.version.split()[0], v(\"torch\"), v(\"numpy\"))' 2>/dev/null");
+  if (pv) {
+    std::istringstream ps(*pv);
+    std::string version, torch_v, numpy_v;
+    ps >> version >> torch_v >> numpy_v;
+    env["python"] = {{"interpreter", py}, {"version", version}, {"torch", torch_v == "-" ? json(nullptr) : json(torch_v)},
+                     {"numpy", numpy_v == "-" ? json(nullptr) : json(numpy_v)}};
+  } else {
+    env["python"] = {{"interpreter", py}, {"version", nullptr}, {"error", "not found or does not run"}};
+  }
   struct utsname u {};
   if (uname(&u) == 0) env["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
   return env;

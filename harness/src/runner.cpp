@@ -21,7 +21,7 @@ using nlohmann::json;
 std::vector<std::string> labels_of(const Expected& e) {
   std::vector<std::string> l{e.chapter};
   l.insert(l.end(), e.kinds.begin(), e.kinds.end());
-  l.insert(l.end(), e.requires.begin(), e.requires.end());
+  l.insert(l.end(), e.requirements.begin(), e.requirements.end());
   if (e.pending) l.push_back("pending");
   return l;
 }
@@ -180,7 +180,7 @@ ClaimResult base_result(const Expected& e) {
   r.title = e.title;
   r.source = e.source;
   r.kinds = e.kinds;
-  r.requires = e.requires;
+  r.requirements = e.requirements;
   r.setup_specific = e.setup_specific;
   r.stated = {{"value", e.statements[0].value}, {"unit", e.statements[0].unit}};
   r.measured = nullptr;

@@ -32,7 +32,7 @@ void counted_delete(void* p) {
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) { g_inner_delete = inner->raw_deleter(); }
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     c10::DataPtr p = inner_->allocate(n);
     void* data = p.get();
     if (data == nullptr) return p;
@@ -50,6 +50,7 @@ class CountingAllocator final : public c10::Allocator {
     return {data, data, &counted_delete, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &counted_delete; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 
  private:
   c10::Allocator* inner_;

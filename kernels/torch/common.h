@@ -5,8 +5,8 @@
 
 #include <torch/torch.h>
 
-#include "claimcheck/sha256.h"
-#include "claimcheck/torch_compat.h"
+#include "claimcheck/base/sha256.h"
+#include "claimcheck/base/torch_compat.h"
 #include "claimcheck/train/experiments.h"
 
 namespace claimcheck::train {

@@ -1,13 +1,66 @@
 // Chapter 5 in LibTorch: the Qwen2 architecture built from its config.json with random initialisation
 // (no weights), LoRA (ΔW = (α/r)·B·A, B zero-initialised) on chosen linear layers, and one AdamW step.
+// Like Hugging Face's modeling code, the model reads config.json itself (its keys, its defaults) and shapes its
+// modules from it; it shares nothing with the ledger in reference/, which counts the same config on paper.
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <stdexcept>
 
-#include "claimcheck/ref/ledger.h"
+#include <nlohmann/json.hpp>
+
 #include "common.h"
 
 namespace claimcheck::train {
 namespace F = torch::nn::functional;
+
+namespace {
+
+// The keys of a Qwen2 / Llama / Mistral config.json this decoder reads, with transformers' defaults.
+struct DecoderConfig {
+  std::string model_type;
+  std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool tie = false, qkv_bias = false, o_bias = false, mlp_bias = false;
+  double rms_eps = 1e-6, rope_theta = 10000.0;
+};
+
+DecoderConfig read_decoder_config(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(file.string() + ": cannot be read");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  auto need = [&](const char* k) -> std::int64_t {
+    if (!j.contains(k) || !j.at(k).is_number()) throw std::runtime_error(file.string() + ": field '" + k + "': missing");
+    return j.at(k).get<std::int64_t>();
+  };
+  DecoderConfig c;
+  c.model_type = j.value("model_type", "");
+  c.vocab = need("vocab_size");
+  c.hidden = need("hidden_size");
+  c.intermediate = need("intermediate_size");
+  c.layers = need("num_hidden_layers");
+  c.heads = need("num_attention_heads");
+  c.kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() ? need("num_key_value_heads")
+                                                                                        : c.heads;
+  c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? need("head_dim") : c.hidden / c.heads;
+  c.tie = j.value("tie_word_embeddings", false);
+  c.rms_eps = j.value("rms_norm_eps", 1e-6);
+  c.rope_theta = j.value("rope_theta", 10000.0);
+  if (c.model_type == "qwen2") {
+    c.qkv_bias = true;  // Qwen2Attention: q, k, v with bias; o_proj without; MLP without
+  } else if (c.model_type == "llama") {
+    c.qkv_bias = c.o_bias = j.value("attention_bias", false);
+    c.mlp_bias = j.value("mlp_bias", false);
+  } else if (c.model_type != "mistral") {
+    throw std::runtime_error(file.string() + ": field 'model_type': '" + c.model_type +
+                             "' is not a decoder this code builds (qwen2, llama, mistral)");
+  }
+  if (c.heads <= 0 || c.kv_heads <= 0 || c.heads % c.kv_heads)
+    throw std::runtime_error(file.string() + ": field 'num_key_value_heads': must divide num_attention_heads");
+  return c;
+}
+
+}  // namespace
 
 // A linear layer that LoRA can wrap: y = x W^T (+ b) + (alpha / r) (x A^T) B^T.
 struct ProjImpl : torch::nn::Module {
@@ -43,10 +96,20 @@ struct RMSNormImpl : torch::nn::Module {
 TORCH_MODULE(RMSNorm);
 
 struct DecoderLayerImpl : torch::nn::Module {
-  explicit DecoderLayerImpl(const ref::ModelConfig& c) : c(c) {
-    for (const auto& l : ref::layer_linears(c)) projs.emplace(l.name, register_module(l.name, Proj(l.in, l.out, l.bias)));
-    ln1 = register_module("input_layernorm", RMSNorm(c.hidden, 1e-6));
-    ln2 = register_module("post_attention_layernorm", RMSNorm(c.hidden, 1e-6));
+  explicit DecoderLayerImpl(const DecoderConfig& c) : c(c) {
+    const auto q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+    auto add = [&](const std::string& name, std::int64_t in, std::int64_t out, bool bias) {
+      projs.emplace(name, register_module(name, Proj(in, out, bias)));
+    };
+    add("q_proj", c.hidden, q, c.qkv_bias);  // self_attn
+    add("k_proj", c.hidden, kv, c.qkv_bias);
+    add("v_proj", c.hidden, kv, c.qkv_bias);
+    add("o_proj", q, c.hidden, c.o_bias);
+    add("gate_proj", c.hidden, c.intermediate, c.mlp_bias);  // mlp
+    add("up_proj", c.hidden, c.intermediate, c.mlp_bias);
+    add("down_proj", c.intermediate, c.hidden, c.mlp_bias);
+    ln1 = register_module("input_layernorm", RMSNorm(c.hidden, c.rms_eps));
+    ln2 = register_module("post_attention_layernorm", RMSNorm(c.hidden, c.rms_eps));
   }
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin) {
     const auto B = x.size(0), T = x.size(1);
@@ -68,18 +131,18 @@ struct DecoderLayerImpl : torch::nn::Module {
     h = ln2(x);
     return x + projs.at("down_proj")(F::silu(projs.at("gate_proj")(h)) * projs.at("up_proj")(h));
   }
-  ref::ModelConfig c;
+  DecoderConfig c;
   std::map<std::string, Proj> projs;
   RMSNorm ln1{nullptr}, ln2{nullptr};
 };
 TORCH_MODULE(DecoderLayer);
 
 struct DecoderImpl : torch::nn::Module {
-  explicit DecoderImpl(const ref::ModelConfig& c) : c(c) {
+  explicit DecoderImpl(const DecoderConfig& c) : c(c) {
     embed = register_module("embed_tokens", torch::nn::Embedding(c.vocab, c.hidden));
     for (int i = 0; i < c.layers; ++i) layers.push_back(register_module("layers_" + std::to_string(i), DecoderLayer(c)));
-    norm = register_module("norm", RMSNorm(c.hidden, 1e-6));
-    if (!c.tie_embeddings)
+    norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps));
+    if (!c.tie)
       lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.vocab).bias(false)));
     torch::NoGradGuard ng;
     for (auto& p : parameters())
@@ -87,15 +150,15 @@ struct DecoderImpl : torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& ids) {
     const auto T = ids.size(1);
-    auto inv = torch::pow(1e6, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
+    auto inv = torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
     auto ang = torch::outer(torch::arange(T, torch::kFloat), inv);
     auto cos = torch::cat({ang.cos(), ang.cos()}, -1), sin = torch::cat({ang.sin(), ang.sin()}, -1);
     auto x = embed(ids);
     for (auto& l : layers) x = l->forward(x, cos, sin);
     x = norm(x);
-    return c.tie_embeddings ? F::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
+    return c.tie ? F::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
   }
-  ref::ModelConfig c;
+  DecoderConfig c;
   torch::nn::Embedding embed{nullptr};
   std::vector<DecoderLayer> layers;
   RMSNorm norm{nullptr};
@@ -113,9 +176,10 @@ std::int64_t count(const std::vector<torch::Tensor>& ps, bool trainable_only) {
 }  // namespace
 
 QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
-                                  int seq_len) {
+                                  int seq_len, const std::string& fault) {
   install_counting_allocator();
-  const ref::ModelConfig c = ref::load_model_config(config);
+  DecoderConfig c = read_decoder_config(config);
+  if (fault == "qkv_bias_missing") c.qkv_bias = false;
   torch::manual_seed(seed);
   QwenLoraMeasure m;
   auto t0 = std::chrono::steady_clock::now();

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "claimcheck/torch_compat.h"
+#include "claimcheck/base/torch_compat.h"
 #include "claimcheck/train/experiments.h"
 #include "common.h"
 

@@ -10,8 +10,8 @@ namespace claimcheck {
 
 class Context;
 
-// The interpreter the Python checks use: $CLAIMCHECK_PYTHON, else /usr/bin/python3 (Debian's,
-// where install-deps puts numpy), else python3 on PATH.
+// The interpreter the Python checks use: $CLAIMCHECK_PYTHON, else the one the build was configured with
+// (whose torch is the build's LibTorch: ci/setup-python.sh), else python3 on PATH.
 std::string python_interpreter();
 
 // NumPy .npy (version 1.0, little-endian, C order) for float32 and float64.

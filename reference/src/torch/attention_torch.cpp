@@ -1,8 +1,7 @@
-// LibTorch's attention and broadcasting, behind plain types. The LibTorch 1.13 / 2.x difference
-// (at::_scaled_dot_product_attention vs at::scaled_dot_product_attention) lives in torch_compat.h.
+// LibTorch's attention and broadcasting, behind plain types. Version differences live in base's torch_compat.h.
 #include <dlfcn.h>
 
-#include "claimcheck/torch_compat.h"
+#include "claimcheck/base/torch_compat.h"
 
 #include "claimcheck/ref/attention.h"
 
@@ -26,6 +25,13 @@ std::vector<T> run(const T* q, const T* k, const T* v, const AttnShape& s) {
 bool torch_available() { return true; }
 
 std::string torch_attention_api() { return std::string(compat::kSdpaName) + " (LibTorch " + TORCH_VERSION + ")"; }
+
+std::string torch_version() { return TORCH_VERSION; }
+
+std::string torch_attention_backend(const AttnShape& s) {
+  auto q = at::zeros({s.B, s.H, s.T, s.D}, at::kFloat);
+  return compat::sdpa_backend(q, q, q);
+}
 
 std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s) {
   return run(q, k, v, s);

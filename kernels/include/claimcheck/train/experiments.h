@@ -95,10 +95,11 @@ struct QwenLoraMeasure {
   std::int64_t grad_bytes = 0, optimizer_bytes = 0, lora_param_bytes = 0;
   double build_seconds = 0, step_seconds = 0;
 };
-// Builds the decoder with random initialisation (no weights), wraps `targets` with LoRA,
-// runs one AdamW step on a short random sequence, and measures.
+// Builds the decoder from config.json (read here, as Hugging Face's modeling code reads it) with random
+// initialisation (no weights), wraps `targets` with LoRA, runs one AdamW step on a short random sequence, and
+// measures. A planted `fault` (tests only): "qkv_bias_missing" builds Qwen2's q/k/v projections without bias.
 QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
-                                  int seq_len);
+                                  int seq_len, const std::string& fault = "");
 
 struct LoraDeltaResult {
   double init_err = 0;     // max |LoRA(x) - base(x)| at initialisation (B = 0)

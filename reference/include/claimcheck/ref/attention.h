@@ -1,7 +1,7 @@
 // Reference attention (chapter 2): deliberately plain.
 //  - attention_fp64: independent fp64 loops (scores, causal mask, softmax with max subtraction, sum).
 //  - torch_attention: LibTorch's scaled-dot-product attention, the library the series compares with.
-//    Only reference/src/torch/ includes <torch/torch.h>; the 1.13 / 2.x API difference lives there.
+//    Only reference/src/torch/ includes <torch/torch.h>.
 #pragma once
 #include <string>
 #include <vector>
@@ -21,6 +21,10 @@ std::vector<float> torch_attention(const float* q, const float* k, const float* 
 std::vector<double> torch_attention(const double* q, const double* k, const double* v, const AttnShape& s);
 bool torch_available();
 std::string torch_attention_api();  // which LibTorch function ran
+std::string torch_version();        // "2.15.0+cu132"; "" without LibTorch
+// The kernel ATen's scaled_dot_product_attention picks for fp32 causal inputs of this shape on the CPU:
+// "flash" or "math" (ATen's own choice function).
+std::string torch_attention_backend(const AttnShape& s);
 void torch_set_threads(int n);      // intra-op threads, and OpenBLAS's where it is the BLAS
 int torch_get_threads();
 

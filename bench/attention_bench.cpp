@@ -1,5 +1,6 @@
-// Custom causal attention (each version) against LibTorch's, fp32, B=1, H=8, D=64, T in {256, 1024, 4096},
-// at equal thread counts; and this CPU's measured FMA peak, so that GFLOP/s can be read as a share of it.
+// Custom causal attention (each version) against PyTorch 2.x's at::scaled_dot_product_attention (its CPU flash
+// kernel where ATen picks it), fp32, B=1, H=8, D=64, T in {256, 1024, 4096}, at equal thread counts; and this
+// CPU's measured FMA peak, so that GFLOP/s can be read as a share of it.
 // Every version is validated against the fp64 reference before anything is timed (llm.c's rule).
 #include <benchmark/benchmark.h>
 
@@ -9,8 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "claimcheck/base/threads.h"
 #include "claimcheck/kernels/attention.h"
-#include "claimcheck/probe.h"
 #include "claimcheck/ref/attention.h"
 
 namespace K = claimcheck::kernels;
@@ -114,7 +115,7 @@ bool validate() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_threads = claimcheck::probe_hardware().usable_cpus;
+  g_threads = claimcheck::usable_cpus();
   if (!validate()) return 1;
   for (int version : K::kAttentionVersions)
     benchmark::RegisterBenchmark((std::string("attention/") + (version == K::kAttentionPlain ? "v1_plain" : "v2_tiled")).c_str(),
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::AddCustomContext("simd_path", K::attention_simd_path());
   benchmark::AddCustomContext("libtorch_api", ref::torch_attention_api());
+  benchmark::AddCustomContext("libtorch_version", ref::torch_version());
+  for (int T : {256, 1024, 4096})
+    benchmark::AddCustomContext("libtorch_kernel_T" + std::to_string(T), ref::torch_attention_backend(make(T).s));
   benchmark::AddCustomContext("threads", std::to_string(g_threads));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
