@@ -3,6 +3,8 @@
 #   `claimcheck run --claim <id>`; labels: the chapter, each kind, each requirement,
 #   and "pending" for claims whose check has not arrived yet. Skip = exit 77.
 #   Names and labels are derived here, once, from the expected files.
+cmake_host_system_information(RESULT CLAIMCHECK_TEST_CORES QUERY NUMBER_OF_LOGICAL_CORES)
+
 function(claimcheck_add_claim_tests)
   cmake_parse_arguments(ARG "" "EXPECTED_DIR" "" ${ARGN})
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${ARG_EXPECTED_DIR}/ch*/*.json")
@@ -42,6 +44,12 @@ function(claimcheck_add_claim_tests)
     # Timings and memory peaks are measured alone: nothing else runs beside them.
     if("measured" IN_LIST labels)
       set_tests_properties(${id} PROPERTIES RUN_SERIAL TRUE)
+    endif()
+    # LibTorch's OpenMP pool and the Python process pools take every core: under `ctest -jN` such a test claims
+    # them all, so that two of them never spin against each other (two 2-thread LibTorch runs on 2 cores took
+    # 3.6x as long as one alone).
+    if("libtorch" IN_LIST labels OR "python" IN_LIST labels)
+      set_tests_properties(${id} PROPERTIES PROCESSORS ${CLAIMCHECK_TEST_CORES})
     endif()
   endforeach()
 endfunction()

@@ -104,5 +104,5 @@ CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int 
 }
 #define CLAIMCHECK_REGISTER(fn)                                                        \
   [[maybe_unused]] static ::claimcheck::CheckBuilder& CLAIMCHECK_CONCAT(claimcheck_reg_, \
-                                                                        __LINE__) =     \
+                                                                        __COUNTER__) =  \
       ::claimcheck::detail::make_check(&fn, #fn, __FILE__, __LINE__)

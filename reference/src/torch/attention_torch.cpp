@@ -1,6 +1,8 @@
 // LibTorch's attention and broadcasting, behind plain types. Version differences live in base's torch_compat.h.
 #include <dlfcn.h>
 
+#include <ATen/Parallel.h>
+
 #include "claimcheck/base/torch_compat.h"
 
 #include "claimcheck/ref/attention.h"

@@ -1,11 +1,11 @@
 // The one place that knows LibTorch versions apart. The project builds against PyTorch 2.4 and later
 // (the pip wheel that the user's Python imports: CMake finds it through torch.utils.cmake_prefix_path).
-// Included only by sources that use LibTorch (kernels/torch, reference/src/torch, harness's torch_info).
+// Included only by sources that use LibTorch (kernels/torch, reference/src/torch). It needs ATen only.
 #pragma once
 #include <string>
 
+#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
-#include <torch/torch.h>
 #include <torch/version.h>
 
 static_assert(TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4),
@@ -17,8 +17,11 @@ inline constexpr bool kAtLeast(int major, int minor) {
   return TORCH_VERSION_MAJOR > major || (TORCH_VERSION_MAJOR == major && TORCH_VERSION_MINOR >= minor);
 }
 
-// optimizer.zero_grad(set_to_none = true).
-inline void zero_grad_set_to_none(torch::optim::Optimizer& opt) { opt.zero_grad(true); }
+// optimizer.zero_grad(set_to_none = true). (A template, so that this header needs ATen only, not <torch/torch.h>.)
+template <typename Optimizer>
+void zero_grad_set_to_none(Optimizer& opt) {
+  opt.zero_grad(true);
+}
 
 // CPU autocast to bf16 on/off (the device-generic API, 2.4+).
 inline void set_cpu_autocast(bool on) {
