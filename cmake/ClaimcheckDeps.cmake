@@ -118,8 +118,31 @@ if(CLAIMCHECK_HAS_CUDA)
   set(CLAIMCHECK_CUDA_STATUS "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, project targets for sm_${CLAIMCHECK_CUDA_ARCHITECTURES}: GPU checks run where a GPU is")
 endif()
 
+# PyPI's torch before 2.7 is built with the pre-C++11 libstdc++ ABI (TORCH_CXX_FLAGS says so). Everything that
+# passes a std::string across a library boundary must then agree: the whole project is compiled that way, and
+# GoogleTest is built from Debian's sources (/usr/src/googletest) with it; Debian's Google Benchmark is compiled
+# with the new ABI and cannot be linked, so the benchmark is not built.
+set(CLAIMCHECK_OLD_ABI OFF)
+if(CLAIMCHECK_HAS_TORCH AND TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+  set(CLAIMCHECK_OLD_ABI ON)
+  add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=0)
+  string(APPEND CLAIMCHECK_TORCH_STATUS "; pre-C++11 ABI: the project follows it, the benchmark is not built")
+endif()
+
 if(CLAIMCHECK_BUILD_TESTS)
-  find_package(GTest REQUIRED)
+  if(CLAIMCHECK_OLD_ABI)
+    if(NOT EXISTS /usr/src/googletest/CMakeLists.txt)
+      message(FATAL_ERROR "claimcheck: LibTorch ${Torch_VERSION} uses the pre-C++11 ABI; building GoogleTest alike needs its sources in /usr/src/googletest (Debian: libgtest-dev)")
+    endif()
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+    add_library(GTest::gtest ALIAS gtest)
+  else()
+    find_package(GTest REQUIRED)
+  endif()
   include(GoogleTest)
 endif()
-find_package(benchmark QUIET)
+if(NOT CLAIMCHECK_OLD_ABI)
+  find_package(benchmark QUIET)
+endif()

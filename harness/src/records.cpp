@@ -96,11 +96,22 @@ json environment_record() {
       const auto b = l.find_first_not_of(" -");
       if (b != std::string::npos) lines.push_back(l.substr(b));
     }
-    env["libtorch"] = {{"version", tv}, {"config", lines}};
+    // The BLAS and oneDNN LibTorch computes with: a pip wheel links MKL and oneDNN statically, so they appear in
+    // its build settings (BLAS_INFO=mkl) rather than among the loaded libraries.
+    json settings = json::object();
+    const std::string cfg_text = torch_config();
+    for (const char* key : {"BLAS_INFO", "LAPACK_INFO", "USE_MKLDNN", "USE_OPENMP", "CUDA_VERSION"}) {
+      const auto at = cfg_text.find(std::string(key) + "=");
+      if (at == std::string::npos) continue;
+      const auto from = at + std::string(key).size() + 1;
+      settings[key] = cfg_text.substr(from, cfg_text.find_first_of(", \n", from) - from);
+    }
+    env["libtorch"] = {{"version", tv}, {"settings", settings}, {"config", lines}};
   }
   std::set<std::string> blas;
   dl_iterate_phdr(collect_blas, &blas);
-  env["blas_loaded"] = blas.empty() ? json("none loaded") : json(std::vector<std::string>(blas.begin(), blas.end()));
+  env["blas_loaded"] = blas.empty() ? json("none loaded as a separate library (see libtorch.settings.BLAS_INFO)")
+                                    : json(std::vector<std::string>(blas.begin(), blas.end()));
   const std::string cv = cuda_runtime_version();
   env["cuda_runtime"] = cv.empty() ? json("not built with CUDA") : json(cv);
 #ifdef CLAIMCHECK_CUDA_COMPILER_VERSION
