@@ -29,7 +29,8 @@ expect_error(["run", "--expected", "/nonexistent/dir"], "/nonexistent/dir", what
 # account: configs that are not (supported) decoder configs, or are broken.
 for f, field in [("bert-base.json", "model_type"), ("negative-hidden.json", "hidden_size"),
                  ("string-layers.json", "num_hidden_layers"), ("missing-vocab.json", "vocab_size"),
-                 ("truncated.json", "(json)"), ("bad-kv-heads.json", "num_key_value_heads")]:
+                 ("truncated.json", "(json)"), ("bad-kv-heads.json", "num_key_value_heads"),
+                 ("huge-layers.json", "num_hidden_layers"), ("huge-model.json", "num_hidden_layers")]:
     p = os.path.join(bad, f)
     expect_error(["account", "--config", p], p, f"field '{field}'", what=f"account {f}")
 hw = os.path.join(a.root, "reference", "data", "hardware", "h100-sxm.json")

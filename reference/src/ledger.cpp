@@ -33,6 +33,9 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+// No config dimension of a real model comes near 2^31; beyond it the byte counts would overflow.
+constexpr std::int64_t kMaxConfigInt = std::int64_t{1} << 31;
+
 std::int64_t positive_int(const json& j, const std::string& file, const char* key, bool required = true,
                           std::int64_t dflt = 0) {
   if (!j.contains(key) || j.at(key).is_null()) {
@@ -46,12 +49,16 @@ std::int64_t positive_int(const json& j, const std::string& file, const char* ke
       if (!std::isfinite(d)) fail(file, key, "not a finite number");
       if (d != std::floor(d)) fail(file, key, "expected an integer, got " + v.dump());
       if (d <= 0) fail(file, key, "must be positive, got " + v.dump());
+      if (d > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
       return static_cast<std::int64_t>(d);
     }
     fail(file, key, std::string("expected an integer, got ") + v.type_name());
   }
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxConfigInt))
+    fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
   const auto n = v.get<std::int64_t>();
   if (n <= 0) fail(file, key, "must be positive, got " + v.dump());
+  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
   return n;
 }
 
@@ -108,6 +115,13 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   }
   c.mlp_bias = get_bool(j, file, "mlp_bias", false);
   c.qk_norm = c.model_type == "qwen3";
+  // Every count below is an int64 and every byte count a double: a model past 2^50 parameters (a thousand times
+  // the largest published) is a typo, not a config.
+  const double rough = 2.0 * c.vocab * c.hidden +
+                       static_cast<double>(c.layers) * (2.0 * c.hidden * (c.heads + c.kv_heads) * c.head_dim +
+                                                        3.0 * c.hidden * c.intermediate);
+  if (!(rough < std::ldexp(1.0, 50)))
+    fail(file, "num_hidden_layers", "implausibly large model: about " + std::to_string(static_cast<long long>(rough / 1e12)) + " trillion parameters (more than 2^50)");
   if (j.contains("hidden_act") && j.at("hidden_act").is_string()) {
     const auto act = j.at("hidden_act").get<std::string>();
     if (act != "silu" && act != "swish") fail(file, "hidden_act", "'" + act + "': the ledger models a SwiGLU MLP (silu)");
