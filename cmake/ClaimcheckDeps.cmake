@@ -62,6 +62,12 @@ if(CLAIMCHECK_WITH_TORCH)
   if(TORCH_CUDA_ARCH_LIST STREQUAL "" AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
     set(TORCH_CUDA_ARCH_LIST "9.0")  # no GPU to detect one from on a CPU machine
   endif()
+  # The TorchConfig of CUDA 12 wheels (torch < 2.6) requires CUDA::nvToolsExt, the NVTX2 library that CUDA 12.9+
+  # no longer ships; CPU presets link none of LibTorch's CUDA code, so an empty stand-in satisfies it.
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND NOT TARGET CUDA::nvToolsExt)
+    add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+  endif()
   # TorchConfig warns about, then overrides, CMAKE_CUDA_ARCHITECTURES: hand it none, restore ours below.
   unset(CMAKE_CUDA_ARCHITECTURES)
   find_package(Torch QUIET)
@@ -136,8 +142,9 @@ if(CLAIMCHECK_BUILD_TESTS)
     endif()
     set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
     add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
-    add_library(GTest::gtest_main ALIAS gtest_main)
-    add_library(GTest::gtest ALIAS gtest)
+    if(NOT TARGET GTest::gtest_main)  # googletest 1.11+ defines these aliases itself
+      add_library(GTest::gtest_main ALIAS gtest_main)
+    endif()
   else()
     find_package(GTest REQUIRED)
   endif()

@@ -77,7 +77,7 @@ std::optional<std::string> Capabilities::missing(Requirement r) {
   std::optional<std::string> why;
   switch (r) {
     case Requirement::libtorch:
-      if (torch_version().empty()) why = "not built with LibTorch (install libtorch-dev and reconfigure)";
+      if (torch_version().empty()) why = "not built with LibTorch (point CLAIMCHECK_PYTHON at a Python with torch >= 2.4 and reconfigure: see the README)";
       break;
     case Requirement::gpu:
       if (!hw_ || !hw_->gpu) why = hw_ ? hw_->gpu_absent_reason : "no hardware probe";
