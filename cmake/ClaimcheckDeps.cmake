@@ -62,8 +62,9 @@ if(CLAIMCHECK_WITH_TORCH)
   if(TORCH_CUDA_ARCH_LIST STREQUAL "" AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
     set(TORCH_CUDA_ARCH_LIST "9.0")  # no GPU to detect one from on a CPU machine
   endif()
-  # The TorchConfig of CUDA 12 wheels (torch < 2.6) requires CUDA::nvToolsExt, the NVTX2 library that CUDA 12.9+
-  # no longer ships; CPU presets link none of LibTorch's CUDA code, so an empty stand-in satisfies it.
+  # The TorchConfig of CUDA 12 wheels (2.4.1 seen) requires the target CUDA::nvToolsExt, NVTX2's library, which
+  # CUDA 12.9+ toolkits no longer ship. The project calls no NVTX; libtorch_cuda finds the wheel's own copy through
+  # its RPATH where it is linked at all. An empty stand-in satisfies the check.
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND AND NOT TARGET CUDA::nvToolsExt)
     add_library(CUDA::nvToolsExt INTERFACE IMPORTED)

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -326,7 +327,9 @@ int cmd_account(const Args& a) {
   const ref::ModelConfig c = ref::load_model_config(config);
   const ref::HardwareSpec hw =
       ref::load_hardware_spec(one(a, "--hardware", (root / "reference/data/hardware/h100-sxm.json").string()));
-  const int r = static_cast<int>(positive(a, "--lora-r", 16));
+  const std::int64_t r64 = positive(a, "--lora-r", 16);
+  if (r64 > std::numeric_limits<int>::max()) throw InputError("--lora-r: " + std::to_string(r64) + " is too large");
+  const int r = static_cast<int>(r64);
   const auto targets = a.opts.count("--lora-targets") ? split_commas(one(a, "--lora-targets")) : ref::all_linear_targets();
   const std::string qpath = one(a, "--quant", (root / "reference/data/quant/nf4-bnb-default.json").string());
   const ref::QuantFormat q = ref::parse_quant_format(read_all(qpath), qpath);
