@@ -45,13 +45,11 @@ if __name__ == "__main__":
     with ProcessPoolExecutor(max_workers=1) as one, ProcessPoolExecutor(max_workers=pool_workers) as pool:
         for ex, n in ((one, 1), (pool, pool_workers)):
             list(ex.map(preprocess, work[:n]))  # start the workers before timing
-        serial, parallel, in_driver = best_of_interleaved(
-            7, lambda: one.submit(run_all).result(), pooled, lambda: [preprocess(c) for c in work])
+        serial, parallel = best_of_interleaved(7, lambda: one.submit(run_all).result(), pooled)
     ideal = float(min(cpus, workers))
     emit(measurements=[measurement("value", serial / parallel, "x"),
                        measurement("concurrency", sorted(concurrency)[len(concurrency) // 2], "x"),
-                       measurement("serial_s", serial, "s"), measurement("processes_s", parallel, "s"),
-                       measurement("serial_in_driver_s", in_driver, "s")],
+                       measurement("serial_s", serial, "s"), measurement("processes_s", parallel, "s")],
          derived=[{"name": "ideal_speedup", "value": ideal, "unit": "x"}],
          details={"usable_cpus": cpus, "workers": workers, "concurrency_per_round": concurrency,
                   "planted_fault": fault() or None},

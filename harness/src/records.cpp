@@ -90,8 +90,9 @@ json environment_record() {
     env["libtorch"] = "not built with LibTorch";
   } else {
     // at::show_config(): compiler, BLAS (MKL / OpenBLAS), oneDNN, OpenMP, CPU capability, CUDA, as lines.
+    const std::string cfg_text = torch_config();
     json lines = json::array();
-    std::istringstream cfg(torch_config());
+    std::istringstream cfg(cfg_text);
     for (std::string l; std::getline(cfg, l);) {
       const auto b = l.find_first_not_of(" -");
       if (b != std::string::npos) lines.push_back(l.substr(b));
@@ -99,7 +100,6 @@ json environment_record() {
     // The BLAS and oneDNN LibTorch computes with: a pip wheel links MKL and oneDNN statically, so they appear in
     // its build settings (BLAS_INFO=mkl) rather than among the loaded libraries.
     json settings = json::object();
-    const std::string cfg_text = torch_config();
     for (const char* key : {"BLAS_INFO", "LAPACK_INFO", "USE_MKLDNN", "USE_OPENMP", "CUDA_VERSION"}) {
       const auto at = cfg_text.find(std::string(key) + "=");
       if (at == std::string::npos) continue;
