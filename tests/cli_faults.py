@@ -1,4 +1,4 @@
-"""Each chapter 1, 2, 3, 5 and 6 check with code under test fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
+"""Each chapter 1 to 6 check with code under test fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
 Python checks skip with the reason when Python, or numpy, is missing."""
 import os
 import stat
@@ -29,6 +29,9 @@ PLANTED = [
     ("qkv_bias_missing", "ch05.qwen_params"), ("alpha_not_over_r", "ch05.lora_delta"), ("mask_label_0", "ch05.loss_mask"), ("mask_label_0", "ch05.masked_fraction"),
     ("frozen", "ch05.sft_loss_drop"), ("eos_masked", "ch05.eos_in_loss"),
     ("unseeded", "ch06.same_seed_identical"), ("same_seed_for_all", "ch06.seed_variance"),
+    ("alloc_drops_optimizer_state", "ch04.bytes_per_param_measured"), ("autocast_casts_params", "ch04.autocast_keeps_fp32"),
+    ("ckpt_saves_layer", "ch04.checkpointing_memory"), ("ckpt_no_recompute", "ch04.checkpointing_compute"),
+    ("oom_cap_ignored", "ch04.oom_attribution"), ("fsdp_state_unsharded", "ch04.fsdp_per_gpu"),
 ]
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}
@@ -62,5 +65,28 @@ with tempfile.TemporaryDirectory() as d:
     if os.path.exists("/usr/bin/python3"):
         r = run(a.claimcheck, "run", "--claim", "ch02.attention_numpy", env={"CLAIMCHECK_PYTHON": wrapper})
         t.check(r.returncode == 77 and "numpy" in r.stdout and r.stdout.startswith("SKIP"), f"no numpy: {r.stdout}")
+# Chapter 4's bad input: a cap of 0, a config the decoder cannot build, torchrun missing: one line naming what, exit 2.
+oom = os.path.join(exp, "ch04", "oom_attribution.json")
+d = load(oom)
+d["inputs"]["runs"][0]["cap_x_weights"] = 0
+save(oom, d)
+r = run(a.claimcheck, "run", "--claim", "ch04.oom_attribution", "--expected", exp)
+t.check(r.returncode == 2 and "cap_x_weights" in r.stdout and len(r.stdout.strip().splitlines()) == 1,
+        f"cap 0: exit {r.returncode} {r.stdout.strip()}")
+bad_cfg = os.path.join(tmp, "heads7.json")
+c = load(os.path.join(a.root, "reference", "data", "configs", "llama-scaled-ch04.json"))
+c["num_attention_heads"] = 7
+save(bad_cfg, c)
+ckm = os.path.join(exp, "ch04", "checkpointing_memory.json")
+d = load(ckm)
+d["inputs"]["measure_config"] = bad_cfg
+save(ckm, d)
+r = run(a.claimcheck, "run", "--claim", "ch04.checkpointing_memory", "--expected", exp)
+t.check(r.returncode == 2 and "heads7.json" in r.stdout and "num_attention_heads" in r.stdout,
+        f"heads not dividing hidden: exit {r.returncode} {r.stdout.strip()}")
+if runnable.get("ch04.fsdp_per_gpu") == "yes":
+    r = run(a.claimcheck, "run", "--claim", "ch04.fsdp_per_gpu", env={"CLAIMCHECK_TORCHRUN": "/nonexistent/torchrun"})
+    t.check(r.returncode == 2 and "CLAIMCHECK_TORCHRUN" in r.stdout + r.stderr,
+            f"torchrun missing: exit {r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
 shutil.rmtree(tmp)
 t.finish()

@@ -1,5 +1,11 @@
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -95,4 +101,103 @@ TEST(Report, WritersProduceAllFourFilesAndNothingLooksLikeAPassThatIsNot) {
   EXPECT_NE(md.find("| `ch04.full_finetune_gb` |"), std::string::npos);
   EXPECT_NE(md.find("pending: later"), std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+std::string render_html(const Report& r) {
+  for (const auto& w : all_writers())
+    if (w->filename() == "report.html") return w->render(r);
+  return "";
+}
+std::vector<std::string> svgs_of(const std::string& html) {
+  std::vector<std::string> out;
+  for (std::size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1))
+    out.push_back(html.substr(p, html.find("</svg>", p) - p));
+  return out;
+}
+}  // namespace
+
+TEST(Report, StackedBarChartsDrawTitleLegendTotalsAndReference) {
+  using nlohmann::json;
+  auto part = [](const char* n, double v) { return json{{"name", n}, {"value", v}}; };
+  json chart = {
+      {"title", "Bytes per trainable parameter <AdamW & bf16>"},
+      {"unit", "B"},
+      {"y_label", "bytes / param"},
+      {"bars",
+       {{{"name", "series table (stated)"},
+         {"parts", {part("bf16 weights", 2), part("fp32 weights", 0), part("gradients", 2), part("fp32 master", 4),
+                    part("Adam m", 4), part("Adam v", 4)}}},
+        {{"name", "autocast (measured)"},
+         {"parts", {part("bf16 weights", 0), part("fp32 weights", 0), part("gradients", 4), part("Adam m", 4),
+                    part("Adam v", 4)}}},
+        {{"name", "bf16 + fp32 master (measured)"},
+         {"parts", {part("gradients", 2), part("bf16 weights", 2), part("fp32 master", 4), part("Adam m", 4),
+                    part("Adam v", 4)}}}}},
+      {"reference", {{"name", "series: 2 + 2 + 4 + 4 + 4"}, {"value", 16}}}};
+  // "fp32 weights" is 0 in every bar: it is left out of the legend.
+  Report r = sample();
+  r.claims[0].details["stacked"] = json::array({chart});
+  const std::string html = render_html(r);
+  const auto svgs = svgs_of(html);
+  ASSERT_EQ(svgs.size(), 1u) << html;
+  const std::string& svg = svgs[0];
+  EXPECT_NE(svg.find("Bytes per trainable parameter &lt;AdamW &amp; bf16&gt;"), std::string::npos) << svg;
+  for (const char* name : {"bf16 weights", "gradients", "fp32 master", "Adam m", "Adam v"})
+    EXPECT_NE(svg.find(std::string(">") + name + "</text>"), std::string::npos) << name;
+  EXPECT_EQ(svg.find("fp32 weights"), std::string::npos);
+  // legend in first-appearance order
+  EXPECT_LT(svg.find(">bf16 weights</text>"), svg.find(">gradients</text>"));
+  EXPECT_LT(svg.find(">gradients</text>"), svg.find(">fp32 master</text>"));
+  // totals above the bars: 16, 12, 16
+  EXPECT_NE(svg.find("font-weight=\"600\">16</text>"), std::string::npos);
+  EXPECT_NE(svg.find("font-weight=\"600\">12</text>"), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);  // the reference line
+  EXPECT_NE(svg.find("series: 2 + 2"), std::string::npos);  // its label (wrapped to the legend)
+  // one colour per part name across bars
+  std::map<std::string, std::set<std::string>> fills;
+  const std::regex seg("fill=\"(#[0-9a-f]{6})\"[^>]*><title>[^<]* · ([^:<]*):");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), seg), end; it != end; ++it) fills[(*it)[2]].insert((*it)[1]);
+  EXPECT_EQ(fills.size(), 5u);
+  std::set<std::string> distinct;
+  for (const auto& [name, f] : fills) {
+    EXPECT_EQ(f.size(), 1u) << name;
+    distinct.insert(*f.begin());
+  }
+  EXPECT_EQ(distinct.size(), 5u);
+}
+
+TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
+  using nlohmann::json;
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  json bad_parts = json::array({json{{"name", "ok"}, {"value", 3}}, json{{"name", "neg"}, {"value", -1}},
+                                json{{"name", "text"}, {"value", "x"}}, json{{"name", "nan"}, {"value", nan}},
+                                json{{"name", "inf"}, {"value", inf}}, json{{"value", 2}}, json{{"name", 7}, {"value", 2}},
+                                json("not a part"), json(nullptr)});
+  json partly = {{"title", "Malformed chart"},
+                 {"bars", json::array({json{{"name", "good"}, {"parts", bad_parts}}, json{{"parts", bad_parts}},
+                                       json{{"name", "no parts"}}, json{{"name", "parts not array"}, {"parts", 5}},
+                                       json(42)})},
+                 {"reference", {{"name", "nan ref"}, {"value", nan}}}};
+  json all_zero = {{"title", "All zero chart"},
+                   {"bars", json::array({json{{"name", "a"}, {"parts", json::array({json{{"name", "p"}, {"value", 0}}})}}})}};
+  json empty = {{"title", "Empty chart"}, {"bars", json::array()}};
+  json no_bars = {{"title", "No bars at all"}};
+  Report r = sample();
+  r.claims[0].details["stacked"] = json::array({partly, all_zero, empty, no_bars, json("x"), json(nullptr), json(3.5)});
+  r.claims[1].details["stacked"] = "not an array";
+  r.claims[2].details["stacked"] = json::array({json{{"title", "Huge"}, {"bars", json::array({json{
+      {"name", "h"}, {"parts", json::array({json{{"name", "a"}, {"value", 1e308}}, json{{"name", "b"}, {"value", 1e308}}})}}})}}});
+  std::string html;
+  ASSERT_NO_THROW(html = render_html(r));
+  const auto svgs = svgs_of(html);
+  ASSERT_EQ(svgs.size(), 1u) << html;
+  std::string lower = svgs[0];
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  EXPECT_NE(svgs[0].find("Malformed chart"), std::string::npos);
+  EXPECT_EQ(lower.find("nan"), std::string::npos) << svgs[0];
+  EXPECT_EQ(lower.find("inf"), std::string::npos) << svgs[0];
+  EXPECT_NE(svgs[0].find("font-weight=\"600\">3</text>"), std::string::npos) << svgs[0];  // only the valid part counts
+  EXPECT_EQ(html.find("All zero chart"), std::string::npos);
+  EXPECT_EQ(html.find("Empty chart"), std::string::npos);
 }

@@ -1,5 +1,6 @@
 // ch04.fsdp_per_gpu — 「FSDP 8 卡切状态：每卡 16 GB 放得下全量」 (Llama-3-8B on 8 x H100 80 GB)
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
@@ -24,5 +25,19 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   ctx.assumption("weights, gradients and optimizer state all sharded evenly over " + std::to_string(shards) +
                  " GPUs; the gathered layer being computed and activations come on top");
   ctx.alternative("sharded over 4 GPUs", state / 4 / 1e9, "GB", "half the GPUs");
+  if (!ctx.part_selected("measured")) {
+    ctx.pending("the measured part: not selected (the run asked for other kinds)");
+    return;
+  }
+  // Measured: PyTorch FSDP2 (fully_shard) over `gpus` real processes (gloo on the CPU; torchrun), one AdamW step of
+  // the Llama-shaped decoder; each rank counts the bytes of its shards (checks/ch04/fsdp_per_gpu.py).
+  const nlohmann::json r = claimcheck::run_python_driver(
+      ctx, "checks/ch04/fsdp_per_gpu.py",
+      {"--config", ctx.input_path("measure_config").string(), "--world", std::to_string(shards), "--backend", "gloo"});
+  if (r.contains("skip")) {
+    ctx.pending("the measured part (FSDP2 over " + std::to_string(shards) + " processes): " + r["skip"].get<std::string>());
+    return;
+  }
+  claimcheck::forward_driver_result(ctx, r);
 }
 CLAIMCHECK_REGISTER(fsdp_per_gpu).claim("ch04.fsdp_per_gpu");

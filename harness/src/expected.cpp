@@ -135,6 +135,16 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
     if (get_string(j, file, p, "part") != "measured") input_error(file, p + "part", "the only part is 'measured'");
     s.measured_part = true;
   }
+  if (j.contains("expect")) {
+    if (path.empty()) input_error(file, "expect", "a claim-level expectation is read elsewhere");
+    const std::string expect = get_string(j, file, p, "expect");
+    if (expect == "xfail") {
+      s.xfail = true;
+      s.xfail_reason = get_string(j, file, p, "xfail_reason");
+    } else if (expect != "pass") {
+      input_error(file, p + "expect", "'" + expect + "' is neither 'pass' nor 'xfail'");
+    }
+  }
   return s;
 }
 
@@ -184,7 +194,11 @@ Expected load_expected_file(const fs::path& path) {
     if (!j["setup_specific"].is_boolean()) input_error(file, "setup_specific", "expected a boolean");
     e.setup_specific = j["setup_specific"].get<bool>();
   }
-  e.statements.push_back(parse_statement(j, file, "value", ""));
+  {
+    json primary = j;
+    primary.erase("expect");  // the claim's own expectation (below), not a statement's
+    e.statements.push_back(parse_statement(primary, file, "value", ""));
+  }
   if (j.contains("also")) {
     const json& also = j["also"];
     if (!also.is_object()) input_error(file, "also", "expected an object of named statements");

@@ -26,6 +26,8 @@ struct Statement {
   Comparison compare;     // or, when the expectation depends on the machine, the first matching variant
   std::vector<Variant> variants;
   bool measured_part = false;  // "part": "measured" — may be missing while the check lists it as pending
+  bool xfail = false;          // "expect": "xfail" on an `also` statement: the evidence refutes this part
+  std::string xfail_reason;    // its measured reason
 };
 
 struct Expected {

@@ -51,13 +51,19 @@ int exit_status(const std::vector<ClaimResult>& results) {
 }
 
 void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
-  bool all_ok = true;
-  std::string first_bad;
+  bool all_ok = true;  // every comparison not marked as an expected failure held
+  std::string first_bad, first_xfail, first_xpass;
   int compared = 0;
   for (const auto& m : r.measurements) {
     if (!m.compared) continue;
     ++compared;
-    if (!m.ok && first_bad.empty()) first_bad = (m.name == "value" ? "" : m.name + ": ") + m.verdict;
+    const std::string label = (m.name == "value" ? "" : m.name + ": ") + m.verdict;
+    if (m.expected_failure) {  // a part the evidence refutes: it must fail, with its measured reason
+      if (m.ok && first_xpass.empty()) first_xpass = m.name + " was expected to fail (" + m.xfail_reason + ") but held: " + m.verdict;
+      if (!m.ok && first_xfail.empty()) first_xfail = "expected failure of " + m.name + ": " + m.xfail_reason + " — " + m.verdict;
+      continue;
+    }
+    if (!m.ok && first_bad.empty()) first_bad = label;
     all_ok &= m.ok;
   }
   if (compared == 0) {
@@ -67,18 +73,23 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
   }
   const auto& primary = r.measurements.front();
   if (xfail) {
-    r.status = all_ok ? Status::xpass : Status::xfail;
-    r.reason = all_ok ? "expected to fail (" + xfail_reason + ") but every comparison held: " + primary.verdict
-                      : "expected failure: " + xfail_reason + " — " + first_bad;
+    const bool held = all_ok && first_xfail.empty();
+    r.status = held ? Status::xpass : Status::xfail;
+    r.reason = held ? "expected to fail (" + xfail_reason + ") but every comparison held: " + primary.verdict
+                    : "expected failure: " + xfail_reason + " — " + (first_bad.empty() ? first_xfail : first_bad);
+    return;
+  }
+  if (!all_ok) {
+    r.status = Status::fail;
+    r.reason = first_bad;
+  } else if (!first_xpass.empty()) {
+    r.status = Status::xpass;
+    r.reason = first_xpass;
   } else {
-    r.status = all_ok ? Status::pass : Status::fail;
-    if (all_ok) {
-      r.reason = primary.verdict;
-      for (const auto& m : r.measurements)
-        if (m.compared && &m != &primary) r.reason += "; " + m.name + ": " + m.verdict;
-    } else {
-      r.reason = first_bad;
-    }
+    r.status = first_xfail.empty() ? Status::pass : Status::xfail;
+    r.reason = first_xfail.empty() ? primary.verdict : first_xfail + "; the other comparisons held: " + primary.verdict;
+    for (const auto& m : r.measurements)
+      if (m.compared && &m != &primary && !m.expected_failure) r.reason += "; " + m.name + ": " + m.verdict;
   }
 }
 
@@ -91,6 +102,7 @@ json to_json(const ClaimResult& r) {
       o["verdict"] = m.verdict;
       o["stated"] = m.stated;
       o["why"] = m.why;
+      if (m.expected_failure) o["expected_failure"] = m.xfail_reason;
     }
     ms.push_back(o);
   }

@@ -198,6 +198,184 @@ std::string svg_curve(const json& c) {
   return o.str();
 }
 
+// Display width of a UTF-8 string in "narrow characters": a CJK (three- or four-byte) code point counts two.
+std::size_t text_width(const std::string& s) {
+  std::size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) w += c >= 0xE0 ? 2 : 1;
+  return w;
+}
+
+// Greedy word wrap into at most max_lines lines of about max_w narrow characters; a word longer than a
+// line is cut at a code-point boundary, and text that does not fit ends its last line with "…".
+std::vector<std::string> wrap_text(const std::string& s, std::size_t max_w, std::size_t max_lines) {
+  std::vector<std::string> words, lines;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) {
+    while (text_width(w) > max_w) {  // cut an over-long word
+      std::size_t i = 0, wd = 0;
+      while (i < w.size()) {
+        std::size_t j = i + 1;
+        while (j < w.size() && (static_cast<unsigned char>(w[j]) & 0xC0) == 0x80) ++j;
+        const std::size_t cw = static_cast<unsigned char>(w[i]) >= 0xE0 ? 2 : 1;
+        if (wd + cw > max_w && i > 0) break;
+        wd += cw;
+        i = j;
+      }
+      words.push_back(w.substr(0, i));
+      w = w.substr(i);
+    }
+    if (!w.empty()) words.push_back(w);
+  }
+  std::string cur;
+  for (const auto& w : words) {
+    if (!cur.empty() && text_width(cur) + 1 + text_width(w) <= max_w) cur += " " + w;
+    else {
+      if (!cur.empty()) lines.push_back(cur);
+      cur = w;
+    }
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  if (lines.size() > max_lines) {
+    lines.resize(max_lines);
+    lines.back() += "…";
+  }
+  return lines;
+}
+
+// A round tick step (1, 2, 2.5 or 5 × 10^k) at least top/4: 0, step, … up to top is 4–5 ticks.
+double round_step(double top) {
+  const double raw = top / 4;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw * (1 - 1e-9)) return m * mag;
+  return 10 * mag;
+}
+
+// Inline SVG stacked bar charts for details.stacked, an array of {title, unit, y_label,
+// bars: [{name, parts: [{name, value}]}], reference?: {name, value}}: one colour per part name, the legend
+// in first-appearance order (parts that are 0 in every bar left out), each bar's total above it, the
+// reference as a dashed line. Malformed entries are skipped; an empty or all-zero chart draws nothing.
+std::string svg_stacked(const json& c) {
+  if (!c.is_object()) return "";
+  auto finite_nonneg = [](const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0; };
+  struct Bar {
+    std::string name;
+    std::map<std::string, double> parts;  // by part name, repeated names summed
+    double total = 0;
+  };
+  std::vector<std::string> names;  // part names, first-appearance order
+  std::vector<Bar> bars;
+  for (const auto& b : c.value("bars", json::array())) {
+    if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("parts") || !b["parts"].is_array())
+      continue;
+    Bar bar;
+    bar.name = b["name"].get<std::string>();
+    for (const auto& p : b["parts"]) {
+      if (!p.is_object() || !p.contains("name") || !p["name"].is_string() || !p.contains("value") ||
+          !finite_nonneg(p["value"]))
+        continue;
+      const std::string n = p["name"].get<std::string>();
+      const double v = p["value"].get<double>();
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+      bar.parts[n] += v;
+      bar.total += v;
+    }
+    bars.push_back(std::move(bar));
+  }
+  double ymax = 0;
+  for (const auto& b : bars) ymax = std::max(ymax, b.total);
+  if (bars.empty() || !(ymax > 0) || !std::isfinite(ymax)) return "";
+  // the legend: part names that are non-zero in some bar
+  std::vector<std::string> legend;
+  for (const auto& n : names)
+    for (const auto& b : bars)
+      if (b.parts.count(n) && b.parts.at(n) > 0) { legend.push_back(n); break; }
+  const json ref = c.value("reference", json());
+  const bool has_ref = ref.is_object() && ref.contains("value") && finite_nonneg(ref["value"]);
+  const double ref_v = has_ref ? ref["value"].get<double>() : 0;
+  const std::string ref_name = has_ref && ref.contains("name") && ref["name"].is_string() ? ref["name"].get<std::string>() : "";
+  if (has_ref) ymax = std::max(ymax, ref_v);
+  const double step = round_step(ymax);
+  if (!(step > 0) || !std::isfinite(step)) return "";
+  const int nstep = std::max(1, static_cast<int>(std::ceil(ymax / step - 1e-9)));
+  const double top = step * nstep;
+  if (!std::isfinite(top) || !(top > 0)) return "";
+
+  const double W = 660, H = 270, L = 60, R = 150, T = 36, B = 48;
+  const std::string unit = c.contains("unit") && c["unit"].is_string() ? c["unit"].get<std::string>() : "";
+  auto str = [&](const char* k) { return c.contains(k) && c[k].is_string() ? c[k].get<std::string>() : std::string(); };
+  std::string y_label = str("y_label");
+  if (y_label.empty()) y_label = unit;
+  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  auto fy = [&](double y) { return T + (H - T - B) * (1 - y / top); };
+  static const char* colors[] = {"#2c5fa8", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d",
+                                 "#e67e22", "#5dade2", "#a04000", "#d4ac0d", "#34495e"};
+  const std::size_t ncol = sizeof colors / sizeof *colors;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
+    << "\" height=\"" << H << "\" style=\"font:11px system-ui,sans-serif;background:#fff\">";
+  o << "<text x=\"" << L << "\" y=\"16\" font-weight=\"600\">" << html_escape(str("title")) << "</text>";
+  // y axis from 0 with round ticks, the baseline
+  for (int i = 0; i <= nstep; ++i) {
+    const double y = step * i;
+    o << "<line x1=\"" << L - 4 << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
+      << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
+      << fmt(std::round(y * 1000) / 1000) << "</text>";
+  }
+  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << html_escape(y_label) << "</text>";
+  // the bars, parts stacked bottom-up in legend order
+  const double slot = (W - L - R) / bars.size();
+  const double bw = std::min(70.0, slot * 0.6);
+  const std::size_t label_w = std::max<std::size_t>(4, static_cast<std::size_t>(slot / 6));
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double cx = L + slot * (i + 0.5);
+    double acc = 0;
+    for (std::size_t k = 0; k < legend.size(); ++k) {
+      auto it = b.parts.find(legend[k]);
+      if (it == b.parts.end() || !(it->second > 0)) continue;
+      const double y_hi = fy(acc + it->second), y_lo = fy(acc);
+      o << "<rect x=\"" << num(cx - bw / 2) << "\" y=\"" << num(y_hi) << "\" width=\"" << num(bw) << "\" height=\""
+        << num(y_lo - y_hi) << "\" fill=\"" << colors[k % ncol] << "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>"
+        << html_escape(b.name + " · " + legend[k] + ": " + fmt(it->second) + (unit.empty() ? "" : " " + unit))
+        << "</title></rect>";
+      acc += it->second;
+    }
+    o << "<text x=\"" << num(cx) << "\" y=\"" << num(fy(b.total) - 4) << "\" text-anchor=\"middle\" font-weight=\"600\">"
+      << html_escape(fmt(b.total)) << "</text>";
+    const auto lines = wrap_text(b.name, label_w, 3);
+    for (std::size_t l = 0; l < lines.size(); ++l)
+      o << "<text x=\"" << num(cx) << "\" y=\"" << H - B + 14 + 12 * l << "\" text-anchor=\"middle\">"
+        << html_escape(lines[l]) << "</text>";
+  }
+  // the reference: a dashed line across the plot
+  if (has_ref)
+    o << "<line x1=\"" << L << "\" y1=\"" << num(fy(ref_v)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(ref_v))
+      << "\" stroke=\"#1d2330\" stroke-width=\"1.2\" stroke-dasharray=\"5,3\"/>";
+  // the legend, then the reference's label under it
+  double ly = T;
+  for (std::size_t k = 0; k < legend.size(); ++k, ly += 14) {
+    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly << "\" width=\"16\" height=\"10\" fill=\"" << colors[k % ncol]
+      << "\"/><text x=\"" << W - R + 30 << "\" y=\"" << ly + 9 << "\">";
+    const auto lines = wrap_text(legend[k], 19, 1);
+    o << html_escape(lines.empty() ? std::string() : lines[0]) << "</text>";
+  }
+  if (has_ref) {
+    ly += 4;
+    o << "<line x1=\"" << W - R + 10 << "\" y1=\"" << ly + 5 << "\" x2=\"" << W - R + 26 << "\" y2=\"" << ly + 5
+      << "\" stroke=\"#1d2330\" stroke-width=\"1.2\" stroke-dasharray=\"5,3\"/>";
+    const auto lines = wrap_text(ref_name.empty() ? fmt(ref_v) : ref_name + " = " + fmt(ref_v), 19, 3);
+    for (std::size_t l = 0; l < lines.size(); ++l)
+      o << "<text x=\"" << W - R + 30 << "\" y=\"" << ly + 9 + 12 * l << "\">" << html_escape(lines[l]) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
 class JsonWriter : public ReportWriter {
  public:
   std::string filename() const override { return "report.json"; }
@@ -305,6 +483,13 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
         }
         o << "</td></tr>";
         if (c->details.contains("curve")) o << "<tr><td></td><td colspan=\"5\">" << svg_curve(c->details["curve"]) << "</td></tr>";
+        if (c->details.contains("stacked")) {
+          const json& st = c->details["stacked"];
+          for (const auto& chart : st.is_array() ? st : json::array({st})) {
+            const std::string svg = svg_stacked(chart);
+            if (!svg.empty()) o << "<tr><td></td><td colspan=\"5\">" << svg << "</td></tr>";
+          }
+        }
       }
       o << "</table></section>";
     }

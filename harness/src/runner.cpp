@@ -219,6 +219,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.compared = true;
     m.stated = s.value;
     m.why = s.compare.why;
+    m.expected_failure = s.xfail;
+    m.xfail_reason = s.xfail_reason;
     if (s.value.is_boolean() != m.value.is_boolean())
       input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
                   "stated as " + s.unit + " but measured as " + m.unit);

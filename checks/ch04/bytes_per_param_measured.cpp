@@ -1,0 +1,84 @@
+// ch04.bytes_per_param_measured — 「每个可训练参数 16 字节」, counted: one AdamW step of a Llama-shaped decoder
+// (reference/data/configs/llama-scaled-ch04.json) under the counting allocator, every live byte attributed to
+// what holds it, in two modes: PyTorch autocast as people run it, and the series' table (bf16 weights + fp32 master).
+#include "claimcheck/check.h"
+
+#include <nlohmann/json.hpp>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "ch04_memory.h"
+#endif
+
+static void bytes_per_param_measured(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  namespace train = claimcheck::train;
+  // Prepare.
+  const auto config = ctx.input_path("config");
+  const int tokens = ctx.input("tokens").get<int>();
+
+  // Run: one step in each mode.
+  const train::StepMemory a = train::measure_training_step(config, "autocast", ctx.seed(), tokens, ctx.planted_fault());
+  const train::StepMemory b = train::measure_training_step(config, "bf16_master", ctx.seed(), tokens, ctx.planted_fault());
+
+  // Verify: the state the allocator attributes after the step, per trainable parameter.
+  auto per_param = [](const train::StepMemory& m) {
+    return ch04::sum_of(m.timeline.back(), {"parameters", "gradients", "optimizer_state", "master_weights"}) /
+           static_cast<double>(m.trainable);
+  };
+  ctx.measure(per_param(a), "B");
+  ctx.measure("series_table_mode", per_param(b), "B");
+  const double n = static_cast<double>(b.trainable);
+  auto role = [](const train::StepMemory& m, const std::string& name) {
+    for (const auto& [k, v] : m.roles)
+      if (k == name) return static_cast<double>(v);
+    return 0.0;
+  };
+  ctx.measure("series_bf16_weights", role(b, "bf16 weights") / n, "B");
+  ctx.measure("series_gradients", role(b, "bf16 gradients") / n, "B");
+  ctx.measure("series_fp32_master", role(b, "fp32 master") / n, "B");
+  ctx.measure("series_adam_m_v", (role(b, "Adam m (fp32)") + role(b, "Adam v (fp32)")) / n, "B");
+  const auto& fwd = a.timeline.at(1);
+  ctx.measure("autocast_copies_at_forward", static_cast<double>(fwd.bytes.at("autocast_copies")) / n, "B");
+  ctx.measure("trainable", n / 1e6, "M params");
+
+  nlohmann::json split_a = nlohmann::json::object(), split_b = nlohmann::json::object();
+  nlohmann::json parts_a = nlohmann::json::array(), parts_b = nlohmann::json::array();
+  for (const auto& [k, v] : a.roles) {
+    split_a[k] = v / static_cast<double>(a.trainable);
+    parts_a.push_back({{"name", k}, {"value", v / static_cast<double>(a.trainable)}});
+  }
+  for (const auto& [k, v] : b.roles) {
+    split_b[k] = v / n;
+    parts_b.push_back({{"name", k}, {"value", v / n}});
+  }
+  const nlohmann::json series = nlohmann::json::array(
+      {{{"name", "bf16 weights"}, {"value", 2}}, {{"name", "bf16 gradients"}, {"value", 2}},
+       {{"name", "fp32 master"}, {"value", 4}}, {{"name", "Adam m (fp32)"}, {"value", 4}},
+       {{"name", "Adam v (fp32)"}, {"value", 4}}});
+  ctx.detail("split_bytes_per_param", {{"autocast", split_a}, {"series_table", split_b}});
+  ctx.detail("timeline_autocast", ch04::timeline_json(a.timeline));
+  ctx.detail("timeline_series_table", ch04::timeline_json(b.timeline));
+  ctx.detail("step_seconds", {{"autocast", a.seconds}, {"series_table", b.seconds}});
+  ctx.detail("stacked",
+             nlohmann::json::array(
+                 {{{"title", "Bytes per trainable parameter after one AdamW step"},
+                   {"unit", "B"},
+                   {"y_label", "bytes / parameter"},
+                   {"bars", nlohmann::json::array({{{"name", "series (stated)"}, {"parts", series}},
+                                                   {{"name", "autocast (measured)"}, {"parts", parts_a}},
+                                                   {{"name", "bf16 + fp32 master (measured)"}, {"parts", parts_b}}})},
+                   {"reference", {{"name", "the series' 16 B"}, {"value", 16}}}},
+                  ch04::timeline_chart("Memory timeline, autocast (fp32 weights, AdamW)", a.timeline),
+                  ch04::timeline_chart("Memory timeline, the series' table (bf16 weights, fp32 master)", b.timeline)}));
+  ctx.assumption("autocast mode: fp32 parameters, bf16 autocast around the forward (cache cleared on leaving it, as "
+                 "`with torch.autocast` does), torch::optim::AdamW: the 16 B are 4 + 4 + 4 + 4, and autocast's bf16 "
+                 "weight copies (2 B) live only between forward and backward");
+  ctx.assumption("series-table mode: parameters in bf16 (so gradients in bf16), an optimizer keeping an fp32 master "
+                 "copy and fp32 m, v: 2 + 2 + 4 + 4 + 4");
+  ctx.assumption("every parameter trainable; bytes = the counting allocator's live allocations after optimizer.step(), "
+                 "attributed by the tensors that own them; " + std::to_string(tokens) + " tokens, batch 1");
+#endif
+}
+CLAIMCHECK_REGISTER(bytes_per_param_measured)
+    .claim("ch04.bytes_per_param_measured")
+    .needs(claimcheck::Requirement::libtorch);

@@ -1,0 +1,88 @@
+// Chapter 4 measured: training memory counted by the allocator and attributed to what holds it, on a
+// Llama-shaped decoder built from a config.json (kernels/torch/decoder.h), in plain types for the checks.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace claimcheck::train {
+
+// The categories of the timeline, in the order reports stack them.
+const std::vector<std::string>& memory_categories();  // parameters, gradients, optimizer_state, master_weights,
+                                                      // autocast_copies, saved_activations, temporaries
+
+// Live bytes after a phase, by category (allocations made before the model was built are not counted).
+struct MemorySnapshot {
+  std::string phase;  // load, forward, backward, step
+  std::map<std::string, std::int64_t> bytes;
+  std::int64_t live = 0;  // the sum
+  std::int64_t peak = 0;  // the highest live total during the phase
+};
+
+// One training step. mode "autocast": fp32 parameters, bf16 autocast around the forward, torch::optim::AdamW
+// (PyTorch as people run it). mode "bf16_master": the series' table: bf16 parameters and gradients, an optimizer
+// that keeps an fp32 master copy and fp32 Adam m, v. Roles: the bytes of each piece of state after the step.
+struct StepMemory {
+  std::string mode;
+  std::int64_t trainable = 0;
+  std::vector<MemorySnapshot> timeline;
+  std::vector<std::pair<std::string, std::int64_t>> roles;
+  double seconds = 0;
+};
+// fault (tests): "alloc_drops_optimizer_state" (the attribution forgets Adam's state).
+StepMemory measure_training_step(const std::filesystem::path& config, const std::string& mode, std::uint64_t seed,
+                                 int tokens, const std::string& fault = "");
+
+// The dtypes seen during a step under CPU bf16 autocast: each named intermediate of layer 0 (matmul outputs,
+// softmax, RMSNorm, residual stream), logits, loss, and the parameters and gradients after the step.
+// fault (tests): "autocast_casts_params" (the model is converted to bf16 first).
+std::map<std::string, std::string> autocast_dtypes(const std::filesystem::path& config, std::uint64_t seed,
+                                                   const std::string& fault = "");
+
+// Saved-activation bytes of the layers: (bytes the forward leaves live with autograd - without), per token and
+// layer, through the embedding and every layer (no final norm, head or loss). precision "bf16": the model in bf16
+// (the series' setting); "autocast": fp32 weights under bf16 autocast (the residual stream stays fp32).
+struct ActivationMeasure {
+  int tokens = 0;
+  bool eager_attention = false;
+  double bytes_per_token_layer = 0;  // (all layers - one layer) / (layers - 1): shared tensors drop out
+  double shared_bytes = 0;           // what the layers share (RoPE's cos and sin), in bytes
+  std::vector<std::pair<std::string, double>> segments;  // bytes per token saved by each segment of layer 0
+};
+ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
+                                    bool eager_attention, bool by_segment, const std::string& precision);
+
+// Gradient checkpointing (the project's own, kernels/torch/decoder.cpp) against the plain model on the layers:
+// saved bytes after the forward, step time (forward + backward, best of `repeats`), and the gradients.
+// precision: fp32, bf16 (model in bf16) or autocast. repeats = 0: the memory only (no steps are timed).
+struct CheckpointMeasure {
+  double saved_plain = 0, saved_checkpointed = 0;  // bytes per token per layer (shared tensors excluded)
+  double step_plain_s = 0, step_checkpointed_s = 0;
+  double grad_max_abs_diff = 0, grad_scale = 0;
+  bool grads_bitwise_equal = false;
+  std::string precision;
+};
+// fault (tests): "ckpt_saves_layer", "ckpt_no_recompute".
+CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
+                                int repeats, const std::string& precision, const std::string& fault = "");
+
+// A run under an allocator cap until PyTorch's out-of-memory error (or the end of one step).
+// scenario "full": full fine-tune (autocast, AdamW) at `tokens`; "lora": frozen base, LoRA r = 16 on the seven
+// projections, at `tokens`. Reports the phase the error came in and the timeline up to it.
+struct OomRun {
+  std::string scenario;
+  std::int64_t cap = 0;
+  bool oom = false;
+  std::string phase;        // where the error was thrown: load, forward, backward, step ("" without one)
+  std::string message;      // its first line
+  std::int64_t requested = 0;
+  std::vector<MemorySnapshot> timeline;  // completed phases, then the state at the error ("at OOM")
+};
+// Throws std::invalid_argument for a cap <= 0. fault (tests): "oom_cap_ignored".
+OomRun oom_run(const std::filesystem::path& config, const std::string& scenario, std::int64_t cap_bytes,
+               std::uint64_t seed, int tokens, const std::string& fault = "");
+
+}  // namespace claimcheck::train

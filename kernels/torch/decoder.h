@@ -1,0 +1,217 @@
+// The Llama / Qwen2 / Mistral decoder in LibTorch (internal to kernels/torch): one model family in code,
+// its size from a Hugging Face config.json read here as transformers' modeling code reads it (keys, defaults).
+// Chapter 5 builds Qwen2.5-0.5B with it; chapter 4 a Llama-3-8B-shaped model scaled for a CPU, with optional
+// eager attention (keeps the T x T probabilities), gradient checkpointing (decoder.cpp) and a switch that
+// records autograd for only the first segments of layer 0 (which op saves which bytes).
+#pragma once
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <string>
+
+#include "common.h"
+
+namespace claimcheck::train {
+
+// The keys of a Qwen2 / Llama / Mistral config.json this decoder reads, with transformers' defaults.
+struct DecoderConfig {
+  std::string model_type;
+  std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool tie = false, qkv_bias = false, o_bias = false, mlp_bias = false;
+  double rms_eps = 1e-6, rope_theta = 10000.0;
+};
+// Throws std::invalid_argument "<file>: field '<key>': <why>" for a config this code cannot build.
+DecoderConfig read_decoder_config(const std::filesystem::path& file);
+
+// How a forward runs (set on the model; defaults are the plain model).
+struct DecoderRun {
+  bool eager_attention = false;  // softmax(QK^T / sqrt(d)) V in three ops, the probabilities kept for backward
+  bool checkpoint = false;       // each layer keeps only its input and is recomputed in backward
+  std::string checkpoint_fault;  // tests: "ckpt_saves_layer", "ckpt_no_recompute"
+  int grad_segments = -1;        // >= 0: autograd records only layer 0's first n segments (kSegments)
+  int max_layers = -1;           // >= 0: run only the first n layers (no final norm, no head: returns hidden states)
+  std::map<std::string, std::string>* dtypes = nullptr;  // when set: the dtype of each named intermediate
+  // With grad_segments: where autograd stops, the graph recorded so far is kept alive through these (the nodes,
+  // not the tensors: what stays live is what the graph saved).
+  std::vector<std::decay_t<decltype(std::declval<const at::Tensor&>().grad_fn())>>* keep_graph = nullptr;
+};
+// A decoder layer's segments, in order (the unit of DecoderRun::grad_segments).
+inline const std::vector<std::string>& decoder_segments() {
+  static const std::vector<std::string> s = {"input_rmsnorm", "q_k_v_proj", "rope",        "attention", "o_proj_residual",
+                                             "post_rmsnorm",  "gate_up_proj", "silu_times_up", "down_proj_residual"};
+  return s;
+}
+
+// A linear layer that LoRA can wrap: y = x W^T (+ b) + (alpha / r) (x A^T) B^T.
+struct ProjImpl : torch::nn::Module {
+  ProjImpl(std::int64_t in, std::int64_t out, bool bias)
+      : base(register_module("base", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)))) {}
+  void enable_lora(int r, double alpha, bool alpha_not_over_r) {
+    const auto in = base->weight.size(1), out = base->weight.size(0);
+    A = register_parameter("lora_A", torch::randn({r, in}) / std::sqrt(static_cast<double>(in)));
+    B = register_parameter("lora_B", torch::zeros({out, r}));
+    scale = alpha_not_over_r ? alpha : alpha / r;  // a planted fault forgets the / r
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = base(x);
+    if (A.defined()) y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, A), B);
+    return y;
+  }
+  // W + (alpha / r) B A: the merged weight, for inference without the adapter.
+  torch::Tensor merged_weight() {
+    return base->weight + (A.defined() ? scale * torch::matmul(B, A) : torch::zeros_like(base->weight));
+  }
+  torch::nn::Linear base;
+  torch::Tensor A, B;
+  double scale = 0;
+};
+TORCH_MODULE(Proj);
+
+// Llama's RMSNorm as the modeling code writes it: weight * x / sqrt(mean(x^2) + eps).
+struct RMSNormImpl : torch::nn::Module {
+  RMSNormImpl(std::int64_t d, double eps) : eps(eps) { weight = register_parameter("weight", torch::ones({d})); }
+  torch::Tensor forward(const torch::Tensor& x) { return weight * (x * torch::rsqrt(x.pow(2).mean(-1, true) + eps)); }
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+struct DecoderLayerImpl : torch::nn::Module {
+  explicit DecoderLayerImpl(const DecoderConfig& c) : c(c) {
+    const auto q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+    auto add = [&](const std::string& name, std::int64_t in, std::int64_t out, bool bias) {
+      projs.emplace(name, register_module(name, Proj(in, out, bias)));
+    };
+    add("q_proj", c.hidden, q, c.qkv_bias);  // self_attn
+    add("k_proj", c.hidden, kv, c.qkv_bias);
+    add("v_proj", c.hidden, kv, c.qkv_bias);
+    add("o_proj", q, c.hidden, c.o_bias);
+    add("gate_proj", c.hidden, c.intermediate, c.mlp_bias);  // mlp
+    add("up_proj", c.hidden, c.intermediate, c.mlp_bias);
+    add("down_proj", c.intermediate, c.hidden, c.mlp_bias);
+    ln1 = register_module("input_layernorm", RMSNorm(c.hidden, c.rms_eps));
+    ln2 = register_module("post_attention_layernorm", RMSNorm(c.hidden, c.rms_eps));
+  }
+  // grad_limit >= 0: segments from that index on run without autograd (see DecoderRun::grad_segments).
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin, const DecoderRun& run = {},
+                        int grad_limit = -1) {
+    std::optional<c10::AutoGradMode> no_grad;
+    torch::Tensor h, q, k, v, a, o, g, u, m, d;
+    auto segment = [&](int s) {
+      if (grad_limit < 0 || s < grad_limit || no_grad) return;
+      if (run.keep_graph)
+        for (const torch::Tensor* t : {&x, &h, &q, &k, &v, &a, &o, &g, &u, &m})
+          if (t->defined() && t->grad_fn()) run.keep_graph->push_back(t->grad_fn());
+      no_grad.emplace(false);
+    };
+    auto note = [&](const char* name, const torch::Tensor& t) {
+      if (run.dtypes) (*run.dtypes)[name] = std::string(c10::toString(t.scalar_type()));
+    };
+    const auto B = x.size(0), T = x.size(1);
+    segment(0);
+    note("residual stream", x);
+    h = ln1(x);
+    note("rmsnorm output", h);
+    segment(1);
+    q = projs.at("q_proj")(h).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+    k = projs.at("k_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+    v = projs.at("v_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+    note("q_proj output (matmul)", q);
+    segment(2);
+    auto rope = [&](const torch::Tensor& t) {  // rotate-half RoPE
+      auto t1 = t.slice(-1, 0, c.head_dim / 2), t2 = t.slice(-1, c.head_dim / 2);
+      return t * cos + torch::cat({-t2, t1}, -1) * sin;
+    };
+    q = rope(q);
+    k = rope(k);
+    segment(3);
+    const auto rep = c.heads / c.kv_heads;  // grouped-query attention
+    k = k.repeat_interleave(rep, 1);
+    v = v.repeat_interleave(rep, 1);
+    if (run.eager_attention) {
+      auto s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+      note("attention scores (matmul)", s);
+      s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+      auto p = torch::softmax(s, -1);
+      note("softmax output", p);
+      a = torch::matmul(p, v);
+    } else {
+      a = compat::causal_sdpa(q, k, v);
+    }
+    note("attention output", a);
+    a = a.transpose(1, 2).reshape({B, T, c.heads * c.head_dim});
+    segment(4);
+    o = projs.at("o_proj")(a);
+    x = x + o;
+    note("residual stream after attention", x);
+    segment(5);
+    h = ln2(x);
+    segment(6);
+    g = projs.at("gate_proj")(h);
+    u = projs.at("up_proj")(h);
+    note("gate_proj output (matmul)", g);
+    segment(7);
+    m = torch::silu(g) * u;
+    note("silu(gate) * up", m);
+    segment(8);
+    d = projs.at("down_proj")(m);
+    note("down_proj output (matmul)", d);
+    return x + d;
+  }
+  DecoderConfig c;
+  std::map<std::string, Proj> projs;
+  RMSNorm ln1{nullptr}, ln2{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// One layer behind gradient checkpointing (decoder.cpp): forward without autograd keeping only x; backward
+// recomputes the layer with autograd (and the autocast state of the forward) and backpropagates through it.
+torch::Tensor checkpointed_layer(DecoderLayerImpl& layer, const torch::Tensor& x, const torch::Tensor& cos,
+                                 const torch::Tensor& sin, const DecoderRun& run);
+
+struct DecoderImpl : torch::nn::Module {
+  explicit DecoderImpl(const DecoderConfig& c) : c(c) {
+    embed = register_module("embed_tokens", torch::nn::Embedding(c.vocab, c.hidden));
+    for (int i = 0; i < c.layers; ++i) layers.push_back(register_module("layers_" + std::to_string(i), DecoderLayer(c)));
+    norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps));
+    if (!c.tie)
+      lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.vocab).bias(false)));
+    torch::NoGradGuard ng;
+    for (auto& p : parameters())
+      if (p.dim() == 2) p.normal_(0.0, 0.02);
+  }
+  torch::Tensor forward(const torch::Tensor& ids) {
+    const auto T = ids.size(1);
+    const auto dtype = embed->weight.scalar_type();  // bf16 when the model was converted, else fp32
+    auto inv = torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
+    auto ang = torch::outer(torch::arange(T, torch::kFloat), inv);
+    auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype), sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
+    auto x = embed(ids);
+    const int n = run.max_layers >= 0 ? std::min<int>(run.max_layers, static_cast<int>(layers.size()))
+                                      : static_cast<int>(layers.size());
+    for (int i = 0; i < n; ++i) {
+      const int limit = run.grad_segments < 0 ? -1 : (i == 0 ? run.grad_segments : 0);
+      x = run.checkpoint ? checkpointed_layer(*layers[i], x, cos, sin, run) : layers[i]->forward(x, cos, sin, run, limit);
+    }
+    if (run.max_layers >= 0) return x;
+    std::optional<c10::AutoGradMode> no_grad;
+    if (run.grad_segments >= 0) no_grad.emplace(false);
+    x = norm(x);
+    auto logits = c.tie ? torch::nn::functional::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
+    if (run.dtypes) (*run.dtypes)["logits (matmul)"] = std::string(c10::toString(logits.scalar_type()));
+    return logits;
+  }
+  DecoderConfig c;
+  DecoderRun run;
+  torch::nn::Embedding embed{nullptr};
+  std::vector<DecoderLayer> layers;
+  RMSNorm norm{nullptr};
+  torch::nn::Linear lm_head{nullptr};
+};
+TORCH_MODULE(Decoder);
+
+}  // namespace claimcheck::train
