@@ -71,7 +71,7 @@ d = load(oom)
 d["inputs"]["runs"][0]["cap_x_weights"] = 0
 save(oom, d)
 r = run(a.claimcheck, "run", "--claim", "ch04.oom_attribution", "--expected", exp)
-t.check(r.returncode == 2 and "cap_x_weights" in r.stdout and len(r.stdout.strip().splitlines()) == 1,
+t.check(r.returncode == 2 and r.stdout.startswith("ERROR") and "cap_x_weights" in r.stdout.splitlines()[0],
         f"cap 0: exit {r.returncode} {r.stdout.strip()}")
 bad_cfg = os.path.join(tmp, "heads7.json")
 c = load(os.path.join(a.root, "reference", "data", "configs", "llama-scaled-ch04.json"))

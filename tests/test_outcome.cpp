@@ -36,6 +36,23 @@ TEST(Outcome, AllComparisonsMustHold) {
   EXPECT_NE(r.reason.find("m1: broken"), std::string::npos);
 }
 
+TEST(Outcome, StatementLevelExpectedFailure) {
+  auto r = with({true, false});
+  r.measurements[1].expected_failure = true;
+  r.measurements[1].xfail_reason = "measured: eager code saves more";
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::xfail);
+  EXPECT_NE(r.reason.find("measured: eager code saves more"), std::string::npos);
+  r = with({true, true});  // the refuted part held after all: an xpass, a failure
+  r.measurements[1].expected_failure = true;
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::xpass);
+  r = with({false, false});  // an unmarked comparison failing is a failure, whatever the marked one does
+  r.measurements[1].expected_failure = true;
+  fold_outcome(r, false, "");
+  EXPECT_EQ(r.status, Status::fail);
+}
+
 TEST(Outcome, ExpectedFailureAndUnexpectedPass) {
   auto r = with({false});
   fold_outcome(r, true, "the series rounds twice");
