@@ -23,14 +23,20 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS)
 
-# The benchmark runs with small settings (3 repetitions, 0.05 s each); its ratios land in the report.
+# The benchmarks run with small settings (3 repetitions, 0.05 s each); their ratios land in the report.
 BENCH_ARGS ?= --benchmark_min_time=0.05 --benchmark_repetitions=3
 report: build
+	@rm -f $(BUILD)/bench_rows_*.json
 	@if [ -x $(BUILD)/claimcheck_bench_attention ]; then \
 	  $(BUILD)/claimcheck_bench_attention $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_attention.json \
 	    --benchmark_out_format=json >/dev/null && \
-	  python3 ci/bench_ratios.py $(BUILD)/bench_attention.json $(BUILD)/benchmarks.json; \
-	else echo "[]" > $(BUILD)/benchmarks.json; fi
+	  python3 ci/bench_ratios.py $(BUILD)/bench_attention.json $(BUILD)/bench_rows_attention.json; fi
+	@if [ -x $(BUILD)/claimcheck_bench_decode ]; then \
+	  $(BUILD)/claimcheck_bench_decode $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_decode.json \
+	    --benchmark_out_format=json >/dev/null && \
+	  python3 ci/bench_decode_ratios.py $(BUILD)/bench_decode.json $(BUILD)/bench_rows_decode.json; fi
+	@python3 -c 'import glob, json, sys; print(json.dumps([r for f in sorted(glob.glob(sys.argv[1])) for r in json.load(open(f))], indent=2))' \
+	  '$(BUILD)/bench_rows_*.json' > $(BUILD)/benchmarks.json
 	$(BUILD)/claimcheck run --report report --benchmarks $(BUILD)/benchmarks.json
 
 clean:

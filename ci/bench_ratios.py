@@ -35,7 +35,7 @@ def main(src, dst):
     for T in (256, 1024, 4096):
         lib = med(f"attention/libtorch/{T}", "real_time")
         lib_name = f"PyTorch {ctx.get('libtorch_version', '?')} SDPA ({ctx.get(f'libtorch_kernel_T{T}', '?')} kernel)"
-        for v in ("v1_plain", "v2_tiled"):
+        for v in ("v1_plain", "v2_tiled", "v3_register"):
             name = f"attention/{v}/{T}"
             t = med(name, "real_time")
             if t is None or lib is None:

@@ -32,6 +32,11 @@ PLANTED = [
     ("alloc_drops_optimizer_state", "ch04.bytes_per_param_measured"), ("autocast_casts_params", "ch04.autocast_keeps_fp32"),
     ("ckpt_saves_layer", "ch04.checkpointing_memory"), ("ckpt_no_recompute", "ch04.checkpointing_compute"),
     ("oom_cap_ignored", "ch04.oom_attribution"), ("fsdp_state_unsharded", "ch04.fsdp_per_gpu"),
+    ("probe_few_chains", "ch06.ridge_measured"), ("probe_few_chains", "ch06.prefill_ms"), ("probe_few_chains", "ch06.mfu"),
+    ("gemv_reads_twice", "ch06.decode_measured"), ("gemv_reads_twice", "ch06.decode_intensity"),
+    ("gemv_reads_twice", "ch06.quant_inference_not_training"), ("nf4_dequant_first", "ch06.decode_4bit"),
+    ("kv_full_heads", "ch06.kv_cache"), ("backward_recomputes", "ch06.backward_2x"),
+    ("buckets_drop_copy", "ch06.profiler_buckets"),
 ]
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -6,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "claimcheck/ref/ledger.h"
+#include "claimcheck/ref/roofline.h"
 #include "claimcheck/ref/stats.h"
 
 namespace ref = claimcheck::ref;
@@ -118,4 +120,43 @@ TEST(Stats, WaldWilsonAndTheTest) {
   EXPECT_NEAR(ref::simulated_coverage(0.5, 80, false, 20000, 1), exact, 0.01);
   EXPECT_NEAR(ref::two_proportion_p_value(0.5, 80, 0.55, 80), 0.527, 0.01);
   EXPECT_LT(ref::two_proportion_p_value(0.5, 1000, 0.6, 1000), 1e-4);
+}
+
+// ---- the roofline's answer key ------------------------------------------------------------------------------------
+TEST(Roofline, TheoreticalPeakIsCoresClockUnitsLanesTwo) {
+  const ref::FmaUnits zen3{2, 256, ""};
+  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(2, 3.0e9, zen3, 256), 2 * 3.0e9 * 2 * 8 * 2);
+  // an AVX-512 ISA on 256-bit units runs at the units' width; a portable build at one lane
+  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(1, 1e9, zen3, 512), 1e9 * 2 * 8 * 2);
+  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(1, 1e9, zen3, 32), 1e9 * 2 * 1 * 2);
+}
+
+TEST(Roofline, FmaUnitsFollowTheTableAndRejectMalformedOnes) {
+  const auto table = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/hardware/cpu-fma.json";
+  ref::CpuIdentity milan{"AuthenticAMD", 25, 1, "AMD EPYC 7B13", 2.45e9, ""};
+  EXPECT_EQ(ref::fma_units(milan, {"avx2", "fma"}, table).vector_bits, 256);
+  ref::CpuIdentity zen1{"AuthenticAMD", 23, 1, "", 0, ""};
+  EXPECT_EQ(ref::fma_units(zen1, {"avx2", "fma"}, table).vector_bits, 128);
+  ref::CpuIdentity skx{"GenuineIntel", 6, 85, "", 0, ""};
+  EXPECT_EQ(ref::fma_units(skx, {"avx2", "fma", "avx512f"}, table).vector_bits, 512);
+  EXPECT_EQ(ref::fma_units(skx, {"avx2", "fma"}, table).vector_bits, 256);
+  EXPECT_EQ(ref::fma_units(ref::CpuIdentity{"Other", 1, 1, "", 0, ""}, {}, table).units, 1);
+  const auto bad = std::filesystem::temp_directory_path() / "claimcheck-bad-fma.json";
+  std::ofstream(bad) << R"({"rules": [{"fma_units": 0, "vector_bits": 256}]})";
+  try {
+    ref::fma_units(milan, {}, bad);
+    FAIL() << "a rule with 0 FMA units was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rules[0].fma_units"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(bad);
+}
+
+TEST(Roofline, KneeIsWhereTheMemoryFloorMeetsTheComputeRoof) {
+  // a machine with a 10 ms floor and 1 ms per token of compute: max(10, B) ms per step -> knee at B = 10
+  const std::vector<int> b = {1, 2, 4, 8, 16, 32, 64};
+  std::vector<double> t;
+  for (int x : b) t.push_back(std::max(10.0, 1.0 * x) * 1e-3);
+  EXPECT_DOUBLE_EQ(ref::sweep_knee(b, t).batch, 10.0);
+  EXPECT_THROW(ref::sweep_knee({1}, {1.0}), std::invalid_argument);
 }

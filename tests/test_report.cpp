@@ -201,3 +201,48 @@ TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
   EXPECT_EQ(html.find("All zero chart"), std::string::npos);
   EXPECT_EQ(html.find("Empty chart"), std::string::npos);
 }
+
+TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
+  using nlohmann::json;
+  json roof = {{"title", "a decode step <CPU>"}, {"peak_flops", 190e9}, {"bandwidth", 19e9},
+               {"theoretical_peak_flops", 192e9},
+               {"points", json::array({json{{"name", "bf16 GEMV chain"}, {"intensity", 1.0}, {"flops", 17e9}},
+                                       json{{"name", "B=512"}, {"intensity", 480.0}, {"flops", 120e9}}})}};
+  Report r = sample();
+  r.claims[0].details["roofline"] = roof;
+  const auto svgs = svgs_of(render_html(r));
+  ASSERT_EQ(svgs.size(), 2u);  // the claim's, and the machine's (every claim's points together)
+  const std::string& svg = svgs[0];
+  EXPECT_NE(svg.find("a decode step &lt;CPU&gt;"), std::string::npos);
+  EXPECT_NE(svgs[1].find("every point measured in this run"), std::string::npos);
+  EXPECT_NE(svgs[1].find("batch sweep B=512"), std::string::npos);
+  EXPECT_NE(svg.find("ridge 10 FLOP/byte"), std::string::npos) << svg;  // 190e9 / 19e9
+  EXPECT_NE(svg.find(">bf16 GEMV chain</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">B=512</text>"), std::string::npos);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);  // the roofs
+  EXPECT_NE(svg.find("theoretical peak"), std::string::npos);
+  // decades on both axes: 0.1 ... 1000 FLOP/byte
+  EXPECT_NE(svg.find(">0.1</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">1000</text>"), std::string::npos) << svg;
+}
+
+TEST(Report, MalformedRooflinesDoNotCrashOrDrawNaN) {
+  using nlohmann::json;
+  const double nan = std::nan("");
+  Report r = sample();
+  r.claims[0].details["roofline"] = {{"peak_flops", -1}, {"bandwidth", 1e9}};
+  r.claims[1].details["roofline"] = {{"peak_flops", 1e308}, {"bandwidth", 1e-300}, {"points", 3}};
+  r.claims[2].details["roofline"] = {
+      {"title", 5}, {"peak_flops", 1e11}, {"bandwidth", 1e10},
+      {"points", json::array({json{{"name", 7}, {"intensity", nan}, {"flops", 1e9}}, json("x"),
+                              json{{"name", "ok"}, {"intensity", 2.0}, {"flops", 1e10}}})}};
+  std::string html;
+  ASSERT_NO_THROW(html = render_html(r));
+  const auto svgs = svgs_of(html);
+  ASSERT_EQ(svgs.size(), 1u) << html;
+  std::string lower = svgs[0];
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  EXPECT_EQ(lower.find("nan"), std::string::npos) << svgs[0];
+  EXPECT_EQ(lower.find("inf"), std::string::npos) << svgs[0];
+  EXPECT_NE(svgs[0].find(">ok</text>"), std::string::npos);
+}

@@ -1,6 +1,8 @@
 // ch06.prefill_ms — 「prefill 4096 token：2 × 8B × 4096 ≈ 66 TFLOP ÷ 989 TFLOPS ≈ 67 ms，compute-bound」
-// Analytic part on the series' card; the measured part comes with issue 9 (CPU) and issue 10 (GPU).
-#include "claimcheck/check.h"
+// Analytic on the series' card; measured here: T tokens through one Llama-3-8B-shaped layer's seven GEMMs on the
+// project's batched bf16 kernel, against FLOPs over the measured FMA peak (compute-bound) and bytes over the
+// measured bandwidth (far below). The GPU form comes with issue 10.
+#include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,39 @@ static void prefill_ms(claimcheck::Context& ctx) {
   ctx.alternative("with causal attention FLOPs", (flops + attn) / hw.peak_flops * 1e3, "ms",
                   "QK^T and PV over the causal half");
   ctx.alternative("at 50% MFU", 2 * flops / hw.peak_flops * 1e3, "ms", "a typical achieved fraction of peak");
-  ctx.pending("measured prefill time on a GPU (issues 9 and 10)");
+  if (!ctx.part_selected("measured")) {
+    ctx.pending("prefill through a layer, timed here (run with --label measured)");
+    return;
+  }
+
+  // Measured part: one layer, T tokens, best of 2 after a warm-up.
+  ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
+  shape.layers = 1;
+  const int T = ctx.input("cpu_tokens").get<int>();
+  const ch06::Roof roof = ch06::measure_roof(ctx);
+  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
+  const auto mats = ch06::stack_mats(stack);
+  const auto opts = ch06::gemv_options(ctx);
+  const auto X = ch06::random_activations(static_cast<std::size_t>(T) * shape.ffn, ctx.seed());
+  std::vector<float> Y(static_cast<std::size_t>(T) * shape.ffn);
+  auto run = [&] {
+    for (const auto& m : mats) ch06::K::gemm_bf16(m.w, m.N, m.K, X.data(), T, Y.data(), opts);
+  };
+  run();
+  const double t = ch06::best_seconds(2, run);
+  const double layer_flops = stack.flops() * T, layer_bytes = static_cast<double>(stack.weight_bytes());
+  ctx.derive("flops_over_peak", layer_flops / roof.peak.flops_per_s * 1e3, "ms");
+  ctx.measure("measured_ms", t * 1e3, "ms");
+  ctx.measure_bool("measured_compute_bound", t > 3 * layer_bytes / roof.bw.read_bytes_per_s);
+  ctx.measure("measured_share_of_peak", layer_flops / t / roof.peak.flops_per_s, "ratio");
+  ctx.detail("roof", ch06::roof_json(roof));
+  ctx.detail("roofline", ch06::roofline_chart("prefill of " + std::to_string(T) + " tokens through a layer", roof,
+                                              nlohmann::json::array({ch06::roofline_point(
+                                                  "prefill T=" + std::to_string(T), layer_flops / layer_bytes,
+                                                  layer_flops / t)})));
+  ctx.assumption("measured: " + std::to_string(T) + " tokens through one Llama-3-8B-shaped layer's q, k, v, o, gate, "
+                 "up, down (" + std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
+                 ch06::K::gemv_simd_path() + ", fp32 FMA); compute-bound when the time is more than 3x the weights' "
+                 "bytes over the measured bandwidth");
 }
 CLAIMCHECK_REGISTER(prefill_ms).claim("ch06.prefill_ms");

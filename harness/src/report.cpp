@@ -252,6 +252,90 @@ double round_step(double top) {
   return 10 * mag;
 }
 
+// An inline log-log roofline for details.roofline: {title, peak_flops, bandwidth, theoretical_peak_flops?,
+// points: [{name, intensity, flops}]}: the measured roofs (bandwidth slope, peak ceiling, the ridge where they
+// meet), the theoretical peak dashed, each point a numbered dot with its name in the legend. Malformed input
+// (a non-positive roof, no finite point) draws nothing.
+std::string svg_roofline(const json& c) {
+  if (!c.is_object()) return "";
+  auto pos = [](const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0; };
+  if (!c.contains("peak_flops") || !pos(c["peak_flops"]) || !c.contains("bandwidth") || !pos(c["bandwidth"])) return "";
+  const double peak = c["peak_flops"].get<double>(), bw = c["bandwidth"].get<double>(), ridge = peak / bw;
+  const double theory = c.contains("theoretical_peak_flops") && pos(c["theoretical_peak_flops"])
+                            ? c["theoretical_peak_flops"].get<double>() : 0;
+  struct Pt { std::string name; double x, y; };
+  std::vector<Pt> pts;
+  for (const auto& p : c.value("points", json::array()))
+    if (p.is_object() && p.contains("intensity") && pos(p["intensity"]) && p.contains("flops") && pos(p["flops"]))
+      pts.push_back({p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>() : std::string(),
+                     p["intensity"].get<double>(), p["flops"].get<double>()});
+  double x0 = ridge / 10, x1 = ridge * 10, y0 = peak / 1000, y1 = std::max(peak, theory) * 2;
+  for (const auto& p : pts) {
+    x0 = std::min(x0, p.x / 2); x1 = std::max(x1, p.x * 2); y0 = std::min(y0, p.y / 2);
+  }
+  x0 = std::pow(10, std::floor(std::log10(x0))); x1 = std::pow(10, std::ceil(std::log10(x1)));
+  y0 = std::pow(10, std::floor(std::log10(y0))); y1 = std::pow(10, std::ceil(std::log10(y1)));
+  if (!(x1 > x0) || !(y1 > y0) || !std::isfinite(x1) || !std::isfinite(y1)) return "";
+  const double W = 660, H = 300, L = 64, R = 200, T = 30, B = 42;
+  auto fx = [&](double x) { return L + (W - L - R) * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)); };
+  auto fy = [&](double y) { return T + (H - T - B) * (1 - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0))); };
+  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  auto eng = [](double v, const char* unit) {  // 1.2 G, 350 M ...
+    const char* pre[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    while (v >= 1000 && i < 5) v /= 1000, ++i;
+    char b[48]; std::snprintf(b, sizeof b, "%.3g %s%s", v, pre[i], unit); return std::string(b);
+  };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
+    << "\" height=\"" << H << "\" style=\"font:11px system-ui,sans-serif;background:#fff\">";
+  o << "<text x=\"" << L << "\" y=\"16\" font-weight=\"600\">"
+    << html_escape(c.contains("title") && c["title"].is_string() ? c["title"].get<std::string>() : "roofline")
+    << "</text>";
+  for (double x = x0; x <= x1 * 1.0001; x *= 10)
+    o << "<line x1=\"" << num(fx(x)) << "\" y1=\"" << T << "\" x2=\"" << num(fx(x)) << "\" y2=\"" << H - B
+      << "\" stroke=\"#eee\"/><text x=\"" << num(fx(x)) << "\" y=\"" << H - B + 14 << "\" text-anchor=\"middle\">"
+      << fmt(x) << "</text>";
+  for (double y = y0; y <= y1 * 1.0001; y *= 10)
+    o << "<line x1=\"" << L << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
+      << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
+      << eng(y, "") << "</text>";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">intensity (FLOP/byte)</text>";
+  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">FLOP/s</text>";
+  // the roofs: bandwidth slope up to the ridge, then the peak
+  const double xa = std::max(x0, y0 / bw);
+  o << "<polyline fill=\"none\" stroke=\"#2c5fa8\" stroke-width=\"2\" points=\"" << num(fx(xa)) << "," << num(fy(xa * bw))
+    << " " << num(fx(ridge)) << "," << num(fy(peak)) << " " << num(fx(x1)) << "," << num(fy(peak)) << "\"/>";
+  o << "<line x1=\"" << num(fx(ridge)) << "\" y1=\"" << num(fy(peak)) << "\" x2=\"" << num(fx(ridge)) << "\" y2=\""
+    << H - B << "\" stroke=\"#2c5fa8\" stroke-dasharray=\"2,3\"/>";
+  if (theory > 0)
+    o << "<line x1=\"" << num(fx(ridge)) << "\" y1=\"" << num(fy(theory)) << "\" x2=\"" << num(fx(x1)) << "\" y2=\""
+      << num(fy(theory)) << "\" stroke=\"#888\" stroke-dasharray=\"5,4\"><title>theoretical peak "
+      << eng(theory, "FLOP/s") << "</title></line>";
+  static const char* colors[] = {"#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#e67e22", "#5dade2",
+                                 "#a04000", "#34495e", "#d4ac0d"};
+  double ly = T + 6;
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">peak " << html_escape(eng(peak, "FLOP/s")) << "</text>";
+  ly += 14;
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">read " << html_escape(eng(bw, "B/s")) << "</text>";
+  ly += 14;
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(fmt(ridge)) << " FLOP/byte</text>";
+  ly += 18;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = pts[i];
+    const char* col = colors[i % (sizeof colors / sizeof *colors)];
+    o << "<circle cx=\"" << num(fx(p.x)) << "\" cy=\"" << num(fy(p.y)) << "\" r=\"4\" fill=\"" << col << "\"><title>"
+      << html_escape(p.name + ": " + fmt(p.x) + " FLOP/byte, " + eng(p.y, "FLOP/s")) << "</title></circle>";
+    if (i < 14) {
+      o << "<circle cx=\"" << W - R + 16 << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << col << "\"/><text x=\""
+        << W - R + 24 << "\" y=\"" << num(ly) << "\">" << html_escape(p.name) << "</text>";
+      ly += 14;
+    }
+  }
+  o << "</svg>";
+  return o.str();
+}
+
 // Inline SVG stacked bar charts for details.stacked, an array of {title, unit, y_label,
 // bars: [{name, parts: [{name, value}]}], reference?: {name, value}}: one colour per part name, the legend
 // in first-appearance order (parts that are 0 in every bar left out), each bar's total above it, the
@@ -483,6 +567,10 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
         }
         o << "</td></tr>";
         if (c->details.contains("curve")) o << "<tr><td></td><td colspan=\"5\">" << svg_curve(c->details["curve"]) << "</td></tr>";
+        if (c->details.contains("roofline")) {
+          const std::string svg = svg_roofline(c->details["roofline"]);
+          if (!svg.empty()) o << "<tr><td></td><td colspan=\"5\">" << svg << "</td></tr>";
+        }
         if (c->details.contains("stacked")) {
           const json& st = c->details["stacked"];
           for (const auto& chart : st.is_array() ? st : json::array({st})) {
@@ -492,6 +580,40 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
         }
       }
       o << "</table></section>";
+    }
+    // One roofline for the machine: the roofs of ch06.ridge_measured (else the first claim that has some), every
+    // point the claims measured (the batch sweep thinned to its decades), and benchmark rows that carry an intensity.
+    {
+      json roof;
+      for (const auto& c : r.claims)
+        if (c.details.contains("roofline") && c.details["roofline"].is_object() &&
+            (roof.is_null() || c.id == "ch06.ridge_measured"))
+          roof = c.details["roofline"];
+      if (roof.is_object()) {
+        json all = {{"title", "this machine's roofline: every point measured in this run"},
+                    {"peak_flops", roof.value("peak_flops", json())}, {"bandwidth", roof.value("bandwidth", json())},
+                    {"theoretical_peak_flops", roof.value("theoretical_peak_flops", json())}, {"points", json::array()}};
+        for (const auto& c : r.claims) {
+          if (!c.details.contains("roofline") || !c.details["roofline"].is_object() || c.id == "ch06.decode_intensity")
+            continue;
+          const json pts = c.details["roofline"].value("points", json::array());
+          if (!pts.is_array()) continue;
+          for (const auto& p : pts) {
+            if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
+            const std::string n = p["name"].get<std::string>();
+            if (n.rfind("B=", 0) == 0 && n != "B=1" && n != "B=8" && n != "B=64" && n != "B=512") continue;
+            json q = p;
+            q["name"] = (n.rfind("B=", 0) == 0 ? "batch sweep " : "") + n;
+            all["points"].push_back(q);
+          }
+        }
+        for (const auto& b : r.benchmarks)
+          if (b.is_object() && b.contains("intensity") && b.contains("gflops") && b["gflops"].is_number())
+            all["points"].push_back({{"name", b.value("short", b.value("name", std::string()))},
+                                     {"intensity", b["intensity"]}, {"flops", b["gflops"].get<double>() * 1e9}});
+        const std::string svg = svg_roofline(all);
+        if (!svg.empty()) o << "<section><h2>Roofline</h2>" << svg << "</section>";
+      }
     }
     if (!r.benchmarks.empty()) {
       o << "<section><h2>Benchmarks (ratios within one run)</h2><table><tr><th>benchmark</th><th>ratio</th><th>detail</th></tr>";

@@ -27,8 +27,10 @@ struct AttentionOptions {
   AttentionFaults faults;
 };
 
-enum : int { kAttentionPlain = 1, kAttentionTiled = 2 };
-inline constexpr int kAttentionVersions[] = {kAttentionPlain, kAttentionTiled};
+// v3 register-blocked: v2's recurrence with AVX2+FMA register-blocked micro-kernels for q k^T and p v
+// (fp32; the fp64 overload runs v2's code, fp64 exists for validation only).
+enum : int { kAttentionPlain = 1, kAttentionTiled = 2, kAttentionRegister = 3 };
+inline constexpr int kAttentionVersions[] = {kAttentionPlain, kAttentionTiled, kAttentionRegister};
 const char* attention_version_name(int version);
 
 // Throws std::invalid_argument for an unknown version or a bad shape.

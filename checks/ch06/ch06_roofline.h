@@ -1,0 +1,220 @@
+// Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline.cpp) held
+// against the theoretical peak (reference/), a batch sweep of one Llama-shaped matrix on the bf16 kernels, and
+// the roofline picture for the report (details.roofline).
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "claimcheck/base/threads.h"
+#include "claimcheck/check.h"
+#include "claimcheck/kernels/gemv.h"
+#include "claimcheck/kernels/roofline.h"
+#include "claimcheck/probe.h"
+#include "claimcheck/ref/roofline.h"
+
+namespace ch06 {
+namespace K = claimcheck::kernels;
+namespace ref = claimcheck::ref;
+
+struct Roof {
+  K::FlopsPeak peak;
+  K::Bandwidth bw;
+  double clock_hz = 0;  // measured under load
+  ref::CpuIdentity cpu;
+  ref::FmaUnits units;
+  double theory_system = 0;  // cores x the clock the system states x units x lanes x 2
+  double theory_loaded = 0;  // the same at the clock measured under load
+  int threads = 0;
+  double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
+  double theory() const { return std::max(theory_system, theory_loaded); }
+};
+
+inline int isa_vector_bits(const std::string& isa) { return isa == "avx512" ? 512 : isa == "avx2" ? 256 : 32; }
+
+// The probe, with the fault a test planted (probe_few_chains), and the theoretical peak it is held against.
+inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true) {
+  Roof r;
+  r.threads = claimcheck::usable_cpus();
+  K::RooflineFaults faults;
+  K::parse_roofline_fault(ctx.planted_fault(), &faults);
+  r.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
+  r.clock_hz = K::measure_clock_hz(r.threads);
+  if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads);
+  r.cpu = ref::read_cpu_identity();
+  r.units = ref::fma_units(r.cpu, ctx.hardware().isa, ctx.root() / "reference/data/hardware/cpu-fma.json");
+  const int bits = isa_vector_bits(r.peak.isa);
+  r.theory_system = ref::theoretical_peak_flops(r.threads, r.cpu.clock_hz, r.units, bits);
+  r.theory_loaded = ref::theoretical_peak_flops(r.threads, r.clock_hz, r.units, bits);
+  return r;
+}
+
+inline nlohmann::json roof_json(const Roof& r) {
+  return {{"threads", r.threads},
+          {"peak_gflops", r.peak.flops_per_s / 1e9},
+          {"peak_isa", r.peak.isa},
+          {"peak_chains_per_thread", r.peak.chains},
+          {"read_gb_s", r.bw.read_bytes_per_s / 1e9},
+          {"triad_gb_s", r.bw.triad_bytes_per_s / 1e9},
+          {"array_mb", static_cast<double>(r.bw.array_bytes) / 1e6},
+          {"llc_mb", static_cast<double>(r.bw.llc_bytes) / 1e6},
+          {"ridge_flop_per_byte", r.bw.read_bytes_per_s > 0 ? r.ridge() : 0.0},
+          {"clock_measured_ghz", r.clock_hz / 1e9},
+          {"clock_system_ghz", r.cpu.clock_hz / 1e9},
+          {"clock_source", r.cpu.clock_source},
+          {"cpu", r.cpu.model_name},
+          {"fma_units", r.units.units},
+          {"fma_vector_bits", r.units.vector_bits},
+          {"fma_units_why", r.units.why},
+          {"theoretical_gflops_system_clock", r.theory_system / 1e9},
+          {"theoretical_gflops_loaded_clock", r.theory_loaded / 1e9}};
+}
+
+// details.roofline: a log-log roofline with the measured roofs and the points a check measured.
+inline nlohmann::json roofline_chart(const std::string& title, const Roof& r, const nlohmann::json& points) {
+  return {{"title", title},
+          {"peak_flops", r.peak.flops_per_s},
+          {"bandwidth", r.bw.read_bytes_per_s},
+          {"theoretical_peak_flops", r.theory()},
+          {"points", points}};
+}
+inline nlohmann::json roofline_point(const std::string& name, double intensity, double flops_per_s) {
+  return {{"name", name}, {"intensity", intensity}, {"flops", flops_per_s}};
+}
+
+// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (splitmix64).
+inline std::vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
+  std::vector<K::bf16_t> w(n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (auto& x : w) {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) / static_cast<float>(1ULL << 24);  // [0, 1)
+    x = K::to_bf16((2 * u - 1) * scale);
+  }
+  return w;
+}
+inline std::vector<float> random_activations(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n);
+  std::uint64_t s = seed ^ 0x5DEECE66DULL;
+  for (auto& v : x) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    v = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
+  }
+  return x;
+}
+
+template <typename Fn>
+double best_seconds(int repeats, Fn fn) {
+  double best = 1e300;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// One step of a batch of B tokens through W (bf16 [N, K]) per batch size: the time of the best of a few runs.
+struct SweepPoint {
+  int batch = 0;
+  double seconds = 0;
+};
+inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int N, int Kd, const std::vector<int>& batches,
+                                           const K::GemvOptions& o, std::uint64_t seed) {
+  const int maxb = *std::max_element(batches.begin(), batches.end());
+  const std::vector<float> X = random_activations(static_cast<std::size_t>(maxb) * Kd, seed);
+  std::vector<float> Y(static_cast<std::size_t>(maxb) * N);
+  K::gemm_bf16(W.data(), N, Kd, X.data(), 1, Y.data(), o);  // warm-up: page-in, thread start
+  std::vector<SweepPoint> out;
+  for (int b : batches) {
+    const int reps = b >= 128 ? 2 : b >= 16 ? 3 : 5;
+    out.push_back({b, best_seconds(reps, [&] { K::gemm_bf16(W.data(), N, Kd, X.data(), b, Y.data(), o); })});
+  }
+  return out;
+}
+// FLOPs and compulsory bytes of one sweep point (bf16 weights read once, fp32 activations in and out).
+inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
+inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
+
+inline K::GemvOptions gemv_options(claimcheck::Context& ctx) {
+  K::GemvOptions o;
+  o.threads = claimcheck::usable_cpus();
+  K::parse_gemv_fault(ctx.planted_fault(), &o.faults);
+  return o;
+}
+
+}  // namespace ch06
+
+#include "claimcheck/ref/attention.h"
+#include "claimcheck/ref/gemv.h"
+
+namespace ch06 {
+
+// The seven matrices of each layer of a bf16 stack, as the LibTorch competitor takes them.
+inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
+  const auto& d = s.shape();
+  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
+  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
+  std::vector<ref::Bf16Mat> mats;
+  for (int l = 0; l < d.layers; ++l) {
+    const auto w = s.bf16_weights(l);
+    for (int m = 0; m < 7; ++m) mats.push_back({w[m], rows[m], cols[m]});
+  }
+  return mats;
+}
+
+inline K::DecodeShape decode_shape(claimcheck::Context& ctx) {
+  K::DecodeShape d;
+  d.hidden = ctx.input("hidden").get<int>();
+  d.kv_dim = ctx.input("kv_dim").get<int>();
+  d.ffn = ctx.input("ffn").get<int>();
+  d.layers = ctx.input("layers").get<int>();
+  return d;
+}
+
+// Seconds per decode step of a stack: the median of `steps` after one warm-up step.
+inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed) {
+  const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);
+  std::vector<float> y(x.size());
+  s.step(x.data(), y.data(), o);
+  std::vector<double> t;
+  for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace ch06
+
+namespace ch06 {
+
+// A time measured against the read bandwidth of the same moment: `rounds` rounds of (the probe's read, then
+// time_fn()), and the round whose time / (bytes / bandwidth) is the median. This VM's bandwidth drifts by a third
+// from one second to the next; a probe taken once and a time taken later compare two different machines.
+struct Paired {
+  double seconds = 0, bandwidth = 0;
+  double ratio() const { return seconds * bandwidth; }  // times bytes^-1: seconds / (bytes / bandwidth) * bytes
+};
+template <typename Fn>
+Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
+  std::vector<Paired> r;
+  for (int i = 0; i < rounds; ++i) {
+    Paired p;
+    p.bandwidth = i == 0 ? roof.bw.read_bytes_per_s
+                         : K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 3).read_bytes_per_s;
+    p.seconds = time_fn();
+    r.push_back(p);
+  }
+  std::sort(r.begin(), r.end(), [](const Paired& a, const Paired& b) { return a.ratio() < b.ratio(); });
+  return r[r.size() / 2];
+}
+
+}  // namespace ch06

@@ -1,0 +1,58 @@
+// ch06.decode_measured — 「decode 慢是搬字节：时间全在搬权重」, on this machine: one decode step of a Llama-3-8B-
+// shaped stack (q, k, v, o, gate, up, down per layer, random bf16 weights) through the project's GEMV kernels,
+// against its bytes over the read bandwidth the probe measured; LibTorch's bf16 matmul runs the same chain.
+#include "ch06_roofline.h"
+
+static void decode_measured(claimcheck::Context& ctx) {
+  // Prepare.
+  const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
+  const int steps = ctx.input("steps").get<int>();
+  const ch06::Roof roof = ch06::measure_roof(ctx);
+  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
+  const auto opts = ch06::gemv_options(ctx);
+
+  // Run: the project's chain, then LibTorch's on the same weights (equal threads).
+  const ch06::Paired run = ch06::paired_with_bandwidth(roof, 3, [&] { return ch06::time_stack(stack, opts, steps, ctx.seed()); });
+  const double t = run.seconds;
+  double t_torch = 0;
+  std::string torch_why;
+  try {
+    ch06::ref::torch_set_threads(roof.threads);
+    ch06::ref::TorchDecodeChain chain(ch06::stack_mats(stack));
+    const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
+    std::vector<float> y(x.size());
+    chain.step(x.data(), y.data());
+    std::vector<double> ts;
+    for (int i = 0; i < steps; ++i) ts.push_back(ch06::best_seconds(1, [&] { chain.step(x.data(), y.data()); }));
+    std::sort(ts.begin(), ts.end());
+    t_torch = ts[ts.size() / 2];
+  } catch (const std::exception& e) {
+    torch_why = e.what();
+  }
+
+  // Verify.
+  const double bytes = static_cast<double>(stack.weight_bytes());
+  ctx.derive("bytes_over_bandwidth", bytes / run.bandwidth * 1e3, "ms");
+  ctx.measure(t * 1e3, "ms");
+  ctx.measure("share_of_read_bandwidth", bytes / t / run.bandwidth, "ratio");
+  ctx.measure("read_gb_s", run.bandwidth / 1e9, "GB/s");
+  ctx.measure("weight_mb", bytes / 1e6, "MB");
+  if (t_torch > 0) {
+    ctx.measure("libtorch_ms", t_torch * 1e3, "ms");
+    ctx.measure("speedup_vs_libtorch", t_torch / t, "ratio");
+  }
+  const double intensity = stack.flops() / bytes;
+  nlohmann::json pts = nlohmann::json::array({ch06::roofline_point("bf16 GEMV chain", intensity, stack.flops() / t)});
+  if (t_torch > 0) pts.push_back(ch06::roofline_point("LibTorch bf16 chain", intensity, stack.flops() / t_torch));
+  ctx.detail("roof", ch06::roof_json(roof));
+  ctx.detail("kernel_isa", ch06::K::gemv_simd_path());
+  ctx.detail("libtorch", t_torch > 0 ? ch06::ref::torch_gemv_api() : torch_why);
+  ctx.detail("roofline", ch06::roofline_chart("a decode step on this CPU", roof, pts));
+  ctx.assumption(std::to_string(shape.layers) + " Llama-3-8B-shaped layers (hidden " + std::to_string(shape.hidden) +
+                 ", KV " + std::to_string(shape.kv_dim) + ", FFN " + std::to_string(shape.ffn) + "): " +
+                 std::to_string(bytes / 1e6) + " MB of bf16 weights, each read once per token; the median of " +
+                 std::to_string(steps) + " steps, against the probe's read just before (the median of 3 such pairs) on " + std::to_string(roof.threads) + " threads (" +
+                 ch06::K::gemv_simd_path() + ")");
+  ctx.assumption("no norms, no attention over a cache (a one-token context): what remains is what decode time is");
+}
+CLAIMCHECK_REGISTER(decode_measured).claim("ch06.decode_measured");

@@ -1,0 +1,47 @@
+// ch06.profiler_buckets — 「profiler 表怎么读：慢先归到 GEMM、attention、copy_、launch 开销或 GPU 空转之一」
+// Chapter 3's training step (the tiny character Transformer, AdamW) profiled through PyTorch's RecordFunction observers: each operator's self
+// time in one bucket (GEMM, attention, copy_, other operators) and the time between top-level operators (launch
+// overhead / idle). The step's wall time is measured apart; the buckets must account for it.
+#include "claimcheck/check.h"
+
+#include <nlohmann/json.hpp>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "claimcheck/train/perf.h"
+#endif
+
+static void profiler_buckets(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  namespace train = claimcheck::train;
+  // Prepare.
+  const int batch = ctx.input("batch").get<int>();
+
+  // Run.
+  const auto p = train::profile_step("tiny", {}, ctx.seed(), batch, 0, ctx.planted_fault());
+
+  // Verify.
+  double total = 0;
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& b : train::profile_bucket_names()) {
+    const double s = p.seconds.count(b) ? p.seconds.at(b) : 0.0;
+    total += s;
+    shares[b] = 100 * s / p.wall_s;
+  }
+  ctx.measure("shares_sum", 100 * total / p.wall_s, "%");
+  ctx.measure_bool("value", std::abs(total / p.wall_s - 1) <= 0.005);
+  ctx.measure_bool("gemm_largest", shares["gemm"].get<double>() >= shares["other_ops"].get<double>());
+  nlohmann::json parts = nlohmann::json::array(), top = nlohmann::json::array();
+  for (const auto& b : train::profile_bucket_names()) parts.push_back({{"name", b}, {"value", p.seconds.at(b) * 1e3}});
+  for (const auto& [name, s] : p.top_ops) top.push_back({{"op", name}, {"self_ms", s * 1e3}});
+  ctx.detail("shares_percent", shares);
+  ctx.detail("top_ops", top);
+  ctx.detail("stacked", nlohmann::json::array({{{"title", "a profiled training step"}, {"unit", "ms"},
+                                                {"y_label", "ms"}, {"bars", {{{"name", "step"}, {"parts", parts}}}}}}));
+  ctx.assumption("observers: " + p.api + "; " + std::to_string(p.operators) + " operator events; wall " +
+                 std::to_string(p.wall_s * 1e3) + " ms around chapter 3's step (batch " + std::to_string(batch) + " x 128 characters: forward, "
+                 "cross-entropy, backward, AdamW), after a warm-up step");
+  ctx.assumption("on a CPU there is no device to idle: the gaps bucket is the C++ between top-level operators "
+                 "(dispatch, the optimizer's loop), the CPU counterpart of launch overhead");
+#endif
+}
+CLAIMCHECK_REGISTER(profiler_buckets).claim("ch06.profiler_buckets").needs(claimcheck::Requirement::libtorch);

@@ -1,0 +1,76 @@
+// ch06.ridge_measured — 「ridge = 算力 ÷ 带宽」, on this machine: the knee of a batch sweep against the ridge
+// of the measured roofs (peak FLOP/s of the FMA probe over STREAM-style read bandwidth). The probe is held
+// against the theoretical peak (cores x clock x FMA units x lanes x 2) and against LibTorch's own read.
+#include "ch06_roofline.h"
+
+static void ridge_measured(claimcheck::Context& ctx) {
+  // Prepare: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache.
+  const int N = ctx.input("rows").get<int>(), Kd = ctx.input("cols").get<int>();
+  const std::vector<int> batches = ctx.input("batches").get<std::vector<int>>();
+  const ch06::Roof roof = ch06::measure_roof(ctx);
+  const auto W = ch06::random_bf16(static_cast<std::size_t>(N) * Kd, Kd, ctx.seed());
+
+  // Run: the sweep, and LibTorch's read of a tensor as large as the probe's arrays.
+  const auto sweep = ch06::batch_sweep(W, N, Kd, batches, ch06::gemv_options(ctx), ctx.seed());
+  std::vector<double> secs;
+  for (const auto& p : sweep) secs.push_back(p.seconds);
+  const ch06::ref::Knee knee = ch06::ref::sweep_knee(batches, secs);
+  const double knee_intensity =
+      ch06::sweep_flops(N, Kd, 1) * knee.batch / ch06::sweep_bytes(N, Kd, 1);  // FLOP per weight byte at the knee
+  // The probe and LibTorch's own read, interleaved (this VM's bandwidth drifts from second to second): medians of
+  // three rounds each, the probe's first round being the roof's.
+  double torch_read = 0, probe_read = 0;
+  std::string torch_why;
+  try {
+    std::vector<double> probe = {roof.bw.read_bytes_per_s}, lib;
+    for (int round = 0; round < 3; ++round) {
+      lib.push_back(ch06::ref::torch_read_bandwidth(std::max<std::size_t>(roof.bw.array_bytes, std::size_t{512} << 20), roof.threads, 3));
+      if (round < 2) probe.push_back(ch06::K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 3).read_bytes_per_s);
+    }
+    std::sort(probe.begin(), probe.end());
+    std::sort(lib.begin(), lib.end());
+    probe_read = probe[1];
+    torch_read = lib[1];
+  } catch (const std::exception& e) {
+    torch_why = e.what();
+  }
+
+  // Verify.
+  ctx.derive("measured_ridge", roof.ridge(), "FLOP/byte");
+  ctx.measure(knee_intensity, "FLOP/byte");
+  ctx.measure("peak_vs_theoretical", roof.peak.flops_per_s / roof.theory(), "ratio");
+  ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
+  if (torch_read > 0) ctx.measure("read_vs_libtorch", probe_read / torch_read, "ratio");
+  else ctx.pending("the probe's read against LibTorch's own (" + torch_why + ")");
+  ctx.measure("peak_gflops", roof.peak.flops_per_s / 1e9, "GFLOP/s");
+  ctx.measure("theoretical_gflops", roof.theory() / 1e9, "GFLOP/s");
+  ctx.measure("read_gb_s", roof.bw.read_bytes_per_s / 1e9, "GB/s");
+  ctx.measure("knee_batch", knee.batch, "count");
+  nlohmann::json pts = nlohmann::json::array(), bx = nlohmann::json::array(), by = nlohmann::json::array();
+  for (const auto& p : sweep) {
+    const double f = ch06::sweep_flops(N, Kd, p.batch), b = ch06::sweep_bytes(N, Kd, p.batch);
+    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), f / b, f / p.seconds));
+    bx.push_back(p.batch);
+    by.push_back(p.seconds / p.batch * 1e3);
+  }
+  ctx.detail("roof", ch06::roof_json(roof));
+  ctx.detail("libtorch_read_gb_s", torch_read / 1e9);
+  ctx.detail("roofline", ch06::roofline_chart("batch sweep of one " + std::to_string(N) + "x" + std::to_string(Kd) +
+                                                  " bf16 matrix on this CPU", roof, pts));
+  ctx.detail("curve", {{"title", "time per token against batch size (" + std::to_string(N) + "x" + std::to_string(Kd) +
+                                    " bf16; knee at B = " + std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
+                       {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
+                       {"series", nlohmann::json::array({{{"name", "ms per token"}, {"x", bx}, {"y", by}}})}});
+  ctx.assumption("knee = where the memory floor (the step time at batch 1) meets the compute roof (per-token time at "
+                 "batch " + std::to_string(batches.back()) + "); at batch B a bf16 weight does 2B FLOP per 2 bytes, "
+                 "so the knee's intensity is B FLOP/byte");
+  ctx.assumption("peak: " + std::to_string(roof.peak.chains) + " independent " + roof.peak.isa + " FMA chains per "
+                 "thread on " + std::to_string(roof.threads) + " pinned threads; bandwidth: a read-only reduction over " +
+                 std::to_string(roof.bw.array_bytes >> 20) + " MiB per pass (>= 4x the last-level cache), four streams per thread, the median of 5 passes; LibTorch's read: "
+                 "the median of its sums over a tensor of that size, interleaved with the probe");
+  ctx.assumption("theoretical peak: " + std::to_string(roof.threads) + " cores x clock x " +
+                 std::to_string(roof.units.units) + " FMA units x " + std::to_string(ch06::isa_vector_bits(roof.peak.isa) / 32) +
+                 " lanes x 2, at the higher of the system's clock and the clock measured under load (" +
+                 roof.units.why + ")");
+}
+CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured");

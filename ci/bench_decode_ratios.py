@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Turns a Google Benchmark JSON of claimcheck_bench_decode into the report's benchmark rows (chapter 6: decode
+is memory-bound, time per token = weight bytes / bandwidth; 4-bit weights read ~1/4 of the bytes in ~1/4 of the
+time), all measured in the same run, medians when repetitions were run:
+  - the bf16 decode chain's (and each bf16 GEMV's) achieved bytes/s as a share of the read bandwidth (the roofline
+    probe's read-only reduction, bandwidth/read);
+  - the bf16 chain (and GEMVs) against LibTorch's bf16 at::matmul over the same weights at equal threads;
+  - the NF4 chain's time over the bf16 chain's (bytes ratio in the detail);
+  - the batched bf16 GEMM's GFLOP/s and time per token across the batch sweep.
+Each row: name, ratio, detail (and the figures it came from).
+
+usage: bench_decode_ratios.py BENCH.json OUT.json"""
+import json
+import statistics
+import sys
+
+
+def load_runs(data):
+    runs = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b["run_name"] if "run_name" in b else b["name"]
+        for suffix in ("/real_time", "/manual_time"):
+            name = name.replace(suffix, "")
+        runs.setdefault(name, []).append(b)
+    return runs
+
+
+def rows_from(data):
+    runs = load_runs(data)
+    ctx = data.get("context", {})
+    threads = ctx.get("threads", "?")
+    lib_name = f"PyTorch {ctx.get('libtorch_version', '?')} bf16 at::matmul"
+
+    def med(name, key):
+        vals = [r[key] for r in runs.get(name, []) if key in r]
+        return statistics.median(vals) if vals else None
+
+    def spread(*names):
+        out = 0.0
+        for n in names:
+            vals = [r["real_time"] for r in runs.get(n, [])]
+            if len(vals) > 1:
+                out = max(out, (max(vals) - min(vals)) / statistics.median(vals))
+        return out
+
+    rows = []
+    bw = med("bandwidth/read", "bytes/s")
+    bf = med("decode/bf16_chain", "real_time")
+    bf_bps = med("decode/bf16_chain", "bytes/s")
+    bf_bytes = med("decode/bf16_chain", "bytes")
+    if bf_bps and bw:
+        rows.append({
+            "name": "bf16 decode chain bytes/s as a share of the read bandwidth",
+            "ratio": bf_bps / bw, "gbps": bf_bps / 1e9, "read_gbps": bw / 1e9, "chain_ms": bf,
+            "spread": spread("decode/bf16_chain", "bandwidth/read"),
+            "detail": (f"{bf_bytes / 1e6:.0f} MB of weights in {bf:.1f} ms = {bf_bps / 1e9:.1f} GB/s vs the read "
+                       f"bandwidth {bw / 1e9:.1f} GB/s ({threads} threads, {ctx.get('simd_path', '?')})"),
+        })
+    lib = med("decode/libtorch_bf16_chain", "real_time")
+    if bf and lib:
+        rows.append({
+            "name": f"bf16 decode chain vs {lib_name} chain, equal threads",
+            "ratio": lib / bf, "custom_ms": bf, "libtorch_ms": lib,
+            "spread": spread("decode/bf16_chain", "decode/libtorch_bf16_chain"),
+            "detail": f"custom {bf:.1f} ms vs {lib_name} {lib:.1f} ms per token at {threads} threads",
+        })
+    nf = med("decode/nf4_chain", "real_time")
+    nf_bytes = med("decode/nf4_chain", "bytes")
+    if bf and nf:
+        rows.append({
+            "name": "NF4 decode chain time / bf16 decode chain time",
+            "ratio": nf / bf, "nf4_ms": nf, "bf16_ms": bf,
+            "bytes_ratio": nf_bytes / bf_bytes if nf_bytes and bf_bytes else None,
+            "spread": spread("decode/bf16_chain", "decode/nf4_chain"),
+            "detail": (f"nf4 {nf:.1f} ms vs bf16 {bf:.1f} ms; bytes {nf_bytes / 1e6:.0f} MB vs {bf_bytes / 1e6:.0f} MB "
+                       f"(x{nf_bytes / bf_bytes:.2f}); nf4 reads at {nf_bytes / nf / 1e6:.1f} GB/s"
+                       if nf_bytes and bf_bytes else ""),
+        })
+    for shape in ("14336x4096", "4096x14336"):
+        g = med(f"gemv/bf16/{shape}", "real_time")
+        gb = med(f"gemv/bf16/{shape}", "bytes/s")
+        gl = med(f"gemv/libtorch_bf16/{shape}", "real_time")
+        gn = med(f"gemv/nf4/{shape}", "real_time")
+        if g and gb and bw:
+            rows.append({"name": f"bf16 GEMV {shape} bytes/s as a share of the read bandwidth", "ratio": gb / bw,
+                         "gbps": gb / 1e9, "detail": f"{g:.2f} ms = {gb / 1e9:.1f} GB/s vs {bw / 1e9:.1f} GB/s"})
+        if g and gl:
+            rows.append({"name": f"bf16 GEMV {shape} vs {lib_name}, equal threads", "ratio": gl / g,
+                         "custom_ms": g, "libtorch_ms": gl, "detail": f"custom {g:.2f} ms vs {gl:.2f} ms"})
+        if g and gn:
+            nb = med(f"gemv/nf4/{shape}", "bytes/s")
+            rows.append({"name": f"NF4 GEMV {shape} time / bf16 GEMV time", "ratio": gn / g,
+                         "detail": f"nf4 {gn:.2f} ms ({nb / 1e9:.1f} GB/s of nf4 bytes) vs bf16 {g:.2f} ms"})
+    sweep = []
+    for name in runs:
+        if name.startswith("gemm/bf16/"):
+            B = int(name.rsplit("/", 1)[1])
+            sweep.append((B, med(name, "real_time"), med(name, "FLOP/s")))
+    if sweep:
+        sweep.sort()
+        t1 = sweep[0][1] / sweep[0][0]
+        detail = "; ".join(f"B={B}: {f / 1e9:.0f} GFLOP/s, {t / B:.2f} ms/token" for B, t, f in sweep)
+        rows.append({"name": "batched bf16 GEMM: per-token time at the largest batch / at the smallest",
+                     "ratio": (sweep[-1][1] / sweep[-1][0]) / t1,
+                     "sweep": [{"B": B, "ms": t, "gflops": f / 1e9} for B, t, f in sweep], "detail": detail})
+    return rows
+
+
+def main(src, dst):
+    with open(src) as f:
+        data = json.load(f)
+    rows = rows_from(data)
+    with open(dst, "w") as f:
+        json.dump(rows, f, indent=2)
+    for r in rows:
+        print(f"{r['name']}: {r['ratio']:.3f}  {r['detail']}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,1036 @@
+// Decode kernels (chapter 6): bf16 GEMV, its batched form (a skinny GEMM), and an NF4 GEMV with one fp32 absmax
+// per 64 weights, dequantised in registers. Each has an AVX-512 path, an AVX2+FMA path and a portable one; the CPU
+// picks at run time (gemv_simd_path) and a test can force a lower path (gemv_force_path).
+//
+// bf16 -> fp32 in registers: a 32-bit lane holding two bf16 values k (low half) and k+1 (high half) gives
+// fp32(w[k]) = lane << 16 and fp32(w[k+1]) = lane & 0xffff0000, two integer ops per two weights and no shuffle.
+// The activation vector is therefore re-ordered once per call (evens then odds within each group of a vector's
+// width of pairs), which costs K floats, nothing against the N*K weights. Four rows stream at once, so each
+// activation load serves four rows and the prefetchers see four sequential streams.
+//
+// NF4 on AVX2: the 16 levels are exact fp32 numbers; their four byte planes are four 16-entry byte tables, looked
+// up for 32 nibbles at once with vpshufb and re-assembled into fp32 with two rounds of byte/word unpacks. The
+// unpacks scramble the order within 128-bit lanes in a fixed way, which the per-call activation re-ordering
+// undoes (each 64-weight block's 64 activations permuted once). The block sum is multiplied by the block's scale
+// once. This costs 8 vpshufb + 16 unpacks + 3 nibble ops per 64 weights (0.42 shuffle-port ops per weight); Zen 3
+// retires ~1.4 of those per cycle, so the kernel is compute-bound at ~16-18 cycles per block (~6 GB/s of NF4 bytes
+// per core), not memory-bound. Alternatives measured and slower on Zen 3: 2 x vpermps + blendv per 8 weights
+// (~30 cycles/block), the byte->word level by shifts/masks (~24), the word->dword level by vpblendw (~19). Exact
+// fp32 levels were kept (no fp16/int8 approximation of the code book). On AVX-512 a 16-float register is the whole
+// table: one vpermps per 16 nibbles.
+//
+// Threads: a persistent pool whose workers spin briefly and then sleep; work is pulled in chunks (~256 KiB of
+// weights) from an atomic counter, the calling thread working too and never waiting for a worker that has not
+// started (a 2-core machine under load can take milliseconds to schedule one), only for workers inside the job.
+// Results do not depend on the thread count (chunks are multiples of the 4-row block).
+#include "claimcheck/kernels/gemv.h"
+
+#include "claimcheck/base/threads.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CC_X86 1
+#else
+#define CC_X86 0
+#endif
+
+#if CC_X86 && !defined(__clang__)
+#define CC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CC_CLONES
+#endif
+#define CC_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define CC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define CC_INLINE inline __attribute__((always_inline))
+
+namespace claimcheck::kernels {
+
+// ---- scalar conversions -------------------------------------------------------------------------------------
+bf16_t to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((u >> 16) | 0x40);  // quiet NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<bf16_t>(u >> 16);
+}
+float from_bf16(bf16_t x) {
+  const std::uint32_t u = static_cast<std::uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
+  *out = {};
+  if (name.empty()) return true;
+  if (name == "gemv_reads_twice") out->read_weights_twice = true;
+  else if (name == "nf4_dequant_first") out->dequant_whole_first = true;
+  else return false;
+  return true;
+}
+
+namespace {
+
+CC_INLINE float bf16_f32(bf16_t x) {
+  const std::uint32_t u = static_cast<std::uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// bitsandbytes' NF4 code book (functional.py, create_normal_map / the hard-coded table of the CUDA kernels).
+alignas(64) constexpr float kNf4[16] = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
+    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
+    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+
+enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+
+Path detect_path() {
+#if CC_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    return kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return kAvx2;
+#endif
+  return kPortable;
+}
+const Path kDetected = detect_path();
+std::atomic<int> g_forced{-1};
+Path path() {
+  const int f = g_forced.load(std::memory_order_relaxed);
+  return f >= 0 ? static_cast<Path>(f) : kDetected;
+}
+const char* path_name(Path p) { return p == kAvx512 ? "avx512" : p == kAvx2 ? "avx2" : "portable"; }
+
+// ---- thread pool ----------------------------------------------------------------------------------------------
+class Pool {
+ public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+      ++gen_;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  // fn(tid) on the caller (tid 0) and on those of the n - 1 workers that wake up before the caller has finished
+  // its own share: a job's work must be pulled dynamically (every tid is optional but 0). The caller never waits
+  // for a worker that has not started (on a loaded 2-core machine a sleeping worker can take milliseconds to be
+  // scheduled); it waits only for workers inside fn. Calls are serialised.
+  void run(int n, const std::function<void(int)>& fn) {
+    if (n <= 1) {
+      fn(0);
+      return;
+    }
+    std::lock_guard<std::mutex> call(call_m_);
+    std::uint64_t g;
+    {
+      std::lock_guard<std::mutex> l(m_);
+      while (static_cast<int>(workers_.size()) < n - 1) {
+        const int id = static_cast<int>(workers_.size()) + 1;
+        workers_.emplace_back([this, id] { loop(id); });
+      }
+      fn_ = &fn;
+      active_ = n;
+      g = ++gen_;
+      open_.store(g);  // seq_cst: pairs with the workers' inside_ increment (Dekker-style)
+    }
+    cv_.notify_all();
+    fn(0);
+    open_.store(0);  // closed: no worker enters after this
+    while (inside_.load() > 0) pause();
+  }
+
+ private:
+  static void pause() {
+#if CC_X86
+    _mm_pause();
+#endif
+  }
+  void loop(int id) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      // Spin a while for the next job (decode steps call back to back), then sleep.
+      for (int i = 0; i < 20000; ++i) {
+        const std::uint64_t o = open_.load(std::memory_order_relaxed);
+        if (o != 0 && o != seen) break;
+        pause();
+      }
+      const std::function<void(int)>* fn = nullptr;
+      int active = 0;
+      std::uint64_t g = 0;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return stop_ || (gen_ != seen && open_.load() == gen_); });
+        if (stop_) return;
+        seen = g = gen_;
+        fn = fn_;
+        active = active_;
+      }
+      if (id >= active) continue;
+      inside_.fetch_add(1);
+      if (open_.load() == g) (*fn)(id);
+      inside_.fetch_sub(1);
+    }
+  }
+  std::mutex call_m_, m_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int active_ = 0;
+  std::uint64_t gen_ = 0;
+  std::atomic<std::uint64_t> open_{0};
+  std::atomic<int> inside_{0};
+  bool stop_ = false;
+};
+Pool& pool() {
+  static Pool p;
+  return p;
+}
+
+// Rows [0, N) in chunks of `chunk` rows, pulled from a shared counter by `threads` threads.
+void parallel_rows(int N, int chunk, int threads, const std::function<void(int, int)>& fn) {
+  const int chunks = (N + chunk - 1) / chunk;
+  threads = std::max(1, std::min(threads, chunks));
+  if (threads == 1) {
+    fn(0, N);
+    return;
+  }
+  std::atomic<int> next{0};
+  pool().run(threads, [&](int) {
+    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+      fn(c * chunk, std::min(N, (c + 1) * chunk));
+  });
+}
+// Chunk of rows: ~256 KiB of weights, a multiple of 4 rows, at most N / (4 * threads) so every thread gets work.
+int row_chunk(int N, std::size_t row_bytes, int threads) {
+  long c = static_cast<long>((256u << 10) / std::max<std::size_t>(row_bytes, 1));
+  c = std::min<long>(c, std::max(1, N / (4 * std::max(1, threads))));
+  c = std::max<long>(4, (c + 3) / 4 * 4);
+  return static_cast<int>(c);
+}
+
+// ---- activation re-ordering -----------------------------------------------------------------------------------
+// Within each full group of G activations: the G/2 even ones, then the G/2 odd ones. The rest is copied.
+void split_pairs(const float* x, int K, int G, float* out) {
+  const int Km = K / G * G;
+  for (int g = 0; g < Km; g += G)
+    for (int i = 0; i < G / 2; ++i) {
+      out[g + i] = x[g + 2 * i];
+      out[g + G / 2 + i] = x[g + 2 * i + 1];
+    }
+  for (int k = Km; k < K; ++k) out[k] = x[k];
+}
+// The AVX2 NF4 kernel's order within a block of 64: slot s = h*32 + r*8 + e holds weight 2j + h, where the
+// nibble's byte j = 16*(e/4) + 4*r + e%4 (h: low/high nibble, r: which of the four assembled registers, e: lane).
+struct Nf4Perm {
+  int src[64];
+  Nf4Perm() {
+    for (int h = 0; h < 2; ++h)
+      for (int r = 0; r < 4; ++r)
+        for (int e = 0; e < 8; ++e) src[h * 32 + r * 8 + e] = 2 * (16 * (e / 4) + 4 * r + e % 4) + h;
+  }
+};
+const Nf4Perm kNf4Perm;
+void nf4_order_avx2(const float* x, int K, float* out) {
+  for (int b = 0; b < K; b += 64)
+    for (int s = 0; s < 64; ++s) out[b + s] = x[b + kNf4Perm.src[s]];
+}
+
+// Per-thread scratch (the prepared activations live in the caller's, shared read-only with the workers).
+std::vector<float>& scratch(int which) {
+  thread_local std::vector<float> s[3];
+  return s[which];
+}
+float* scratch_floats(int which, std::size_t n) {
+  auto& v = scratch(which);
+  if (v.size() < n + 16) v.resize(n + 16);
+  return v.data();
+}
+
+// ---- portable kernels -----------------------------------------------------------------------------------------
+CC_CLONES void bf16_rows_portable(const bf16_t* W, long K, const float* x, int r0, int r1, float* y) {
+  for (int r = r0; r < r1; ++r) {
+    const bf16_t* w = W + r * K;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const long Km = K & ~7L;
+    for (long k = 0; k < Km; k += 8)
+      for (int i = 0; i < 8; ++i) acc[i] += bf16_f32(w[k + i]) * x[k + i];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (long k = Km; k < K; ++k) s += bf16_f32(w[k]) * x[k];
+    y[r] = s;
+  }
+}
+
+CC_CLONES void nf4_rows_portable(const std::uint8_t* P, const float* S, long K, const float* x, int r0, int r1,
+                                 float* y) {
+  for (int r = r0; r < r1; ++r) {
+    const std::uint8_t* p = P + r * K / 2;
+    const float* s = S + r * K / 64;
+    float acc = 0;
+    for (long b = 0; b < K / 64; ++b) {
+      float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int j = 0; j < 32; j += 4)
+        #pragma GCC unroll 16
+        for (int i = 0; i < 4; ++i) {
+          const std::uint8_t byte = p[b * 32 + j + i];
+          part[2 * i] += kNf4[byte & 15] * x[b * 64 + 2 * (j + i)];
+          part[2 * i + 1] += kNf4[byte >> 4] * x[b * 64 + 2 * (j + i) + 1];
+        }
+      const float t = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+      acc += t * s[b];
+    }
+    y[r] = acc;
+  }
+}
+
+#if CC_X86
+// ---- AVX2 kernels -------------------------------------------------------------------------------------------------
+CC_AVX2 CC_INLINE float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// [sum a0, sum a1, sum a2, sum a3]
+CC_AVX2 CC_INLINE __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// xs: x split in groups of 16 (evens, odds); x: natural order, for the tail past K & ~15.
+template <int R>
+CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r, float* y) {
+  const long Km = K & ~15L;
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  __m256 ae[R], ao[R];
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    ae[i] = _mm256_setzero_ps();
+    ao[i] = _mm256_setzero_ps();
+    w[i] = W + (r + i) * K;
+  }
+  for (long k = 0; k < Km; k += 16) {
+    const __m256 xe = _mm256_loadu_ps(xs + k), xo = _mm256_loadu_ps(xs + k + 8);
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
+      ae[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), xe, ae[i]);
+      ao[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)), xo, ao[i]);
+    }
+  }
+  float tail[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    float t = 0;
+    for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
+    tail[i] = t;
+  }
+  if constexpr (R == 4) {
+    const __m128 s = hsum4x8(_mm256_add_ps(ae[0], ao[0]), _mm256_add_ps(ae[1], ao[1]), _mm256_add_ps(ae[2], ao[2]),
+                             _mm256_add_ps(ae[3], ao[3]));
+    _mm_storeu_ps(y + r, _mm_add_ps(s, _mm_loadu_ps(tail)));
+  } else {
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) y[r + i] = hsum8(_mm256_add_ps(ae[i], ao[i])) + tail[i];
+  }
+}
+CC_AVX2 void bf16_rows_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) bf16_block_avx2<4>(W, K, xs, x, r, y);
+  for (; r < r1; ++r) bf16_block_avx2<1>(W, K, xs, x, r, y);
+}
+
+// 32 nibble indices (bytes 0..15) -> 32 fp32 levels in four registers, lane order as Nf4Perm describes.
+CC_AVX2 CC_INLINE void nf4_decode32_avx2(__m256i idx, const __m256i t[4], __m256 out[4]) {
+  const __m256i b0 = _mm256_shuffle_epi8(t[0], idx), b1 = _mm256_shuffle_epi8(t[1], idx);
+  const __m256i b2 = _mm256_shuffle_epi8(t[2], idx), b3 = _mm256_shuffle_epi8(t[3], idx);
+  const __m256i lo_l = _mm256_unpacklo_epi8(b0, b1), lo_h = _mm256_unpackhi_epi8(b0, b1);
+  const __m256i hi_l = _mm256_unpacklo_epi8(b2, b3), hi_h = _mm256_unpackhi_epi8(b2, b3);
+  out[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(lo_l, hi_l));
+  out[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(lo_l, hi_l));
+  out[2] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(lo_h, hi_h));
+  out[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(lo_h, hi_h));
+}
+struct Nf4Tables {
+  alignas(32) std::uint8_t b[4][32];
+  Nf4Tables() {
+    for (int c = 0; c < 16; ++c) {
+      std::uint32_t u;
+      std::memcpy(&u, &kNf4[c], 4);
+      for (int p = 0; p < 4; ++p) b[p][c] = b[p][c + 16] = static_cast<std::uint8_t>(u >> (8 * p));
+    }
+  }
+};
+const Nf4Tables kNf4Tables;
+
+template <int R>
+CC_AVX2 CC_INLINE void nf4_block_avx2(const std::uint8_t* P, const float* S, long K, const float* xp, int r,
+                                      float* y) {
+  __m256i t[4];
+  for (int p = 0; p < 4; ++p) t[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(kNf4Tables.b[p]));
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  __m256 acc[R];
+  const std::uint8_t* p[R];
+  const float* s[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm256_setzero_ps();
+    p[i] = P + (r + i) * K / 2;
+    s[i] = S + (r + i) * K / 64;
+  }
+  const long nb = K / 64;
+  for (long b = 0; b < nb; ++b) {
+    const float* xb = xp + b * 64;
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[i] + b * 32));
+      __m256 lo[4], hi[4];
+      nf4_decode32_avx2(_mm256_and_si256(q, m4), t, lo);
+      nf4_decode32_avx2(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), t, hi);
+      __m256 s0 = _mm256_mul_ps(lo[0], _mm256_loadu_ps(xb + 0));
+      __m256 s1 = _mm256_mul_ps(lo[1], _mm256_loadu_ps(xb + 8));
+      s0 = _mm256_fmadd_ps(lo[2], _mm256_loadu_ps(xb + 16), s0);
+      s1 = _mm256_fmadd_ps(lo[3], _mm256_loadu_ps(xb + 24), s1);
+      s0 = _mm256_fmadd_ps(hi[0], _mm256_loadu_ps(xb + 32), s0);
+      s1 = _mm256_fmadd_ps(hi[1], _mm256_loadu_ps(xb + 40), s1);
+      s0 = _mm256_fmadd_ps(hi[2], _mm256_loadu_ps(xb + 48), s0);
+      s1 = _mm256_fmadd_ps(hi[3], _mm256_loadu_ps(xb + 56), s1);
+      acc[i] = _mm256_fmadd_ps(_mm256_add_ps(s0, s1), _mm256_broadcast_ss(s[i] + b), acc[i]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) y[r + i] = hsum8(acc[i]);
+}
+CC_AVX2 void nf4_rows_avx2(const std::uint8_t* P, const float* S, long K, const float* xp, int r0, int r1, float* y) {
+  // One row at a time: the decode, not the activation loads, is the bottleneck, and a second row's registers
+  // only add pressure (measured: 2 rows per pass ran ~20 % slower per block on Zen 3).
+  for (int r = r0; r < r1; ++r) nf4_block_avx2<1>(P, S, K, xp, r, y);
+}
+
+// GCC 12's AVX-512 intrinsics headers trip -Wmaybe-uninitialized on their own _mm512_undefined_* (a known false
+// positive); the project builds with -Werror in CI.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// ---- AVX-512 kernels (compiled everywhere, run where the CPU has AVX-512) --------------------------------------
+// xs: x split in groups of 32 (16 evens, 16 odds).
+template <int R>
+CC_AVX512 CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r, float* y) {
+  const long Km = K & ~31L;
+  const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512 ae[R], ao[R];
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    ae[i] = _mm512_setzero_ps();
+    ao[i] = _mm512_setzero_ps();
+    w[i] = W + (r + i) * K;
+  }
+  for (long k = 0; k < Km; k += 32) {
+    const __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512i v = _mm512_loadu_si512(w[i] + k);
+      ae[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, ae[i]);
+      ao[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi_mask)), xo, ao[i]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    float t = _mm512_reduce_add_ps(_mm512_add_ps(ae[i], ao[i]));
+    for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
+    y[r + i] = t;
+  }
+}
+CC_AVX512 void bf16_rows_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) bf16_block_avx512<4>(W, K, xs, x, r, y);
+  for (; r < r1; ++r) bf16_block_avx512<1>(W, K, xs, x, r, y);
+}
+// xs: x split in groups of 32, as for bf16: byte j of a 16-byte half holds weights 2j (low) and 2j+1 (high).
+template <int R>
+CC_AVX512 CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r,
+                                          float* y) {
+  const __m512 table = _mm512_loadu_ps(kNf4);
+  __m512 acc[R];
+  const std::uint8_t* p[R];
+  const float* s[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    p[i] = P + (r + i) * K / 2;
+    s[i] = S + (r + i) * K / 64;
+  }
+  const long nb = K / 64;
+  for (long b = 0; b < nb; ++b) {
+    const float* xb = xs + b * 64;
+    const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
+    const __m512 x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48);
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512i q0 = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[i] + b * 32)));
+      const __m512i q1 = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[i] + b * 32 + 16)));
+      __m512 s0 = _mm512_mul_ps(_mm512_permutexvar_ps(q0, table), x0);
+      __m512 s1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), table), x1);
+      s0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(q1, table), x2, s0);
+      s1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), table), x3, s1);
+      acc[i] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), _mm512_set1_ps(s[i][b]), acc[i]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) y[r + i] = _mm512_reduce_add_ps(acc[i]);
+}
+CC_AVX512 void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r0, int r1,
+                               float* y) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) nf4_block_avx512<4>(P, S, K, xs, r, y);
+  for (; r < r1; ++r) nf4_block_avx512<1>(P, S, K, xs, r, y);
+}
+#pragma GCC diagnostic pop
+#endif  // CC_X86
+
+// ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------
+void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads) {
+  const float* xs = x;
+  if (pth != kPortable) {
+    float* buf = scratch_floats(0, K);
+    split_pairs(x, K, pth == kAvx512 ? 32 : 16, buf);
+    xs = buf;
+  }
+  const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
+  parallel_rows(N, chunk, threads, [&](int r0, int r1) {
+#if CC_X86
+    if (pth == kAvx512) return bf16_rows_avx512(W, K, xs, x, r0, r1, y);
+    if (pth == kAvx2) return bf16_rows_avx2(W, K, xs, x, r0, r1, y);
+#endif
+    bf16_rows_portable(W, K, x, r0, r1, y);
+  });
+}
+
+void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads) {
+  const float* xs = x;
+  if (pth != kPortable) {
+    float* buf = scratch_floats(0, W.K);
+    if (pth == kAvx512) split_pairs(x, W.K, 32, buf);
+    else nf4_order_avx2(x, W.K, buf);
+    xs = buf;
+  }
+  const int chunk = row_chunk(W.N, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
+  const std::uint8_t* P = W.packed.data();
+  const float* S = W.scales.data();
+  parallel_rows(W.N, chunk, threads, [&](int r0, int r1) {
+#if CC_X86
+    if (pth == kAvx512) return nf4_rows_avx512(P, S, W.K, xs, r0, r1, y);
+    if (pth == kAvx2) return nf4_rows_avx2(P, S, W.K, xs, r0, r1, y);
+#endif
+    nf4_rows_portable(P, S, W.K, x, r0, r1, y);
+  });
+}
+
+// Keeps a discarded result alive (the planted fault's second pass must not be optimised away).
+void consume(const float* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+// ---- batched bf16 (skinny GEMM) ---------------------------------------------------------------------------------
+// Two regimes.
+//  - Small batches (B <= kDirectMaxB): the GEMV's own streaming form. Two weight rows are converted in registers
+//    (the even/odd trick) and each converted vector meets up to four activation rows (pre-split the same way):
+//    2 x 4 accumulators, every weight read once from memory, a horizontal sum per output at the end.
+//  - Larger batches: weights packed once per (k block, 16 output columns) into fp32 k-major panels
+//    [kc][16]; a 6 x 16 register tile (6 activation rows broadcast, 12 accumulators) runs over the panel,
+//    BLIS-style; outputs accumulated in Y across k blocks. Compute-bound at the FMA rate for large B.
+constexpr int kDirectMaxB = 16;
+constexpr int kPanelN = 16;   // output columns per packed panel
+constexpr int kTileB = 6;     // activation rows per register tile
+constexpr int kGemmKc = 1024;  // k block: a 16 x 1024 fp32 panel is 64 KiB (L2); rows read in 2 KiB runs
+
+#if CC_X86
+// Y[(b0 + j) * N + r + i] = sum_k W[r + i, k] X[b0 + j, k], i < R, j < NB. XS: X rows split in groups of 16.
+template <int R, int NB>
+CC_AVX2 CC_INLINE void direct_tile_avx2(const bf16_t* W, long K, const float* XS, const float* X, int r, int b0,
+                                        float* Y, long N) {
+  const long Km = K & ~15L;
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  __m256 acc[R][NB];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
+  for (long k = 0; k < Km; k += 16) {
+    __m256 we[R], wo[R];
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
+      we[i] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      wo[i] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
+    }
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      const float* xs = XS + (b0 + j) * K + k;
+      const __m256 xe = _mm256_loadu_ps(xs), xo = _mm256_loadu_ps(xs + 8);
+      #pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wo[i], xo, _mm256_fmadd_ps(we[i], xe, acc[i][j]));
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      float t = hsum8(acc[i][j]);
+      for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
+      Y[(b0 + j) * N + r + i] = t;
+    }
+}
+template <int R>
+CC_AVX2 void direct_rows_avx2(const bf16_t* W, long K, const float* XS, const float* X, int B, int r, float* Y, long N) {
+  int b = 0;
+  for (; b + 4 <= B; b += 4) direct_tile_avx2<R, 4>(W, K, XS, X, r, b, Y, N);
+  switch (B - b) {
+    case 3: direct_tile_avx2<R, 3>(W, K, XS, X, r, b, Y, N); break;
+    case 2: direct_tile_avx2<R, 2>(W, K, XS, X, r, b, Y, N); break;
+    case 1: direct_tile_avx2<R, 1>(W, K, XS, X, r, b, Y, N); break;
+    default: break;
+  }
+}
+#endif
+
+// Panel [kc][16] of W^T: rows n0 .. n0+15 (zero past N), k0 .. k0+kc-1, as fp32.
+CC_CLONES void pack_panel(const bf16_t* W, int N, long K, int n0, long k0, int kc, float* P) {
+  for (int i = 0; i < kPanelN; ++i) {
+    if (n0 + i >= N) {
+      for (int k = 0; k < kc; ++k) P[k * kPanelN + i] = 0.0f;
+      continue;
+    }
+    const bf16_t* w = W + (n0 + i) * K + k0;
+    for (int k = 0; k < kc; ++k) P[k * kPanelN + i] = bf16_f32(w[k]);
+  }
+}
+
+#if CC_X86
+// The same, 8 x 8 blocks converted in registers and transposed with unpack/shuffle/permute.
+CC_AVX2 void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k0, int kc, float* P) {
+  const int k8 = kc & ~7;
+  for (int g = 0; g < kPanelN; g += 8) {
+    const bf16_t* w[8];
+    bool full = true;
+    for (int i = 0; i < 8; ++i) {
+      full = full && n0 + g + i < N;
+      w[i] = W + std::min(n0 + g + i, N - 1) * K + k0;
+    }
+    for (int k = 0; k < k8; k += 8) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        r[i] = _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + k))), 16));
+      if (!full)
+        for (int i = 0; i < 8; ++i)
+          if (n0 + g + i >= N) r[i] = _mm256_setzero_ps();
+      const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+      const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+      const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+      const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+      float* o = P + static_cast<long>(k) * kPanelN + g;
+      _mm256_storeu_ps(o + 0 * kPanelN, _mm256_permute2f128_ps(u0, u4, 0x20));
+      _mm256_storeu_ps(o + 1 * kPanelN, _mm256_permute2f128_ps(u1, u5, 0x20));
+      _mm256_storeu_ps(o + 2 * kPanelN, _mm256_permute2f128_ps(u2, u6, 0x20));
+      _mm256_storeu_ps(o + 3 * kPanelN, _mm256_permute2f128_ps(u3, u7, 0x20));
+      _mm256_storeu_ps(o + 4 * kPanelN, _mm256_permute2f128_ps(u0, u4, 0x31));
+      _mm256_storeu_ps(o + 5 * kPanelN, _mm256_permute2f128_ps(u1, u5, 0x31));
+      _mm256_storeu_ps(o + 6 * kPanelN, _mm256_permute2f128_ps(u2, u6, 0x31));
+      _mm256_storeu_ps(o + 7 * kPanelN, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (int i = 0; i < 8; ++i)
+      for (int k = k8; k < kc; ++k) P[k * kPanelN + g + i] = n0 + g + i < N ? bf16_f32(w[i][k]) : 0.0f;
+  }
+}
+#endif
+
+// Y[b, n0 .. n0+cols) += sum_k X[b, k0 + k] P[k][.] for MB rows b of X (pointer at row b0, column k0).
+template <int MB>
+CC_CLONES void tile_portable(const float* X, long ldx, const float* P, int kc, float* Y, long ldy, int cols) {
+  float acc[MB][kPanelN] = {};
+  for (int k = 0; k < kc; ++k)
+    #pragma GCC unroll 16
+    for (int i = 0; i < MB; ++i) {
+      const float xv = X[i * ldx + k];
+      for (int c = 0; c < kPanelN; ++c) acc[i][c] += xv * P[k * kPanelN + c];
+    }
+  #pragma GCC unroll 16
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < cols; ++c) Y[i * ldy + c] += acc[i][c];
+}
+#if CC_X86
+template <int MB>
+CC_AVX2 void tile_avx2(const float* X, long ldx, const float* P, int kc, float* Y, long ldy, int cols) {
+  __m256 a0[MB], a1[MB];
+  #pragma GCC unroll 16
+  for (int i = 0; i < MB; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
+  for (int k = 0; k < kc; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(P + k * kPanelN), w1 = _mm256_loadu_ps(P + k * kPanelN + 8);
+    #pragma GCC unroll 16
+    for (int i = 0; i < MB; ++i) {
+      const __m256 xv = _mm256_broadcast_ss(X + i * ldx + k);
+      a0[i] = _mm256_fmadd_ps(xv, w0, a0[i]);
+      a1[i] = _mm256_fmadd_ps(xv, w1, a1[i]);
+    }
+  }
+  if (cols == kPanelN) {
+    #pragma GCC unroll 16
+    for (int i = 0; i < MB; ++i) {
+      float* y = Y + i * ldy;
+      _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), a0[i]));
+      _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_loadu_ps(y + 8), a1[i]));
+    }
+  } else {
+    #pragma GCC unroll 16
+    for (int i = 0; i < MB; ++i) {
+      float t[kPanelN];
+      _mm256_storeu_ps(t, a0[i]);
+      _mm256_storeu_ps(t + 8, a1[i]);
+      for (int c = 0; c < cols; ++c) Y[i * ldy + c] += t[c];
+    }
+  }
+}
+#endif
+using TileFn = void (*)(const float*, long, const float*, int, float*, long, int);
+TileFn tile_for(Path pth, int mb) {
+#if CC_X86
+  // The AVX-512 path runs the AVX2 tile too (an 8-lane kernel is correct there; a 16-lane one is not written).
+  if (pth != kPortable) {
+    static const TileFn t[] = {nullptr, tile_avx2<1>, tile_avx2<2>, tile_avx2<3>, tile_avx2<4>, tile_avx2<5>, tile_avx2<6>};
+    return t[mb];
+  }
+#endif
+  static const TileFn t[] = {nullptr, tile_portable<1>, tile_portable<2>, tile_portable<3>,
+                             tile_portable<4>, tile_portable<5>, tile_portable<6>};
+  return t[mb];
+}
+
+void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads) {
+#if CC_X86
+  if (pth != kPortable && B <= kDirectMaxB) {
+    std::vector<float> xs(static_cast<std::size_t>(B) * K);
+    for (int b = 0; b < B; ++b) split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
+    const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
+    parallel_rows(N, chunk, threads, [&](int r0, int r1) {
+      int r = r0;
+      for (; r + 2 <= r1; r += 2) direct_rows_avx2<2>(W, K, xs.data(), X, B, r, Y, N);
+      for (; r < r1; ++r) direct_rows_avx2<1>(W, K, xs.data(), X, B, r, Y, N);
+    });
+    return;
+  }
+#endif
+  const int panels = (N + kPanelN - 1) / kPanelN;
+  TileFn tiles[kTileB + 1];
+  for (int m = 1; m <= kTileB; ++m) tiles[m] = tile_for(pth, m);
+  // One task per 16 output columns (pulled dynamically): Y's columns zeroed, then for each k block the panel
+  // packed once and run against every activation row.
+  parallel_rows(panels, 1, threads, [&](int p0, int p1) {
+    float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kPanelN);
+    for (int p = p0; p < p1; ++p) {
+      const int n = p * kPanelN, cols = std::min(kPanelN, N - n);
+      for (int b = 0; b < B; ++b) std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
+      for (int k0 = 0; k0 < K; k0 += kGemmKc) {
+        const int kc = std::min(kGemmKc, K - k0);
+#if CC_X86
+        if (pth != kPortable) pack_panel_avx2(W, N, K, n, k0, kc, P);
+        else
+#endif
+          pack_panel(W, N, K, n, k0, kc, P);
+        for (int b = 0; b < B; b += kTileB) {
+          const int mb = std::min(kTileB, B - b);
+          tiles[mb](X + static_cast<long>(b) * K + k0, K, P, kc, Y + static_cast<long>(b) * N + n, N, cols);
+        }
+      }
+    }
+  });
+}
+
+// ---- NF4 quantisation ----------------------------------------------------------------------------------------
+// Nearest level by counting the midpoints below v (ties go up; the levels are sorted).
+struct Nf4Mids {
+  float m[15];
+  Nf4Mids() {
+    for (int i = 0; i < 15; ++i) m[i] = 0.5f * (kNf4[i] + kNf4[i + 1]);
+  }
+};
+const Nf4Mids kMids;
+
+CC_CLONES void quantize_rows(const bf16_t* W, long K, long r0, long r1, std::uint8_t* packed, float* scales) {
+  for (long r = r0; r < r1; ++r)
+    for (long b = 0; b < K / 64; ++b) {
+      const bf16_t* w = W + r * K + b * 64;
+      float v[64];
+      for (int i = 0; i < 64; ++i) v[i] = bf16_f32(w[i]);
+      // |w| orders like its bit pattern with the sign cleared (no NaN in weights): an integer max vectorises.
+      std::uint16_t amax_bits = 0;
+      for (int i = 0; i < 64; ++i) amax_bits = std::max<std::uint16_t>(amax_bits, w[i] & 0x7fffu);
+      const float amax = bf16_f32(amax_bits);
+      scales[(r * K + b * 64) / 64] = amax;
+      // v / amax, exactly as the check divides (not v * (1/amax), which can round differently); loops shaped so
+      // that they vectorise over the 64 weights.
+      float u[64];
+      const float d = amax > 0 ? amax : 1.0f;
+      for (int i = 0; i < 64; ++i) u[i] = v[i] / d;
+      std::int32_t c[64] = {};
+      for (int m = 0; m < 15; ++m) {
+        const float mid = kMids.m[m];
+        for (int i = 0; i < 64; ++i) c[i] += u[i] > mid ? 1 : 0;
+      }
+      std::uint8_t code[64];
+      for (int i = 0; i < 64; ++i) code[i] = static_cast<std::uint8_t>(c[i]);
+      std::uint8_t* p = packed + (r * K + b * 64) / 2;
+      for (int i = 0; i < 32; ++i) p[i] = static_cast<std::uint8_t>(code[2 * i] | (code[2 * i + 1] << 4));
+    }
+}
+
+// ---- DecodeStack weights -------------------------------------------------------------------------------------
+CC_INLINE std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+// A 32-bit integer hash (lowbias32, Wellons): 32-bit multiplies, so the fill loop vectorises.
+CC_INLINE std::uint32_t hash32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+// Elements 2p and 2p+1: uniform in [-a, a) from the low and high 16 bits of hash32(p * golden + salt), rounded
+// to bf16 (nearest even). A function of the index alone, so any split over threads gives the same matrix.
+CC_CLONES void fill_uniform_bf16(bf16_t* out, std::size_t i0, std::size_t i1, std::uint32_t salt, float a) {
+  const float scale = a / 32768.0f;
+  auto one = [&](std::uint32_t h16) {
+    const float f = static_cast<float>(static_cast<int>(h16) - 32768) * scale;
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<bf16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  };
+  // i0 is even (callers split on multiples of 2).
+  const std::size_t p1 = i1 / 2;
+  for (std::size_t p = i0 / 2; p < p1; ++p) {
+    const std::uint32_t h = hash32(static_cast<std::uint32_t>(p) * 0x9e3779b9u + salt);
+    out[2 * p] = one(h & 0xffffu);
+    out[2 * p + 1] = one(h >> 16);
+  }
+  if (i1 % 2) out[i1 - 1] = one(hash32(static_cast<std::uint32_t>(p1) * 0x9e3779b9u + salt) & 0xffffu);
+}
+
+}  // namespace
+
+// ---- public entry points ----------------------------------------------------------------------------------------
+const float* nf4_levels() { return kNf4; }
+
+std::string gemv_simd_path() { return path_name(path()); }
+std::string gemv_detected_path() { return path_name(kDetected); }
+
+bool gemv_force_path(const std::string& name) {
+  int want;
+  if (name.empty()) want = -1;
+  else if (name == "portable") want = kPortable;
+  else if (name == "avx2") want = kAvx2;
+  else if (name == "avx512") want = kAvx512;
+  else return false;
+  if (want > static_cast<int>(kDetected)) return false;  // this CPU cannot run it
+  g_forced.store(want);
+  return true;
+}
+
+void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o) {
+  if (N < 0 || K < 0) throw std::invalid_argument("gemv_bf16: negative shape");
+  if (N == 0) return;
+  const Path pth = path();
+  bf16_pass(pth, W, N, K, x, y, o.threads);
+  if (o.faults.read_weights_twice) {
+    float* y2 = scratch_floats(1, N);
+    bf16_pass(pth, W, N, K, x, y2, o.threads);
+    consume(y2);
+  }
+}
+
+void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, const GemvOptions& o) {
+  if (N < 0 || K < 0 || B < 0) throw std::invalid_argument("gemm_bf16: negative shape");
+  if (N == 0 || B == 0) return;
+  if (B == 1) return gemv_bf16(W, N, K, X, Y, o);
+  const Path pth = path();
+  gemm_pass(pth, W, N, K, X, B, Y, o.threads);
+  if (o.faults.read_weights_twice) {
+    std::vector<float> y2(static_cast<std::size_t>(B) * N);
+    gemm_pass(pth, W, N, K, X, B, y2.data(), o.threads);
+    consume(y2.data());
+  }
+}
+
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads) {
+  if (N < 0 || K < 0 || K % 64 != 0) throw std::invalid_argument("quantize_nf4: K must be a multiple of 64");
+  Nf4Matrix m;
+  m.N = N;
+  m.K = K;
+  m.packed.resize(static_cast<std::size_t>(N) * K / 2);
+  m.scales.resize(static_cast<std::size_t>(N) * K / 64);
+  if (N == 0 || K == 0) return m;
+  const int chunk = std::max(1, std::min(N, 1 << 16) / std::max(1, 8 * threads));
+  parallel_rows(N, chunk, threads, [&](int r0, int r1) { quantize_rows(W, K, r0, r1, m.packed.data(), m.scales.data()); });
+  return m;
+}
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K) { return quantize_nf4(W, N, K, 1); }
+
+std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W) {
+  std::vector<bf16_t> out(static_cast<std::size_t>(W.N) * W.K);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint8_t byte = W.packed[i / 2];
+    const int c = (i % 2) ? byte >> 4 : byte & 15;
+    out[i] = to_bf16(kNf4[c] * W.scales[i / 64]);
+  }
+  return out;
+}
+
+void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o) {
+  if (W.K % 64 != 0 || W.packed.size() != static_cast<std::size_t>(W.N) * W.K / 2 ||
+      W.scales.size() != static_cast<std::size_t>(W.N) * W.K / 64)
+    throw std::invalid_argument("gemv_nf4: malformed matrix");
+  if (W.N == 0) return;
+  if (o.faults.dequant_whole_first) {
+    // The planted fault: the whole matrix dequantised to bf16 in memory, then the bf16 GEMV over it.
+    const std::vector<bf16_t> d = dequantize_nf4_bf16(W);
+    GemvOptions inner = o;
+    inner.faults.dequant_whole_first = false;
+    return gemv_bf16(d.data(), W.N, W.K, x, y, inner);
+  }
+  const Path pth = path();
+  nf4_pass(pth, W, x, y, o.threads);
+  if (o.faults.read_weights_twice) {
+    float* y2 = scratch_floats(1, W.N);
+    nf4_pass(pth, W, x, y2, o.threads);
+    consume(y2);
+  }
+}
+
+// ---- DecodeStack ----------------------------------------------------------------------------------------------
+namespace {
+struct MatShape {
+  int N, K;
+};
+std::vector<MatShape> layer_shapes(const DecodeShape& s) {
+  return {{s.hidden, s.hidden}, {s.kv_dim, s.hidden}, {s.kv_dim, s.hidden}, {s.hidden, s.hidden},
+          {s.ffn, s.hidden},    {s.ffn, s.hidden},    {s.hidden, s.ffn}};
+}
+int effective_head_dim(const DecodeShape& s) { return std::min(s.head_dim, s.kv_dim); }
+}  // namespace
+
+std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads) {
+  std::vector<bf16_t> w(static_cast<std::size_t>(N) * K);
+  const float a = 1.0f / std::sqrt(static_cast<float>(std::max(K, 1)));
+  const std::size_t n = w.size();
+  const std::size_t chunk = 1 << 20;  // even: chunks start on a generator word
+  const auto salt = static_cast<std::uint32_t>(splitmix64(seed));
+  const int chunks = static_cast<int>((n + chunk - 1) / chunk);
+  parallel_rows(chunks, 1, threads, [&](int c0, int c1) {
+    for (int c = c0; c < c1; ++c)
+      fill_uniform_bf16(w.data(), c * chunk, std::min(n, (c + 1) * chunk), salt, a);
+  });
+  return w;
+}
+
+DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed) : s_(s), format_(format) {
+  if (format != "bf16" && format != "nf4") throw std::invalid_argument("DecodeStack: format must be bf16 or nf4");
+  const int hd = effective_head_dim(s);
+  if (s.hidden < 1 || s.kv_dim < 1 || s.ffn < 1 || s.layers < 1 || hd < 1 || s.kv_dim % hd != 0 ||
+      s.hidden % s.kv_dim != 0)
+    throw std::invalid_argument("DecodeStack: bad shape (kv_dim must divide hidden, head_dim kv_dim)");
+  if (format == "nf4" && (s.hidden % 64 != 0 || s.ffn % 64 != 0))
+    throw std::invalid_argument("DecodeStack: nf4 needs hidden and ffn multiples of 64");
+  const int threads = usable_cpus();
+  const auto shapes = layer_shapes(s);
+  for (int l = 0; l < s.layers; ++l)
+    for (int m = 0; m < 7; ++m) {
+      const std::uint64_t mseed = splitmix64(seed * 1000003ull + static_cast<std::uint64_t>(l * 7 + m));
+      std::vector<bf16_t> w = decode_weights_bf16(shapes[m].N, shapes[m].K, mseed, threads);
+      if (format == "bf16") bf16_.push_back(std::move(w));
+      else nf4_.push_back(quantize_nf4(w.data(), shapes[m].N, shapes[m].K, threads));
+    }
+}
+
+std::size_t DecodeStack::weight_bytes() const {
+  std::size_t b = 0;
+  for (const auto& w : bf16_) b += w.size() * sizeof(bf16_t);
+  for (const auto& m : nf4_) b += m.bytes();
+  return b;
+}
+
+double DecodeStack::flops() const {
+  double f = 0;
+  for (const auto& m : layer_shapes(s_)) f += 2.0 * m.N * m.K;
+  return f * s_.layers;
+}
+
+std::vector<const bf16_t*> DecodeStack::bf16_weights(int layer) const {
+  std::vector<const bf16_t*> out;
+  if (bf16_.empty() || layer < 0 || layer >= s_.layers) return out;
+  for (int m = 0; m < 7; ++m) out.push_back(bf16_[static_cast<std::size_t>(layer) * 7 + m].data());
+  return out;
+}
+
+const Nf4Matrix* DecodeStack::nf4_weight(int layer, int m) const {
+  if (nf4_.empty() || layer < 0 || layer >= s_.layers || m < 0 || m >= 7) return nullptr;
+  return &nf4_[static_cast<std::size_t>(layer) * 7 + m];
+}
+
+void DecodeStack::step(const float* x, float* out, const GemvOptions& o) const {
+  const int H = s_.hidden, KV = s_.kv_dim, F = s_.ffn, hd = effective_head_dim(s_);
+  const int group = H / KV;  // query heads per kv head
+  std::vector<float> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
+  const auto shapes = layer_shapes(s_);
+  auto mv = [&](int l, int m, const float* in, float* o_) {
+    const std::size_t i = static_cast<std::size_t>(l) * 7 + m;
+    if (format_ == "bf16") gemv_bf16(bf16_[i].data(), shapes[m].N, shapes[m].K, in, o_, o);
+    else gemv_nf4(nf4_[i], in, o_, o);
+  };
+  for (int l = 0; l < s_.layers; ++l) {
+    mv(l, 0, h.data(), q.data());
+    mv(l, 1, h.data(), k.data());
+    mv(l, 2, h.data(), v.data());
+    // One token of context: softmax over one score is 1, each query head's output is its kv head's v.
+    for (int qh = 0; qh < H / hd; ++qh) {
+      const int kvh = qh / group;
+      std::memcpy(&a[static_cast<std::size_t>(qh) * hd], &v[static_cast<std::size_t>(kvh) * hd], hd * sizeof(float));
+    }
+    mv(l, 3, a.data(), t.data());
+    for (int i = 0; i < H; ++i) h[i] += t[i];
+    mv(l, 4, h.data(), g.data());
+    mv(l, 5, h.data(), u.data());
+    for (int i = 0; i < F; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    mv(l, 6, g.data(), t.data());
+    for (int i = 0; i < H; ++i) h[i] += t[i];
+  }
+  std::memcpy(out, h.data(), H * sizeof(float));
+}
+
+}  // namespace claimcheck::kernels

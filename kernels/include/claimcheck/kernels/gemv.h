@@ -1,0 +1,102 @@
+// Decode kernels on the CPU, the code under test of chapter 6: a bf16 GEMV (and its batched form, a skinny GEMM
+// for the batch sweep), a 4-bit GEMV in NF4 with one fp32 absmax per block of 64 weights (the format of
+// reference/data/quant/nf4-absmax64.json), dequantised in registers, and a decode step of a Llama-shaped stack
+// running on them. Multi-threaded, compiled for AVX-512 / AVX2 / a portable baseline, the CPU picking one at load
+// time (as the attention kernels do). Weights are row-major [N, K] (N outputs, K inputs: PyTorch's Linear layout);
+// activations are fp32.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace claimcheck::kernels {
+
+using bf16_t = std::uint16_t;  // raw bfloat16 bits
+bf16_t to_bf16(float x);       // round to nearest even (NaN stays NaN)
+float from_bf16(bf16_t x);
+
+// Faults a test can plant to prove a check fails (never set in normal runs).
+struct GemvFaults {
+  bool read_weights_twice = false;  // every weight row is read twice (the second pass's result discarded)
+  bool dequant_whole_first = false;  // the 4-bit kernel dequantises the whole matrix to bf16 in memory first
+};
+// Parses "gemv_reads_twice" / "nf4_dequant_first"; "" = none. Returns false for a name that is not a GEMV fault
+// (which leaves *out cleared).
+bool parse_gemv_fault(const std::string& name, GemvFaults* out);
+
+struct GemvOptions {
+  int threads = 1;
+  GemvFaults faults;
+};
+
+// y[n] = sum_k W[n, k] x[k]; W bf16 [N, K].
+void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o = {});
+// Y[b, n] = sum_k W[n, k] X[b, k] for b < B: each weight read once for the whole batch.
+void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, const GemvOptions& o = {});
+
+// NF4, blocks of 64 consecutive weights along K (K must be a multiple of 64). Weight k of row n is
+// code(n, k) = packed[(n*K + k) / 2], low nibble for even k, high nibble for odd k; value = level[code] * scale,
+// scale = scales[(n*K + k) / 64] = the block's absmax (fp32).
+struct Nf4Matrix {
+  int N = 0, K = 0;
+  std::vector<std::uint8_t> packed;  // N*K/2 bytes
+  std::vector<float> scales;         // N*K/64
+  std::size_t bytes() const { return packed.size() + scales.size() * sizeof(float); }
+};
+// The 16 NF4 levels (QLoRA, Dettmers et al. 2023) as the kernels use them.
+const float* nf4_levels();
+// Quantises W (bf16) to NF4: per block absmax, nearest level of w / absmax.
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K);
+// The same on `threads` threads (the result does not depend on the count).
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads);
+// The whole matrix dequantised to bf16 (level * scale rounded to nearest even): what the planted
+// dequant_whole_first fault builds in memory before running the bf16 GEMV.
+std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W);
+void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o = {});
+
+// "avx512", "avx2" or "portable": the path the GEMV kernels run with on this CPU.
+std::string gemv_simd_path();
+// The best path this CPU supports, whatever was forced.
+std::string gemv_detected_path();
+// Forces a path for the calls that follow ("portable", "avx2", "avx512"; "" = back to the detected one), for
+// tests that run every path the CPU has. Returns false for an unknown name or a path this CPU cannot run.
+bool gemv_force_path(const std::string& name);
+
+// Deterministic bf16 weights [N, K], uniform in +-1/sqrt(K) (so that y = W x keeps |x|'s scale): element pair p
+// from a 32-bit hash of (p, splitmix64(seed)), independent of `threads`. What DecodeStack fills each matrix with
+// (a seed per matrix derived from the stack's seed).
+std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads = 1);
+
+// A decode step of a Llama-shaped stack: per layer q, k, v, o, gate, up, down (no norms, no attention over a
+// cache: the step moves the weights, which is what decode time is), random weights from a seed.
+struct DecodeShape {
+  int hidden = 4096, kv_dim = 1024, ffn = 14336, layers = 1;
+  int head_dim = 128;  // v (kv_dim) is repeated per head of min(head_dim, kv_dim) to the hidden / head_dim query heads
+};
+class DecodeStack {
+ public:
+  // format: "bf16" or "nf4". Builds the weights (deterministic from seed; the nf4 stack quantises the bf16
+  // weights of the same seed).
+  DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed);
+  // One token through every layer: x (hidden) in, out (hidden) out.
+  void step(const float* x, float* out, const GemvOptions& o = {}) const;
+  // Bytes of weights (and scales) one step reads.
+  std::size_t weight_bytes() const;
+  // FLOPs of one step: 2 per weight.
+  double flops() const;
+  const DecodeShape& shape() const { return s_; }
+  // The layer's seven matrices in order q, k, v, o, gate, up, down: bf16 pointers (bf16 stacks only).
+  std::vector<const bf16_t*> bf16_weights(int layer) const;
+  // Matrix m (0..6, order as above) of a layer of an nf4 stack; nullptr for a bf16 stack.
+  const Nf4Matrix* nf4_weight(int layer, int m) const;
+  const std::string& format() const { return format_; }
+
+ private:
+  DecodeShape s_;
+  std::string format_;
+  std::vector<std::vector<bf16_t>> bf16_;  // [layer * 7 + m]
+  std::vector<Nf4Matrix> nf4_;
+};
+
+}  // namespace claimcheck::kernels

@@ -1,0 +1,57 @@
+// The roofline probe, code under test of chapter 6: what this CPU does at best, measured.
+//  - peak FLOP/s: every thread runs independent FMA chains in vector registers, as many as hide the FMA latency
+//    for the instruction set actually dispatched and no more than the register file holds (no spills);
+//  - the effective clock under that load: a chain of dependent integer adds (one per cycle);
+//  - read bandwidth, STREAM-style: a read-only reduction and a triad (a = b + s*c) over arrays of at least 4x the
+//    last-level cache, threads pinned to the CPUs of the affinity mask; the median of several passes (STREAM
+//    reports the best; on a shared VM the best pass catches bursts that no kernel sustains, the median is what a
+//    decode step sees), the best kept beside it.
+// The theoretical peak to hold these against is the answer key's business (reference/), not the probe's.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace claimcheck::kernels {
+
+// Faults a test can plant (never set in normal runs).
+struct RooflineFaults {
+  bool few_chains = false;  // one FMA chain per thread: latency-bound, a fraction of the peak
+};
+// Parses "probe_few_chains"; "" = none. Returns false for a name that is not a probe fault.
+bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
+
+struct FlopsPeak {
+  double flops_per_s = 0;  // all threads together
+  std::string isa;         // "avx512", "avx2" or "portable" (fp32), "avx512_bf16" (bf16 dot products)
+  int threads = 0;
+  int chains = 0;          // independent accumulators per thread
+  int lanes = 0;           // fp32 lanes per vector
+  double seconds = 0;      // wall time of the best pass
+};
+// fp32 FMA peak on `threads` pinned threads, best of `passes`, each about `seconds` long.
+FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f = {}, int passes = 3, double seconds = 0.05);
+// bf16 dot-product peak (vdpbf16ps) where avx512_bf16 exists; flops_per_s = 0 and isa = "" where it does not.
+FlopsPeak measure_bf16_peak(int threads, int passes = 3, double seconds = 0.05);
+
+// Clock under an all-core integer load: dependent adds per second, the mean over `threads` pinned threads.
+double measure_clock_hz(int threads, double seconds = 0.02);
+
+struct Bandwidth {
+  double read_bytes_per_s = 0;   // read-only reduction: bytes read / time (the median pass)
+  double read_best_bytes_per_s = 0;  // the best pass
+  double triad_bytes_per_s = 0;  // STREAM's count: 3 x 4 bytes per element (two reads, one write); median pass
+  std::size_t array_bytes = 0;   // per array
+  std::size_t llc_bytes = 0;     // the last-level cache the arrays were sized against (0 = unknown)
+  int threads = 0;
+  double checksum = 0;           // sum of the read array: validates that the reduction read every element
+  double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
+};
+// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each.
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5);
+
+// The last-level cache size from sysfs (bytes; 0 when unknown).
+std::size_t last_level_cache_bytes();
+// "avx512", "avx2" or "portable": the path measure_fma_peak dispatches to on this CPU.
+std::string roofline_simd_path();
+
+}  // namespace claimcheck::kernels

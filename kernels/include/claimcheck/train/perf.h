@@ -1,0 +1,70 @@
+// Chapter 6 in LibTorch, in plain types for the checks: a Llama-shaped block's training step timed per phase
+// (backward vs forward, model FLOPs utilisation), the same step profiled through PyTorch's RecordFunction
+// observers and its time put into the series' buckets, and a KV cache allocated for a config.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace claimcheck::train {
+
+// The decoder layers of `config` (fp32, no embedding, no head) on a random [batch, tokens, hidden] input that
+// requires grad; the loss is a fixed random projection of the output. Best of `repeats` interleaved runs of each
+// phase. FLOPs are counted from the built modules: 2 per weight per token in every Linear, plus causal
+// attention's QK^T and PV (2 x 2 x heads x head_dim x T(T+1)/2 per sequence and layer).
+struct BlockStepTiming {
+  double forward_s = 0, backward_s = 0;
+  double step_s = 0;              // forward + backward + AdamW step, timed as one
+  double forward_flops = 0;       // the model's forward FLOPs (the backward's are twice: dX and dW)
+  std::int64_t params = 0;        // in the layers' Linear weights
+  std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
+                                     // saved activations and temporaries (each touched at least once)
+  int batch = 0, tokens = 0, layers = 0, threads = 0;
+};
+// fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does).
+BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
+                                int repeats, const std::string& fault = "");
+
+// Chapter 3's training step (the tiny character Transformer, AdamW), timed: best of `repeats`.
+struct TinyStepTiming {
+  double step_s = 0;
+  double flops = 0;  // 6 x parameters x tokens + causal attention, counted from the built module
+  std::int64_t params = 0;
+  int batch = 0, tokens = 0;
+};
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats);
+
+// A profiled training step: every operator RecordFunction reports, its self time (its time
+// minus its children's) put in one bucket by its name and its ancestors': "gemm" (mm, addmm, bmm, ...),
+// "attention" (inside scaled_dot_product_attention and its backward), "copy_" (copy_, to, contiguous, clone),
+// "other_ops" (every other operator), and "gaps": the step's wall time outside any top-level operator
+// (launch overhead / idle: on a CPU, the C++ between operators).
+struct ProfileBuckets {
+  std::map<std::string, double> seconds;      // by bucket
+  double wall_s = 0;                          // the step, timed around the profiled region
+  int operators = 0;                          // events recorded
+  std::vector<std::pair<std::string, double>> top_ops;  // the largest self times, by operator name
+  std::string api;                            // how the events were collected
+};
+// model "tiny": chapter 3's step (the tiny character Transformer, batch x 128 tokens; config and tokens unused);
+// "block": the decoder layers of `config` as time_block_step runs them. Throws std::invalid_argument otherwise.
+// fault (tests): "buckets_drop_copy" (the bucket map has no copy_ bucket: its time is lost).
+ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
+                            int batch, int tokens, const std::string& fault = "");
+const std::vector<std::string>& profile_bucket_names();  // gemm, attention, copy_, other_ops, gaps
+
+// A bf16 KV cache for `tokens` tokens of `config`'s decoder (K and V per layer: [1, kv_heads, tokens, head_dim]),
+// allocated through the counting allocator.
+struct KvCacheMeasure {
+  std::int64_t bytes = 0;   // the allocator's count for the whole cache
+  int tokens = 0;
+  std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t tensors = 0;
+};
+// fault (tests): "kv_full_heads" (one cached head per query head, as if there were no GQA).
+KvCacheMeasure allocate_kv_cache(const std::filesystem::path& config, int tokens, const std::string& fault = "");
+
+}  // namespace claimcheck::train

@@ -1,0 +1,313 @@
+// Chapter 6 in LibTorch: a Llama-shaped block's training step timed per phase, the same step profiled through
+// RecordFunction observers and bucketed, a KV cache allocated for a config.
+#include "claimcheck/train/perf.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <functional>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include "decoder.h"
+
+namespace claimcheck::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The layers of a decoder config, fp32, with RoPE tables for `tokens` positions.
+struct LayerStack {
+  LayerStack(const DecoderConfig& c, std::uint64_t seed, int tokens) : c(c) {
+    torch::manual_seed(seed);
+    for (int i = 0; i < c.layers; ++i) {
+      layers.push_back(DecoderLayer(c));
+      torch::NoGradGuard ng;
+      for (auto& p : layers.back()->parameters())
+        if (p.dim() == 2) p.normal_(0.0, 0.02);
+    }
+    auto inv = torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
+    auto ang = torch::outer(torch::arange(tokens, torch::kFloat), inv);
+    cos = torch::cat({ang.cos(), ang.cos()}, -1);
+    sin = torch::cat({ang.sin(), ang.sin()}, -1);
+  }
+  std::vector<torch::Tensor> parameters() const {
+    std::vector<torch::Tensor> ps;
+    for (const auto& l : layers)
+      for (const auto& p : l->parameters()) ps.push_back(p);
+    return ps;
+  }
+  torch::Tensor forward(torch::Tensor x, bool recompute) {
+    DecoderRun run;
+    for (auto& l : layers) x = recompute ? checkpointed_layer(*l, x, cos, sin, run) : l->forward(x, cos, sin, run);
+    return x;
+  }
+  // 2 FLOP per weight per token in every Linear, plus causal QK^T and PV.
+  double forward_flops(int batch, int tokens) const {
+    double linear = 0;
+    for (const auto& l : layers)
+      for (const auto& [name, p] : l->projs) linear += static_cast<double>(p->base->weight.numel());
+    const double pairs = tokens * (tokens + 1.0) / 2;
+    const double attn = 2.0 * 2.0 * static_cast<double>(c.heads * c.head_dim) * pairs * static_cast<double>(layers.size());
+    return batch * (2.0 * linear * tokens + attn);
+  }
+  std::int64_t linear_params() const {
+    std::int64_t n = 0;
+    for (const auto& l : layers)
+      for (const auto& [name, p] : l->projs) n += p->base->weight.numel();
+    return n;
+  }
+  DecoderConfig c;
+  std::vector<DecoderLayer> layers;
+  torch::Tensor cos, sin;
+};
+
+// The batch as a data pipeline hands it over (bf16 storage), and the fixed projection the loss reads.
+struct StepData {
+  StepData(const DecoderConfig& c, int batch, int tokens) {
+    stored = torch::randn({batch, tokens, c.hidden}).to(torch::kBFloat16);
+    proj = torch::randn({batch, tokens, c.hidden}) / std::sqrt(static_cast<double>(c.hidden));
+  }
+  torch::Tensor input() const { return stored.to(torch::kFloat).requires_grad_(true); }
+  torch::Tensor stored, proj;
+};
+
+}  // namespace
+
+BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
+                                int repeats, const std::string& fault) {
+  const DecoderConfig c = read_decoder_config(config);
+  install_counting_allocator();
+  const std::int64_t base = live_bytes();
+  LayerStack block(c, seed, tokens);
+  const StepData data(c, batch, tokens);
+  const bool recompute = fault == "backward_recomputes";
+  torch::optim::AdamW opt(block.parameters(), torch::optim::AdamWOptions(1e-4));
+  BlockStepTiming r;
+  r.forward_s = r.backward_s = r.step_s = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < std::max(1, repeats) + 1; ++i) {  // the first run warms up
+    opt.zero_grad();
+    const auto x = data.input();
+    const auto t0 = Clock::now();
+    const auto loss = (block.forward(x, recompute) * data.proj).sum();
+    const auto t1 = Clock::now();
+    loss.backward();
+    const auto t2 = Clock::now();
+    opt.step();
+    const auto t3 = Clock::now();
+    if (i == 0) continue;
+    r.forward_s = std::min(r.forward_s, std::chrono::duration<double>(t1 - t0).count());
+    r.backward_s = std::min(r.backward_s, std::chrono::duration<double>(t2 - t1).count());
+    r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
+  }
+  {  // one more step under the allocator's peak counter (the optimizer state exists by now)
+    opt.zero_grad();
+    reset_peak();
+    (block.forward(data.input(), recompute) * data.proj).sum().backward();
+    opt.step();
+    r.step_peak_bytes = peak_bytes() - base;
+  }
+  r.forward_flops = block.forward_flops(batch, tokens);
+  r.params = block.linear_params();
+  r.batch = batch;
+  r.tokens = tokens;
+  r.layers = static_cast<int>(c.layers);
+  r.threads = at::get_num_threads();
+  return r;
+}
+
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats) {
+  torch::manual_seed(seed);
+  const TinyConfig c;
+  TinyGPT model(c);
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(3e-4));
+  const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
+  const auto in = ids.slice(1, 0, c.context), target = ids.slice(1, 1);
+  TinyStepTiming r;
+  r.step_s = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
+    const auto t0 = Clock::now();
+    opt.zero_grad();
+    const auto logits = model->forward(in);
+    const auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), target.reshape({-1}));
+    loss.backward();
+    opt.step();
+    if (i > 0) r.step_s = std::min(r.step_s, since(t0));
+  }
+  double linear = 0;
+  for (const auto& m : model->modules(/*include_self=*/false))
+    if (const auto* lin = m->as<torch::nn::Linear>()) linear += static_cast<double>(lin->weight.numel());
+  r.params = 0;
+  for (const auto& p : model->parameters()) r.params += p.numel();
+  r.batch = batch;
+  r.tokens = c.context;
+  const double pairs = c.context * (c.context + 1.0) / 2;
+  const double fwd = batch * (2.0 * linear * c.context + 2.0 * 2.0 * c.d_model * pairs * c.n_layer);
+  r.flops = 3.0 * fwd;
+  return r;
+}
+
+// ---- the profiler ------------------------------------------------------------------------------------------
+namespace {
+
+struct Frame {
+  std::string name;
+  Clock::time_point t0;
+  double children = 0;
+  bool in_attention = false;
+};
+struct Recorder {
+  std::vector<Frame> stack;
+  std::map<std::string, double> self_by_op;
+  std::map<std::string, double> by_bucket;
+  double top_level = 0;
+  int events = 0;
+  bool drop_copy = false;
+};
+thread_local Recorder* t_recorder = nullptr;
+
+const std::set<std::string>& gemm_ops() {
+  static const std::set<std::string> s = {"aten::mm",   "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+                                          "aten::linear", "aten::addmv", "aten::mv", "aten::dot"};
+  return s;
+}
+const std::set<std::string>& copy_ops() {
+  static const std::set<std::string> s = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"};
+  return s;
+}
+bool attention_name(const std::string& n) {
+  return n.find("scaled_dot_product") != std::string::npos || n.find("ScaledDotProduct") != std::string::npos ||
+         n.find("flash_attention") != std::string::npos;
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  Recorder* r = t_recorder;
+  if (!r) return nullptr;
+  Frame f;
+  f.name = fn.name();
+  f.in_attention = attention_name(f.name) || (!r->stack.empty() && r->stack.back().in_attention);
+  f.t0 = Clock::now();
+  r->stack.push_back(std::move(f));
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext*) {
+  Recorder* r = t_recorder;
+  if (!r || r->stack.empty()) return;
+  const Frame f = std::move(r->stack.back());
+  r->stack.pop_back();
+  const double dur = since(f.t0), self = std::max(0.0, dur - f.children);
+  ++r->events;
+  if (r->stack.empty()) r->top_level += dur;
+  else r->stack.back().children += dur;
+  r->self_by_op[f.name] += self;
+  std::string bucket = "other_ops";
+  if (f.in_attention) bucket = "attention";
+  else if (gemm_ops().count(f.name)) bucket = "gemm";
+  else if (copy_ops().count(f.name)) bucket = "copy_";
+  if (bucket == "copy_" && r->drop_copy) return;  // the planted fault: a bucket map without copy_
+  r->by_bucket[bucket] += self;
+}
+
+}  // namespace
+
+const std::vector<std::string>& profile_bucket_names() {
+  static const std::vector<std::string> n = {"gemm", "attention", "copy_", "other_ops", "gaps"};
+  return n;
+}
+
+ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
+                            int batch, int tokens, const std::string& fault) {
+  std::function<void()> step;
+  std::shared_ptr<void> keep;  // what the step closes over
+  if (model == "tiny") {  // chapter 3's model and step: embedding, 4 pre-LN blocks, head, cross-entropy, AdamW
+    torch::manual_seed(seed);
+    const TinyConfig c;
+    struct Tiny {
+      explicit Tiny(const TinyConfig& c) : net(c), opt(net->parameters(), torch::optim::AdamWOptions(3e-4)) {}
+      TinyGPT net;
+      torch::optim::AdamW opt;
+      torch::Tensor in, target;
+    };
+    auto t = std::make_shared<Tiny>(c);
+    const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
+    t->in = ids.slice(1, 0, c.context);
+    t->target = ids.slice(1, 1);
+    step = [t, c] {
+      t->opt.zero_grad();
+      const auto logits = t->net->forward(t->in);
+      torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), t->target.reshape({-1})).backward();
+      t->opt.step();
+    };
+    keep = t;
+  } else if (model == "block") {
+    const DecoderConfig c = read_decoder_config(config);
+    struct Blk {
+      Blk(const DecoderConfig& c, std::uint64_t seed, int batch, int tokens)
+          : block(c, seed, tokens), data(c, batch, tokens), opt(block.parameters(), torch::optim::AdamWOptions(1e-4)) {}
+      LayerStack block;
+      StepData data;
+      torch::optim::AdamW opt;
+    };
+    auto b = std::make_shared<Blk>(c, seed, batch, tokens);
+    step = [b] {
+      b->opt.zero_grad();
+      (b->block.forward(b->data.input(), false) * b->data.proj).sum().backward();
+      b->opt.step();
+    };
+    keep = b;
+  } else {
+    throw std::invalid_argument("profile_step: model '" + model + "' is neither 'tiny' nor 'block'");
+  }
+  step();  // warm-up: first-call allocations and kernel selection are not the step
+
+  Recorder rec;
+  rec.drop_copy = fault == "buckets_drop_copy";
+  t_recorder = &rec;
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(on_enter, on_exit)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+  const auto t0 = Clock::now();
+  step();
+  const double wall = since(t0);
+  at::removeCallback(handle);
+  t_recorder = nullptr;
+
+  ProfileBuckets out;
+  out.api = "at::addThreadLocalCallback (RecordFunction observers: FUNCTION, BACKWARD_FUNCTION, USER_SCOPE)";
+  out.wall_s = wall;
+  out.operators = rec.events;
+  for (const auto& b : profile_bucket_names()) out.seconds[b] = 0;
+  for (const auto& [b, s] : rec.by_bucket) out.seconds[b] = s;
+  out.seconds["gaps"] = std::max(0.0, wall - rec.top_level);
+  std::vector<std::pair<std::string, double>> ops(rec.self_by_op.begin(), rec.self_by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (ops.size() > 8) ops.resize(8);
+  out.top_ops = ops;
+  return out;
+}
+
+KvCacheMeasure allocate_kv_cache(const std::filesystem::path& config, int tokens, const std::string& fault) {
+  if (tokens < 1) throw std::invalid_argument("allocate_kv_cache: tokens must be >= 1");
+  const DecoderConfig c = read_decoder_config(config);
+  install_counting_allocator();
+  KvCacheMeasure m;
+  m.tokens = tokens;
+  m.layers = c.layers;
+  m.kv_heads = fault == "kv_full_heads" ? c.heads : c.kv_heads;
+  m.head_dim = c.head_dim;
+  const std::int64_t before = live_bytes();
+  std::vector<torch::Tensor> cache;
+  for (std::int64_t l = 0; l < c.layers; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      cache.push_back(torch::empty({1, m.kv_heads, tokens, c.head_dim}, torch::kBFloat16));
+  m.bytes = live_bytes() - before;
+  m.tensors = static_cast<std::int64_t>(cache.size());
+  return m;
+}
+
+}  // namespace claimcheck::train

@@ -1,0 +1,81 @@
+// Reference decode arithmetic (chapter 6), the answer key for the CPU decode kernels:
+//  - fp64 GEMV over raw bf16 bits (decoded here, independently of the kernels);
+//  - fp64 NF4 dequantisation + GEMV from packed codes and fp32 block scales, with the 16 levels read from
+//    reference/data/quant/nf4-absmax64.json ("levels"); a nearest-level check of a quantisation;
+//  - a decode step of the Llama-shaped stack (q, k, v, o, gate, up, down; one-token attention = v repeated per
+//    head; residual adds; SiLU(gate) * up; no norms) in fp64 over any matrix-vector product;
+//  - LibTorch's bf16 at::matmul as the competitor (only reference/src/torch/ includes LibTorch headers).
+// Plain types only.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace claimcheck::ref {
+
+// The value of a bfloat16 bit pattern (the upper half of an IEEE binary32), exactly, as a double.
+double bf16_value(std::uint16_t bits);
+
+// y[n] = sum_k W[n, k] x[k] in fp64, W raw bf16 bits [N, K] row-major. absdot (optional): sum_k |W[n, k] x[k]|,
+// the scale a rounding-error bound of a float accumulation is proportional to.
+void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, double* y, double* absdot = nullptr);
+
+// The 16 NF4 levels from a quantisation format's JSON ("levels": 16 increasing numbers from -1 to 1, 0 among
+// them). Throws SpecError-like std::runtime_error naming the file and field.
+std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
+
+// NF4 layout: code of W[n, k] = packed[(n*K + k) / 2], low nibble for even k, high nibble for odd k;
+// value = levels[code] * scales[(n*K + k) / 64]. K a multiple of 64.
+void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
+                   const double* x, double* y, double* absdot = nullptr);
+
+// Checks a quantisation of W (bf16 bits) against NF4's definition: each scale is the block's absmax, each code a
+// nearest level of w / absmax (ties, within tie_tol, either way). Counts of violations and the first one.
+struct Nf4QuantCheck {
+  long bad_scales = 0, bad_codes = 0;
+  long first_bad = -1;  // element (bad code) or block (bad scale) index, -1 if none
+  std::string first_detail;
+  bool ok() const { return bad_scales == 0 && bad_codes == 0; }
+};
+Nf4QuantCheck check_nf4_quantization(const std::uint16_t* W, int N, int K, const std::uint8_t* packed,
+                                     const float* scales, const std::vector<double>& levels, double tie_tol = 1e-6);
+
+// A decode step in fp64: mv(layer, m, in, out) is the matrix-vector product of the layer's matrix m
+// (0 q [hidden x hidden], 1 k [kv x hidden], 2 v [kv x hidden], 3 o [hidden x hidden], 4 gate [ffn x hidden],
+// 5 up [ffn x hidden], 6 down [hidden x ffn]).
+struct RefDecodeShape {
+  int hidden = 0, kv_dim = 0, ffn = 0, layers = 1, head_dim = 128;  // head_dim: min(head_dim, kv_dim) is used
+};
+using RefMatvec = std::function<void(int layer, int m, const double* in, double* out)>;
+void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double* x, double* out);
+
+// ---- LibTorch, the competitor -----------------------------------------------------------------------------------
+struct Bf16Mat {
+  const std::uint16_t* w = nullptr;  // raw bf16 bits [N, K], not copied (at::from_blob)
+  int N = 0, K = 0;
+};
+// Y [B, N] = X [B, K] W^T through LibTorch's bf16 at::matmul (X rounded to bf16 first, as a bf16 model's
+// activations are; the bf16 result widened to fp32). Threads: torch_set_threads (attention.h).
+void torch_matmul_bf16(const std::uint16_t* W, int N, int K, const float* X, int B, float* Y);
+// The same decode step as decode_step_fp64 in LibTorch, bf16 end to end (weights wrapped without a copy, the
+// residual stream in bf16 as a bf16 PyTorch model runs it). mats: layers x 7 in the order above.
+class TorchDecodeChain {
+ public:
+  explicit TorchDecodeChain(std::vector<Bf16Mat> mats, int head_dim = 128);
+  ~TorchDecodeChain();
+  TorchDecodeChain(const TorchDecodeChain&) = delete;
+  TorchDecodeChain& operator=(const TorchDecodeChain&) = delete;
+  void step(const float* x, float* out);
+  int hidden() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+// Which LibTorch call the competitor makes ("at::matmul(bf16 [B,K], W^T) (LibTorch 2.x)"; "none" without it).
+std::string torch_gemv_api();
+
+}  // namespace claimcheck::ref

@@ -1,0 +1,147 @@
+// Reference decode arithmetic in fp64: plain loops, no SIMD, nothing shared with kernels/.
+#include "claimcheck/ref/gemv.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace claimcheck::ref {
+
+double bf16_value(std::uint16_t bits) {
+  // sign, 8-bit exponent, 7-bit fraction, decoded by the definition (not by reinterpreting memory).
+  const int sign = bits >> 15, exp = (bits >> 7) & 0xff, frac = bits & 0x7f;
+  double v;
+  if (exp == 0xff) v = frac ? std::nan("") : INFINITY;
+  else if (exp == 0) v = std::ldexp(static_cast<double>(frac), -126 - 7);          // subnormal
+  else v = std::ldexp(static_cast<double>(128 + frac), exp - 127 - 7);             // 1.frac * 2^(exp-127)
+  return sign ? -v : v;
+}
+
+void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, double* y, double* absdot) {
+  for (int n = 0; n < N; ++n) {
+    double s = 0, a = 0;
+    for (int k = 0; k < K; ++k) {
+      const double p = bf16_value(W[static_cast<long>(n) * K + k]) * x[k];
+      s += p;
+      a += std::fabs(p);
+    }
+    y[n] = s;
+    if (absdot) absdot[n] = a;
+  }
+}
+
+std::vector<double> load_nf4_levels(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(file.string() + ": cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() + ": not JSON: " + e.what());
+  }
+  const auto bad = [&](const std::string& what) { return std::runtime_error(file.string() + ": field 'levels': " + what); };
+  if (!j.is_object() || !j.contains("levels")) throw bad("missing");
+  const auto& l = j.at("levels");
+  if (!l.is_array() || l.size() != 16) throw bad("expected 16 numbers");
+  std::vector<double> out;
+  for (const auto& v : l) {
+    if (!v.is_number()) throw bad("expected 16 numbers");
+    out.push_back(v.get<double>());
+  }
+  for (int i = 1; i < 16; ++i)
+    if (!(out[i] > out[i - 1])) throw bad("not strictly increasing");
+  if (out.front() != -1.0 || out.back() != 1.0) throw bad("must run from -1 to 1");
+  bool zero = false;
+  for (double v : out) zero = zero || v == 0.0;
+  if (!zero) throw bad("0 must be a level");
+  return out;
+}
+
+namespace {
+int nibble(const std::uint8_t* packed, long i) { return (i % 2) ? packed[i / 2] >> 4 : packed[i / 2] & 0x0f; }
+}  // namespace
+
+void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
+                   const double* x, double* y, double* absdot) {
+  if (K % 64 != 0 || levels.size() != 16) throw std::invalid_argument("gemv_nf4_fp64: K % 64 or levels");
+  for (int n = 0; n < N; ++n) {
+    double s = 0, a = 0;
+    for (int k = 0; k < K; ++k) {
+      const long i = static_cast<long>(n) * K + k;
+      const double p = levels[nibble(packed, i)] * static_cast<double>(scales[i / 64]) * x[k];
+      s += p;
+      a += std::fabs(p);
+    }
+    y[n] = s;
+    if (absdot) absdot[n] = a;
+  }
+}
+
+Nf4QuantCheck check_nf4_quantization(const std::uint16_t* W, int N, int K, const std::uint8_t* packed,
+                                     const float* scales, const std::vector<double>& levels, double tie_tol) {
+  Nf4QuantCheck c;
+  const long blocks = static_cast<long>(N) * K / 64;
+  for (long b = 0; b < blocks; ++b) {
+    double amax = 0;
+    for (int i = 0; i < 64; ++i) amax = std::fmax(amax, std::fabs(bf16_value(W[b * 64 + i])));
+    if (static_cast<double>(scales[b]) != amax) {
+      if (c.first_bad < 0) {
+        c.first_bad = b;
+        c.first_detail = "block " + std::to_string(b) + ": scale " + std::to_string(scales[b]) + " != absmax " +
+                         std::to_string(amax);
+      }
+      ++c.bad_scales;
+      continue;
+    }
+    for (int i = 0; i < 64; ++i) {
+      const long e = b * 64 + i;
+      const double u = amax > 0 ? bf16_value(W[e]) / amax : 0.0;
+      double best = INFINITY;
+      for (double l : levels) best = std::fmin(best, std::fabs(u - l));
+      const int code = nibble(packed, e);
+      if (std::fabs(u - levels[code]) > best + tie_tol) {
+        if (c.first_bad < 0) {
+          c.first_bad = e;
+          c.first_detail = "element " + std::to_string(e) + ": w/absmax " + std::to_string(u) + " coded " +
+                           std::to_string(code) + " (" + std::to_string(levels[code]) + "), nearest is " +
+                           std::to_string(best) + " away";
+        }
+        ++c.bad_codes;
+      }
+    }
+  }
+  return c;
+}
+
+void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double* x, double* out) {
+  const int H = s.hidden, KV = s.kv_dim, F = s.ffn;
+  const int hd = s.head_dim < KV ? s.head_dim : KV;
+  if (H <= 0 || KV <= 0 || F <= 0 || hd <= 0 || H % KV || KV % hd) throw std::invalid_argument("decode_step_fp64: shape");
+  const int group = H / KV;
+  std::vector<double> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
+  for (int l = 0; l < s.layers; ++l) {
+    mv(l, 0, h.data(), q.data());
+    mv(l, 1, h.data(), k.data());
+    mv(l, 2, h.data(), v.data());
+    for (int i = 0; i < H; ++i) {
+      const int head = i / hd, d = i % hd;  // query head `head` reads kv head head / group
+      a[i] = v[(head / group) * hd + d];
+    }
+    mv(l, 3, a.data(), t.data());
+    for (int i = 0; i < H; ++i) h[i] += t[i];
+    mv(l, 4, h.data(), g.data());
+    mv(l, 5, h.data(), u.data());
+    for (int i = 0; i < F; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    mv(l, 6, g.data(), t.data());
+    for (int i = 0; i < H; ++i) h[i] += t[i];
+  }
+  for (int i = 0; i < H; ++i) out[i] = h[i];
+}
+
+}  // namespace claimcheck::ref

@@ -1,0 +1,28 @@
+// LibTorch's own read: a sum over a large fp32 tensor, the yardstick of the bandwidth probe.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "claimcheck/ref/attention.h"
+#include "claimcheck/ref/roofline.h"
+
+namespace claimcheck::ref {
+
+double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
+  torch_set_threads(threads);
+  const auto x = torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32);
+  std::vector<double> rates;
+  for (int p = 0; p < std::max(1, passes) + 1; ++p) {  // the first pass warms up
+    const auto t0 = std::chrono::steady_clock::now();
+    const float s = x.sum().item<float>();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (p > 0 && s > 0) rates.push_back(static_cast<double>(x.numel()) * sizeof(float) / secs);
+  }
+  if (rates.empty()) return 0;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+}  // namespace claimcheck::ref

@@ -1,0 +1,379 @@
+// The CPU decode kernels (kernels/cpu/gemv.cpp) against the fp64 answer key (reference/src/gemv_ref.cpp):
+// every SIMD path this CPU has, odd shapes, one and two threads, the planted faults, and the decode stack.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "claimcheck/kernels/gemv.h"
+#include "claimcheck/ref/attention.h"
+#include "claimcheck/ref/gemv.h"
+
+namespace K = claimcheck::kernels;
+namespace ref = claimcheck::ref;
+
+namespace {
+
+const std::filesystem::path kRoot = CLAIMCHECK_SOURCE_DIR;
+
+std::vector<double> levels() { return ref::load_nf4_levels(kRoot / "reference/data/quant/nf4-absmax64.json"); }
+
+std::vector<K::bf16_t> random_bf16(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<K::bf16_t> w(n);
+  for (auto& e : w) e = K::to_bf16(d(rng));
+  return w;
+}
+std::vector<float> random_f32(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> x(n);
+  for (auto& e : x) e = d(rng);
+  return x;
+}
+std::vector<double> widen(const float* x, std::size_t n) { return std::vector<double>(x, x + n); }
+
+// fp32 accumulation of K products: |err| <= c * 2^-24 * sqrt(K) * sum |w x| (+ a floor for exact zeros).
+double tol32(int K, double absdot) { return 16.0 * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(K) + 1) * absdot + 1e-30; }
+
+// Runs body once per SIMD path this CPU can run, that path forced.
+template <typename Fn>
+void for_each_path(Fn body) {
+  for (const char* p : {"portable", "avx2", "avx512"}) {
+    if (!K::gemv_force_path(p)) continue;
+    SCOPED_TRACE(std::string("path ") + p);
+    ASSERT_EQ(K::gemv_simd_path(), p);
+    body(std::string(p));
+  }
+  K::gemv_force_path("");
+}
+
+struct Shape {
+  int N, K;
+};
+
+}  // namespace
+
+TEST(Gemv, Bf16ConversionMatchesTheDefinition) {
+  for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 3.14159f, 1e-30f, -7e20f, 65504.0f, 1.00390625f, 1.01171875f}) {
+    const K::bf16_t b = K::to_bf16(f);
+    EXPECT_EQ(K::from_bf16(b), static_cast<float>(ref::bf16_value(b))) << f;
+    // nearest: no other bf16 value is closer
+    const double v = ref::bf16_value(b), up = ref::bf16_value(b + 1), down = ref::bf16_value(b - 1);
+    if (f != 0.0f) {
+      EXPECT_LE(std::fabs(v - f), std::fabs(up - f)) << f;
+      EXPECT_LE(std::fabs(v - f), std::fabs(down - f)) << f;
+    }
+  }
+  EXPECT_EQ(K::to_bf16(1.00390625f), 0x3f80);  // tie (1 + 2^-8) goes to even
+  EXPECT_EQ(K::to_bf16(1.01171875f), 0x3f82);  // tie (1 + 3 * 2^-8) goes to even
+  EXPECT_TRUE(std::isnan(K::from_bf16(K::to_bf16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(ref::bf16_value(0x7f80)));
+  EXPECT_EQ(ref::bf16_value(0x0001), std::ldexp(1.0, -133));  // smallest subnormal
+}
+
+TEST(Gemv, ParsesFaults) {
+  K::GemvFaults f;
+  EXPECT_TRUE(K::parse_gemv_fault("", &f));
+  EXPECT_FALSE(f.read_weights_twice || f.dequant_whole_first);
+  EXPECT_TRUE(K::parse_gemv_fault("gemv_reads_twice", &f));
+  EXPECT_TRUE(f.read_weights_twice);
+  EXPECT_TRUE(K::parse_gemv_fault("nf4_dequant_first", &f));
+  EXPECT_TRUE(f.dequant_whole_first && !f.read_weights_twice);
+  EXPECT_FALSE(K::parse_gemv_fault("scale_by_d", &f));
+  EXPECT_FALSE(f.read_weights_twice || f.dequant_whole_first);
+}
+
+TEST(Gemv, PathsAreKnown) {
+  const std::string d = K::gemv_detected_path();
+  EXPECT_TRUE(d == "avx512" || d == "avx2" || d == "portable");
+  EXPECT_EQ(K::gemv_simd_path(), d);
+  EXPECT_TRUE(K::gemv_force_path("portable"));
+  EXPECT_FALSE(K::gemv_force_path("sse9"));
+  EXPECT_TRUE(K::gemv_force_path(""));
+  EXPECT_EQ(K::gemv_simd_path(), d);
+}
+
+TEST(Gemv, Bf16MatchesFp64OnOddShapes) {
+  const std::vector<Shape> shapes = {{1, 1}, {5, 17}, {13, 31}, {4, 16}, {37, 100}, {64, 256}, {130, 1001}, {7, 4099}, {9, 33}};
+  for_each_path([&](const std::string&) {
+    for (const auto& s : shapes) {
+      SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+      const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 1 + s.N * 7 + s.K);
+      const auto x = random_f32(s.K, 99 + s.K);
+      const auto xd = widen(x.data(), x.size());
+      std::vector<double> r(s.N), a(s.N);
+      ref::gemv_bf16_fp64(W.data(), s.N, s.K, xd.data(), r.data(), a.data());
+      std::vector<float> y1(s.N, NAN), y2(s.N, NAN);
+      K::gemv_bf16(W.data(), s.N, s.K, x.data(), y1.data(), {1, {}});
+      K::gemv_bf16(W.data(), s.N, s.K, x.data(), y2.data(), {2, {}});
+      for (int n = 0; n < s.N; ++n) ASSERT_NEAR(y1[n], r[n], tol32(s.K, a[n])) << "row " << n;
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * s.N)) << "1 and 2 threads differ";
+    }
+  });
+}
+
+TEST(Gemv, BatchedBf16MatchesFp64) {
+  const std::vector<Shape> shapes = {{13, 31}, {37, 64}, {6, 515}, {21, 1030}};
+  for_each_path([&](const std::string&) {
+    for (const auto& s : shapes)
+      for (int B : {1, 2, 3, 7, 16, 17, 64, 100}) {
+        SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K) + " B=" + std::to_string(B));
+        const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 3 + s.N + s.K);
+        const auto X = random_f32(static_cast<std::size_t>(B) * s.K, 5 + B);
+        std::vector<float> y1(static_cast<std::size_t>(B) * s.N, NAN), y2(y1.size(), NAN);
+        K::gemm_bf16(W.data(), s.N, s.K, X.data(), B, y1.data(), {1, {}});
+        K::gemm_bf16(W.data(), s.N, s.K, X.data(), B, y2.data(), {2, {}});
+        for (int b = 0; b < B; ++b) {
+          const auto xd = widen(X.data() + static_cast<std::size_t>(b) * s.K, s.K);
+          std::vector<double> r(s.N), a(s.N);
+          ref::gemv_bf16_fp64(W.data(), s.N, s.K, xd.data(), r.data(), a.data());
+          for (int n = 0; n < s.N; ++n)
+            ASSERT_NEAR(y1[static_cast<std::size_t>(b) * s.N + n], r[n], tol32(s.K, a[n])) << "b " << b << " n " << n;
+        }
+        EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size())) << "1 and 2 threads differ";
+      }
+  });
+}
+
+TEST(Gemv, Nf4LevelsAreBitsandbytes) {
+  const auto L = levels();
+  for (int c = 0; c < 16; ++c) EXPECT_EQ(K::nf4_levels()[c], static_cast<float>(L[c])) << c;
+}
+
+TEST(Gemv, Nf4QuantisationPicksTheNearestLevel) {
+  const auto L = levels();
+  for (const Shape s : {Shape{1, 64}, Shape{13, 128}, Shape{37, 640}, Shape{5, 4096}}) {
+    SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+    auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 11 + s.N, 0.02f);
+    for (int i = 0; i < 64 && s.N > 1; ++i) W[64 + i] = 0;  // an all-zero block
+    W[3] = K::to_bf16(-1.0f);  // exact extremes and ties with the midpoints' neighbourhood
+    W[5] = K::to_bf16(1.0f);
+    const K::Nf4Matrix m1 = K::quantize_nf4(W.data(), s.N, s.K);
+    const K::Nf4Matrix m2 = K::quantize_nf4(W.data(), s.N, s.K, 2);
+    ASSERT_EQ(m1.packed.size(), static_cast<std::size_t>(s.N) * s.K / 2);
+    ASSERT_EQ(m1.scales.size(), static_cast<std::size_t>(s.N) * s.K / 64);
+    EXPECT_EQ(m1.bytes(), m1.packed.size() + 4 * m1.scales.size());
+    EXPECT_EQ(m1.packed, m2.packed);
+    EXPECT_EQ(m1.scales, m2.scales);
+    const auto c = ref::check_nf4_quantization(W.data(), s.N, s.K, m1.packed.data(), m1.scales.data(), L);
+    EXPECT_TRUE(c.ok()) << c.bad_codes << " bad codes, " << c.bad_scales << " bad scales; " << c.first_detail;
+  }
+  // The check catches a wrong code.
+  auto W = random_bf16(128, 4, 0.02f);
+  K::Nf4Matrix m = K::quantize_nf4(W.data(), 1, 128);
+  m.packed[7] ^= 0x10;
+  EXPECT_FALSE(ref::check_nf4_quantization(W.data(), 1, 128, m.packed.data(), m.scales.data(), L).ok());
+  EXPECT_THROW(K::quantize_nf4(W.data(), 2, 63), std::invalid_argument);
+}
+
+TEST(Gemv, Nf4MatchesFp64) {
+  const auto L = levels();
+  const std::vector<Shape> shapes = {{1, 64}, {3, 128}, {13, 192}, {37, 640}, {130, 1024}, {5, 4096}};
+  for_each_path([&](const std::string&) {
+    for (const auto& s : shapes) {
+      SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+      const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 21 + s.N * 3 + s.K, 0.05f);
+      const K::Nf4Matrix m = K::quantize_nf4(W.data(), s.N, s.K);
+      const auto x = random_f32(s.K, 77 + s.K);
+      const auto xd = widen(x.data(), x.size());
+      std::vector<double> r(s.N), a(s.N);
+      ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), s.N, s.K, L, xd.data(), r.data(), a.data());
+      std::vector<float> y1(s.N, NAN), y2(s.N, NAN);
+      K::gemv_nf4(m, x.data(), y1.data(), {1, {}});
+      K::gemv_nf4(m, x.data(), y2.data(), {2, {}});
+      for (int n = 0; n < s.N; ++n) ASSERT_NEAR(y1[n], r[n], tol32(s.K, a[n])) << "row " << n;
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * s.N)) << "1 and 2 threads differ";
+    }
+  });
+}
+
+TEST(Gemv, PlantedFaultsKeepResults) {
+  const int N = 45, Kd = 320;
+  const auto W = random_bf16(static_cast<std::size_t>(N) * Kd, 8, 0.05f);
+  const auto x = random_f32(Kd, 9);
+  const auto X = random_f32(5 * Kd, 10);
+  const K::Nf4Matrix m = K::quantize_nf4(W.data(), N, Kd);
+  K::GemvOptions twice{2, {}};
+  twice.faults.read_weights_twice = true;
+  K::GemvOptions first{2, {}};
+  first.faults.dequant_whole_first = true;
+  for_each_path([&](const std::string&) {
+    std::vector<float> a(N), b(N), A(5 * N), Bm(5 * N);
+    K::gemv_bf16(W.data(), N, Kd, x.data(), a.data(), {2, {}});
+    K::gemv_bf16(W.data(), N, Kd, x.data(), b.data(), twice);
+    EXPECT_EQ(a, b) << "bf16 read twice";
+    K::gemm_bf16(W.data(), N, Kd, X.data(), 5, A.data(), {2, {}});
+    K::gemm_bf16(W.data(), N, Kd, X.data(), 5, Bm.data(), twice);
+    EXPECT_EQ(A, Bm) << "gemm read twice";
+    K::gemv_nf4(m, x.data(), a.data(), {2, {}});
+    K::gemv_nf4(m, x.data(), b.data(), twice);
+    EXPECT_EQ(a, b) << "nf4 read twice";
+    // Dequantised to bf16 first: each weight moves by at most half a bf16 step (2^-9 relative).
+    const auto xd = widen(x.data(), x.size());
+    std::vector<double> r(N), ab(N);
+    ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), N, Kd, levels(), xd.data(), r.data(), ab.data());
+    K::gemv_nf4(m, x.data(), b.data(), first);
+    for (int n = 0; n < N; ++n) ASSERT_NEAR(b[n], r[n], std::ldexp(ab[n], -9) + tol32(Kd, ab[n])) << n;
+  });
+  // The dequantised matrix is level * scale rounded to bf16.
+  const auto d = K::dequantize_nf4_bf16(m);
+  for (std::size_t i = 0; i < d.size(); i += 97) {
+    const int c = (i % 2) ? m.packed[i / 2] >> 4 : m.packed[i / 2] & 15;
+    EXPECT_EQ(d[i], K::to_bf16(K::nf4_levels()[c] * m.scales[i / 64])) << i;
+  }
+}
+
+TEST(Gemv, RejectsMalformedNf4) {
+  K::Nf4Matrix m;
+  m.N = 2;
+  m.K = 64;
+  m.packed.resize(10);
+  m.scales.resize(2);
+  float x[64] = {}, y[2];
+  EXPECT_THROW(K::gemv_nf4(m, x, y), std::invalid_argument);
+}
+
+TEST(Gemv, DecodeWeightsAreDeterministic) {
+  const auto a = K::decode_weights_bf16(33, 100, 5, 1), b = K::decode_weights_bf16(33, 100, 5, 2);
+  const auto c = K::decode_weights_bf16(33, 100, 6, 1);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  double amax = 0, sum = 0;
+  for (auto w : a) {
+    amax = std::max(amax, std::fabs(ref::bf16_value(w)));
+    sum += ref::bf16_value(w);
+  }
+  EXPECT_LE(amax, 0.1 * 1.01);
+  EXPECT_GT(amax, 0.09);
+  EXPECT_LT(std::fabs(sum / a.size()), 0.01);
+}
+
+TEST(Gemv, DecodeStackMatchesFp64) {
+  K::DecodeShape s;
+  s.hidden = 128;
+  s.kv_dim = 32;
+  s.ffn = 192;
+  s.layers = 2;
+  s.head_dim = 16;
+  const K::DecodeStack bf(s, "bf16", 7), nf(s, "nf4", 7), bf2(s, "bf16", 7);
+  const ref::RefDecodeShape rs{s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim};
+  const std::size_t per_layer = 2ull * s.hidden * s.hidden + 2ull * s.kv_dim * s.hidden + 3ull * s.ffn * s.hidden;
+  EXPECT_EQ(bf.weight_bytes(), 2 * per_layer * s.layers);
+  EXPECT_EQ(nf.weight_bytes(), per_layer * s.layers / 2 + per_layer * s.layers / 64 * 4);
+  EXPECT_DOUBLE_EQ(bf.flops(), 2.0 * per_layer * s.layers);
+  EXPECT_EQ(nf.bf16_weights(0).size(), 0u);
+  ASSERT_EQ(bf.bf16_weights(1).size(), 7u);
+  EXPECT_EQ(bf.nf4_weight(0, 0), nullptr);
+  const int rows[7] = {s.hidden, s.kv_dim, s.kv_dim, s.hidden, s.ffn, s.ffn, s.hidden};
+  const int cols[7] = {s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.ffn};
+  // Same seed, same weights; the nf4 stack quantises exactly those.
+  for (int l = 0; l < s.layers; ++l)
+    for (int m = 0; m < 7; ++m) {
+      const std::size_t n = static_cast<std::size_t>(rows[m]) * cols[m];
+      ASSERT_EQ(0, std::memcmp(bf.bf16_weights(l)[m], bf2.bf16_weights(l)[m], n * 2));
+      const K::Nf4Matrix q = K::quantize_nf4(bf.bf16_weights(l)[m], rows[m], cols[m]);
+      ASSERT_EQ(q.packed, nf.nf4_weight(l, m)->packed);
+      ASSERT_EQ(q.scales, nf.nf4_weight(l, m)->scales);
+    }
+  const auto x = random_f32(s.hidden, 12);
+  const auto xd = widen(x.data(), x.size());
+  const auto L = levels();
+  std::vector<double> rb(s.hidden), rn(s.hidden);
+  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* out) {
+    ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
+  }, xd.data(), rb.data());
+  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* out) {
+    const K::Nf4Matrix* q = nf.nf4_weight(l, m);
+    ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out);
+  }, xd.data(), rn.data());
+  double scale = 0;
+  for (double v : rb) scale = std::max(scale, std::fabs(v));
+  EXPECT_GT(scale, 0.5);  // activations stay O(1) through the layers
+  EXPECT_LT(scale, 50.0);
+  for_each_path([&](const std::string&) {
+    for (int threads : {1, 2}) {
+      std::vector<float> yb(s.hidden), yn(s.hidden);
+      bf.step(x.data(), yb.data(), {threads, {}});
+      nf.step(x.data(), yn.data(), {threads, {}});
+      for (int i = 0; i < s.hidden; ++i) {
+        ASSERT_NEAR(yb[i], rb[i], 2e-5 * scale) << "bf16 stack, element " << i;
+        ASSERT_NEAR(yn[i], rn[i], 2e-5 * scale) << "nf4 stack, element " << i;
+      }
+    }
+  });
+  EXPECT_THROW(K::DecodeStack(s, "int8", 1), std::invalid_argument);
+}
+
+TEST(Gemv, LibTorchCompetitorMatchesFp64) {
+  if (!ref::torch_available()) GTEST_SKIP() << "not built with LibTorch";
+  ref::torch_set_threads(2);
+  const int N = 24, Kd = 200, B = 3;
+  const auto W = random_bf16(static_cast<std::size_t>(N) * Kd, 31, 0.05f);
+  const auto X = random_f32(static_cast<std::size_t>(B) * Kd, 32);
+  std::vector<float> Y(static_cast<std::size_t>(B) * N);
+  ref::torch_matmul_bf16(W.data(), N, Kd, X.data(), B, Y.data());
+  for (int b = 0; b < B; ++b) {
+    const auto xd = widen(X.data() + static_cast<std::size_t>(b) * Kd, Kd);
+    std::vector<double> r(N), a(N);
+    ref::gemv_bf16_fp64(W.data(), N, Kd, xd.data(), r.data(), a.data());
+    // bf16 activations and a bf16 result: a few bf16 steps of sum |w x|.
+    for (int n = 0; n < N; ++n) ASSERT_NEAR(Y[static_cast<std::size_t>(b) * N + n], r[n], std::ldexp(a[n], -6)) << n;
+  }
+  K::DecodeShape s;
+  s.hidden = 128;
+  s.kv_dim = 32;
+  s.ffn = 192;
+  s.layers = 2;
+  s.head_dim = 16;
+  const K::DecodeStack bf(s, "bf16", 7);
+  const int rows[7] = {s.hidden, s.kv_dim, s.kv_dim, s.hidden, s.ffn, s.ffn, s.hidden};
+  const int cols[7] = {s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.ffn};
+  std::vector<ref::Bf16Mat> mats;
+  for (int l = 0; l < s.layers; ++l)
+    for (int m = 0; m < 7; ++m) mats.push_back({bf.bf16_weights(l)[m], rows[m], cols[m]});
+  ref::TorchDecodeChain chain(mats, s.head_dim);
+  EXPECT_EQ(chain.hidden(), s.hidden);
+  const auto x = random_f32(s.hidden, 12);
+  const auto xd = widen(x.data(), x.size());
+  std::vector<double> r(s.hidden);
+  ref::decode_step_fp64({s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim}, [&](int l, int m, const double* in, double* out) {
+    ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
+  }, xd.data(), r.data());
+  std::vector<float> y(s.hidden);
+  chain.step(x.data(), y.data());
+  double scale = 0, err = 0;
+  for (int i = 0; i < s.hidden; ++i) {
+    scale = std::max(scale, std::fabs(r[i]));
+    err = std::max(err, std::fabs(y[i] - r[i]));
+  }
+  EXPECT_LT(err, 0.05 * scale) << "a bf16 chain strays by a few percent at most";
+}
+
+TEST(Gemv, ThreadPoolIsRaceFreeAcrossManyCalls) {
+  // Back-to-back calls with 1, 2 and 3 threads (more than this machine's cores): every result bit-identical.
+  const int N = 40, Kd = 192;
+  const auto W = random_bf16(static_cast<std::size_t>(N) * Kd, 41, 0.05f);
+  const K::Nf4Matrix m = K::quantize_nf4(W.data(), N, Kd);
+  const auto x = random_f32(Kd, 42);
+  const auto X = random_f32(20 * Kd, 43);
+  std::vector<float> y0(N), n0(N), g0(20 * N), y(N), g(20 * N);
+  K::gemv_bf16(W.data(), N, Kd, x.data(), y0.data(), {1, {}});
+  K::gemv_nf4(m, x.data(), n0.data(), {1, {}});
+  K::gemm_bf16(W.data(), N, Kd, X.data(), 20, g0.data(), {1, {}});
+  for (int i = 0; i < 600; ++i) {
+    const int t = 1 + i % 3;
+    K::gemv_bf16(W.data(), N, Kd, x.data(), y.data(), {t, {}});
+    ASSERT_EQ(y, y0) << "bf16, call " << i;
+    K::gemv_nf4(m, x.data(), y.data(), {t, {}});
+    ASSERT_EQ(y, n0) << "nf4, call " << i;
+    if (i % 10 == 0) {
+      K::gemm_bf16(W.data(), N, Kd, X.data(), 20, g.data(), {t, {}});
+      ASSERT_EQ(g, g0) << "gemm, call " << i;
+    }
+  }
+}
