@@ -47,6 +47,9 @@ def main(src, dst):
                 "custom_ms": t, "libtorch_ms": lib,
                 "gflops": flops / 1e9,
                 "share_of_fma_peak": flops / peak if peak else None,
+                # q, k, v read and out written once (fp32, B=1 H=8 D=64): the roofline's compulsory bytes
+                "intensity": 4.0 * 8 * 64 * T * (T + 1) / 2 / (4 * 8 * T * 64 * 4),
+                "short": f"attention {v} T={T}",
                 "spread": max(spread(name), spread(f"attention/libtorch/{T}")),
                 "detail": (f"{v} {t:.2f} ms vs {lib_name} {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
                            f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
