@@ -46,6 +46,12 @@ ppl = os.path.join(exp, "ch03", "ppl_one_minute.json")
 d = load(ppl)
 d["inputs"]["steps"] = 20
 save(ppl, d)
+# Chapter 6's measured checks with smaller work (each fault moves its figure by 2x or more).
+for rel, changes in (("ch06/ridge_measured.json", {"batches": [1, 8, 64]}), ("ch06/decode_measured.json", {"layers": 1}),
+                     ("ch06/decode_4bit.json", {"layers": 1, "steps": 3}), ("ch06/mfu.json", {"repeats": 1})):
+    d = load(os.path.join(exp, rel))
+    d["inputs"].update(changes)
+    save(os.path.join(exp, rel), d)
 for fault, claim in PLANTED:
     if claim in runnable and runnable[claim] != "yes":
         print(f"skipping {claim}: {runnable[claim]}")

@@ -83,8 +83,10 @@ Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step
   if (batches.size() < 2 || batches.size() != step_seconds.size())
     throw std::invalid_argument("sweep_knee: need at least two (batch, time) points");
   Knee k;
-  k.floor_seconds = step_seconds.front() ;
+  k.floor_seconds = step_seconds.front();
   k.roof_seconds_per_token = step_seconds.back() / batches.back();
+  for (std::size_t i = 0; i < batches.size(); ++i)
+    k.roof_seconds_per_token = std::min(k.roof_seconds_per_token, step_seconds[i] / batches[i]);
   k.batch = k.floor_seconds / k.roof_seconds_per_token;
   return k;
 }

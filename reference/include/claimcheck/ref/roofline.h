@@ -2,8 +2,8 @@
 // the plain arithmetic the measured sweeps are read with.
 //  - the theoretical peak: cores x clock x FMA units x lanes x 2, the clock read from the system and the FMA
 //    units from a table of the vendors' manuals (reference/data/hardware/cpu-fma.json);
-//  - the knee of a batch sweep: where the memory floor (the time of batch 1) meets the compute roof (the per-token
-//    time of the largest batch);
+//  - the knee of a batch sweep: where the memory floor (the time of the smallest batch) meets the compute roof (the
+//    best per-token time of the sweep);
 //  - LibTorch's own read bandwidth (a sum over a large fp32 tensor), the yardstick the probe is held against.
 #pragma once
 #include <cstddef>
@@ -37,7 +37,7 @@ double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int
 struct Knee {
   double batch = 0;              // where the two asymptotes meet
   double floor_seconds = 0;      // the memory floor: the step time at the smallest batch
-  double roof_seconds_per_token = 0;  // the compute roof: per-token time at the largest batch
+  double roof_seconds_per_token = 0;  // the compute roof: the best per-token time of the sweep
 };
 // batches ascending, step_seconds[i] the time of one step of batches[i] tokens.
 Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step_seconds);
