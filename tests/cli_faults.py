@@ -76,6 +76,17 @@ with tempfile.TemporaryDirectory() as d:
     if os.path.exists("/usr/bin/python3"):
         r = run(a.claimcheck, "run", "--claim", "ch02.attention_numpy", env={"CLAIMCHECK_PYTHON": wrapper})
         t.check(r.returncode == 77 and "numpy" in r.stdout and r.stdout.startswith("SKIP"), f"no numpy: {r.stdout}")
+# Chapter 6's bad input: a batch list that does not start at 1, a zero step count: one line naming the field, exit 2.
+for rel, key, bad in (("ch06/ridge_measured.json", "batches", [4, 2]), ("ch06/decode_measured.json", "steps", 0)):
+    path = os.path.join(exp, rel)
+    keep = load(path)
+    d = load(path)
+    d["inputs"][key] = bad
+    save(path, d)
+    r = run(a.claimcheck, "run", "--claim", keep["id"], "--expected", exp)
+    first = r.stdout.splitlines()[0] if r.stdout else ""
+    t.check(r.returncode == 2 and first.startswith("ERROR") and f"inputs.{key}" in first, f"{keep['id']} {key}={bad}: {r.returncode} {first}")
+    save(path, keep)
 # Chapter 4's bad input: a cap of 0, a config the decoder cannot build, torchrun missing: one line naming what, exit 2.
 oom = os.path.join(exp, "ch04", "oom_attribution.json")
 d = load(oom)

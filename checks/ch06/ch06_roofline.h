@@ -22,6 +22,31 @@ namespace ch06 {
 namespace K = claimcheck::kernels;
 namespace ref = claimcheck::ref;
 
+// inputs.<name> as a positive integer (at most `max`), or an error naming the claim's field.
+inline int positive_int(claimcheck::Context& ctx, const std::string& name, int max = 1 << 20) {
+  const nlohmann::json& v = ctx.input(name);
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > max)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + name + "': expected an integer from 1 to " +
+                                std::to_string(max) + ", got " + v.dump());
+  return v.get<int>();
+}
+// inputs.<name> as a batch list: at least two ascending positive integers starting at 1, containing `must`.
+inline std::vector<int> batch_list(claimcheck::Context& ctx, const std::string& name, int must = 1) {
+  const nlohmann::json& v = ctx.input(name);
+  std::vector<int> b;
+  bool ok = v.is_array() && v.size() >= 2;
+  for (const auto& x : ok ? v : nlohmann::json::array()) {
+    ok = ok && x.is_number_integer() && x.get<long long>() >= 1 && x.get<long long>() <= 4096 &&
+         (b.empty() || x.get<long long>() > b.back());
+    if (ok) b.push_back(x.get<int>());
+  }
+  ok = ok && b.front() == 1 && std::find(b.begin(), b.end(), must) != b.end();
+  if (!ok)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + name + "': expected ascending batch sizes from 1 "
+                                "(at most 4096, at least two, " + std::to_string(must) + " among them), got " + v.dump());
+  return b;
+}
+
 struct Roof {
   K::FlopsPeak peak;
   K::Bandwidth bw;
@@ -31,6 +56,7 @@ struct Roof {
   double theory_system = 0;  // cores x the clock the system states x units x lanes x 2
   double theory_loaded = 0;  // the same at the clock measured under load
   int threads = 0;
+  int cores = 0;  // physical
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
 };
@@ -48,9 +74,13 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true) {
   if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads);
   r.cpu = ref::read_cpu_identity();
   r.units = ref::fma_units(r.cpu, ctx.hardware().isa, ctx.root() / "reference/data/hardware/cpu-fma.json");
-  const int bits = isa_vector_bits(r.peak.isa);
-  r.theory_system = ref::theoretical_peak_flops(r.threads, r.cpu.clock_hz, r.units, bits);
-  r.theory_loaded = ref::theoretical_peak_flops(r.threads, r.clock_hz, r.units, bits);
+  // The ISA the machine has (the hardware record), not the one the probe dispatched: a probe that fell back to a
+  // narrower path is held against the machine's width.
+  const auto& hw = ctx.hardware();
+  const int bits = hw.has_isa("avx512f") ? 512 : hw.has_isa("avx2") && hw.has_isa("fma") ? 256 : 32;
+  r.cores = ref::usable_physical_cores();
+  r.theory_system = ref::theoretical_peak_flops(r.cores, r.cpu.clock_hz, r.units, bits);
+  r.theory_loaded = ref::theoretical_peak_flops(r.cores, r.clock_hz, r.units, bits);
   return r;
 }
 
@@ -68,6 +98,7 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"clock_system_ghz", r.cpu.clock_hz / 1e9},
           {"clock_source", r.cpu.clock_source},
           {"cpu", r.cpu.model_name},
+          {"physical_cores", r.cores},
           {"fma_units", r.units.units},
           {"fma_vector_bits", r.units.vector_bits},
           {"fma_units_why", r.units.why},
@@ -174,10 +205,13 @@ inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
 
 inline K::DecodeShape decode_shape(claimcheck::Context& ctx) {
   K::DecodeShape d;
-  d.hidden = ctx.input("hidden").get<int>();
-  d.kv_dim = ctx.input("kv_dim").get<int>();
-  d.ffn = ctx.input("ffn").get<int>();
-  d.layers = ctx.input("layers").get<int>();
+  d.hidden = positive_int(ctx, "hidden", 65536);
+  d.kv_dim = positive_int(ctx, "kv_dim", 65536);
+  d.ffn = positive_int(ctx, "ffn", 262144);
+  d.layers = positive_int(ctx, "layers", 64);
+  if (static_cast<double>(d.layers) * (2.0 * d.hidden * d.hidden + 2.0 * d.kv_dim * d.hidden + 3.0 * d.ffn * d.hidden) * 2 > 8e9)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.layers': the stack would hold more than 8 GB of bf16 "
+                                "weights");
   return d;
 }
 

@@ -31,7 +31,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
 
   // Measured part: both stacks from the same seed (the NF4 one quantises the bf16 weights), interleaved.
   const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
-  const int steps = ctx.input("steps").get<int>();
+  const int steps = ch06::positive_int(ctx, "steps", 100);
   const auto opts = ch06::gemv_options(ctx);
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed()), s4(shape, "nf4", ctx.seed());
   double t16 = 1e300, t4 = 1e300;

@@ -6,7 +6,7 @@
 static void decode_measured(claimcheck::Context& ctx) {
   // Prepare.
   const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
-  const int steps = ctx.input("steps").get<int>();
+  const int steps = ch06::positive_int(ctx, "steps", 100);
   const ch06::Roof roof = ch06::measure_roof(ctx);
   const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
   const auto opts = ch06::gemv_options(ctx);
@@ -31,7 +31,10 @@ static void decode_measured(claimcheck::Context& ctx) {
   }
 
   // Verify.
-  const double bytes = static_cast<double>(stack.weight_bytes());
+  // Bytes from the shape (2 per bf16 weight), not from the kernel's own count; the two must agree.
+  const double bytes = 2.0 * shape.layers *
+                       (2.0 * shape.hidden * shape.hidden + 2.0 * shape.kv_dim * shape.hidden + 3.0 * shape.ffn * shape.hidden);
+  ctx.measure_bool("kernel_bytes_match_shape", static_cast<double>(stack.weight_bytes()) == bytes);
   ctx.derive("bytes_over_bandwidth", bytes / run.bandwidth * 1e3, "ms");
   ctx.measure(t * 1e3, "ms");
   ctx.measure("share_of_read_bandwidth", bytes / t / run.bandwidth, "ratio");

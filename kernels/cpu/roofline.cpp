@@ -39,6 +39,18 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+// The span from the first thread's start to the last thread's end: threads that did not overlap (one descheduled
+// while the other ran) are not counted as running side by side.
+struct Span {
+  std::vector<Clock::time_point> start, end;
+  explicit Span(int n) : start(n), end(n) {}
+  double seconds() const {
+    return std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) -
+                                         *std::min_element(start.begin(), start.end()))
+        .count();
+  }
+};
+
 // Runs fn(t) on `threads` threads, thread t pinned to the t-th allowed CPU, all released together.
 template <typename Fn>
 void run_pinned(int threads, Fn fn) {
@@ -170,14 +182,14 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds) {
   best.chains = k.chains;
   best.lanes = k.lanes;
   for (int p = 0; p < std::max(1, passes); ++p) {
-    std::vector<double> secs(threads);
+    Span span(threads);
     std::vector<float> sink(threads);
     run_pinned(threads, [&](int t) {
-      const auto t0 = Clock::now();
+      span.start[t] = Clock::now();
       sink[t] = k.fn(iters);
-      secs[t] = seconds_since(t0);
+      span.end[t] = Clock::now();
     });
-    const double wall = *std::max_element(secs.begin(), secs.end());
+    const double wall = span.seconds();
     const double rate = flops_per_iter * static_cast<double>(iters) * threads / wall;
     if (rate > best.flops_per_s) {
       best.flops_per_s = rate;
@@ -376,26 +388,27 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes) {
 
   std::vector<double> reads, triads;
   for (int p = 0; p < std::max(1, passes); ++p) {
-    std::vector<double> secs(threads), sums(threads);
+    Span span(threads);
+    std::vector<double> sums(threads);
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
       chunk(t, &lo, &hi);
-      const auto t0 = Clock::now();
+      span.start[t] = Clock::now();
       sums[t] = read_sum(b.get() + lo, hi - lo);
-      secs[t] = seconds_since(t0);
+      span.end[t] = Clock::now();
     });
-    reads.push_back(static_cast<double>(n) * sizeof(float) / *std::max_element(secs.begin(), secs.end()));
+    reads.push_back(static_cast<double>(n) * sizeof(float) / span.seconds());
     bw.checksum = 0;
     for (double s : sums) bw.checksum += s;
 
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
       chunk(t, &lo, &hi);
-      const auto t0 = Clock::now();
+      span.start[t] = Clock::now();
       triad(a.get() + lo, b.get() + lo, c.get() + lo, 0.5f, hi - lo);
-      secs[t] = seconds_since(t0);
+      span.end[t] = Clock::now();
     });
-    triads.push_back(3.0 * static_cast<double>(n) * sizeof(float) / *std::max_element(secs.begin(), secs.end()));
+    triads.push_back(3.0 * static_cast<double>(n) * sizeof(float) / span.seconds());
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

@@ -169,6 +169,12 @@ struct Recorder {
   bool drop_copy = false;
 };
 thread_local Recorder* t_recorder = nullptr;
+// Which frame an exit closes: events that end out of order (or on another thread) close their own frame, and any
+// frame opened inside it and left open is dropped, never matched to the wrong event.
+struct FrameRef : at::ObserverContext {
+  Recorder* recorder = nullptr;
+  std::size_t depth = 0;  // stack size after the push
+};
 
 const std::set<std::string>& gemm_ops() {
   static const std::set<std::string> s = {"aten::mm",   "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
@@ -192,14 +198,18 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   f.in_attention = attention_name(f.name) || (!r->stack.empty() && r->stack.back().in_attention);
   f.t0 = Clock::now();
   r->stack.push_back(std::move(f));
-  return nullptr;
+  auto ref = std::make_unique<FrameRef>();
+  ref->recorder = r;
+  ref->depth = r->stack.size();
+  return ref;
 }
 
-void on_exit(const at::RecordFunction&, at::ObserverContext*) {
-  Recorder* r = t_recorder;
-  if (!r || r->stack.empty()) return;
-  const Frame f = std::move(r->stack.back());
-  r->stack.pop_back();
+void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
+  const auto* ref = dynamic_cast<const FrameRef*>(ctx);
+  Recorder* r = ref ? ref->recorder : nullptr;
+  if (!r || r != t_recorder || ref->depth == 0 || ref->depth > r->stack.size()) return;
+  const Frame f = std::move(r->stack[ref->depth - 1]);
+  r->stack.resize(ref->depth - 1);
   const double dur = since(f.t0), self = std::max(0.0, dur - f.children);
   ++r->events;
   if (r->stack.empty()) r->top_level += dur;
@@ -267,15 +277,25 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
 
   Recorder rec;
   rec.drop_copy = fault == "buckets_drop_copy";
-  t_recorder = &rec;
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback(on_enter, on_exit)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
-  const auto t0 = Clock::now();
-  step();
-  const double wall = since(t0);
-  at::removeCallback(handle);
-  t_recorder = nullptr;
+  double wall = 0;
+  {
+    struct Observing {  // removed however the step ends
+      explicit Observing(Recorder* r) {
+        t_recorder = r;
+        handle = at::addThreadLocalCallback(
+            at::RecordFunctionCallback(on_enter, on_exit)
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+      }
+      ~Observing() {
+        at::removeCallback(handle);
+        t_recorder = nullptr;
+      }
+      at::CallbackHandle handle = 0;
+    } observing(&rec);
+    const auto t0 = Clock::now();
+    step();
+    wall = since(t0);
+  }
 
   ProfileBuckets out;
   out.api = "at::addThreadLocalCallback (RecordFunction observers: FUNCTION, BACKWARD_FUNCTION, USER_SCOPE)";

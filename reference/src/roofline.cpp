@@ -1,7 +1,11 @@
 // The roofline's answer key: the theoretical peak from what the CPU says it is, and the knee of a sweep.
 #include "claimcheck/ref/roofline.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <set>
+#include <utility>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -60,6 +64,10 @@ FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, 
   for (std::size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
     const std::string where = table.string() + ": field 'rules[" + std::to_string(i) + "]";
+    for (const char* k : {"vendor", "isa", "why"})
+      if (r.contains(k) && !r[k].is_string()) throw std::runtime_error(where + "." + k + "': expected a string");
+    for (const char* k : {"family_min", "model_min"})
+      if (r.contains(k) && !r[k].is_number_integer()) throw std::runtime_error(where + "." + k + "': expected an integer");
     if (r.contains("vendor") && r["vendor"].get<std::string>() != cpu.vendor) continue;
     if (r.contains("family_min") && cpu.family < r["family_min"].get<int>()) continue;
     if (r.contains("model_min") && cpu.model < r["model_min"].get<int>()) continue;
@@ -74,6 +82,25 @@ FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, 
                            std::to_string(cpu.family));
 }
 
+int usable_physical_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  std::set<std::pair<int, int>> cores;  // (package, core) of each usable CPU: SMT siblings count once
+  int cpus = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    ++cpus;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    std::ifstream pk(dir + "physical_package_id"), co(dir + "core_id");
+    int p = 0, k = c;
+    if (!(pk >> p)) p = 0;
+    if (!(co >> k)) k = c;
+    cores.insert({p, k});
+  }
+  return cores.empty() ? std::max(1, cpus) : static_cast<int>(cores.size());
+}
+
 double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int isa_vector_bits) {
   const int lanes = std::min(u.vector_bits, isa_vector_bits) / 32;
   return static_cast<double>(cores) * clock_hz * u.units * lanes * 2.0;
@@ -82,6 +109,9 @@ double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int
 Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step_seconds) {
   if (batches.size() < 2 || batches.size() != step_seconds.size())
     throw std::invalid_argument("sweep_knee: need at least two (batch, time) points");
+  for (std::size_t i = 0; i < batches.size(); ++i)
+    if (batches[i] < 1 || (i > 0 && batches[i] <= batches[i - 1]) || !(step_seconds[i] > 0))
+      throw std::invalid_argument("sweep_knee: batches must ascend from 1 and every time be positive");
   Knee k;
   k.floor_seconds = step_seconds.front();
   k.roof_seconds_per_token = step_seconds.back() / batches.back();

@@ -31,6 +31,9 @@ struct FmaUnits {
 // /proc/cpuinfo spells them). Throws std::runtime_error naming the file and field on a malformed table.
 FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, const std::filesystem::path& table);
 
+// Physical cores among the CPUs of this process's affinity mask (SMT siblings count once; sysfs topology).
+int usable_physical_cores();
+
 // cores x clock x units x lanes x 2 FLOP (lanes = min(vector_bits, isa_bits) / 32).
 double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int isa_vector_bits);
 
