@@ -252,3 +252,33 @@ Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
 }
 
 }  // namespace ch06
+
+namespace ch06 {
+
+// A batch sweep of one bf16 matrix (inputs rows, cols, batches) with the probe's roofs, and batch 1 timed right
+// after a probe read three times (the median pair): the memory floor against the bandwidth of the same moment.
+struct SweepRun {
+  int N = 0, Kd = 0;
+  std::vector<int> batches;
+  Roof roof;
+  std::vector<SweepPoint> points;
+  Paired b1;
+};
+inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1) {
+  SweepRun s;
+  s.N = positive_int(ctx, "rows", 65536);
+  s.Kd = positive_int(ctx, "cols", 65536);
+  s.batches = batch_list(ctx, "batches", must_batch);
+  s.roof = measure_roof(ctx);
+  const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
+  const auto opts = gemv_options(ctx);
+  s.points = batch_sweep(W, s.N, s.Kd, s.batches, opts, ctx.seed());
+  const auto x = random_activations(static_cast<std::size_t>(s.Kd), ctx.seed());
+  std::vector<float> y(static_cast<std::size_t>(s.N));
+  s.b1 = paired_with_bandwidth(s.roof, 3, [&] {
+    return best_seconds(5, [&] { K::gemm_bf16(W.data(), s.N, s.Kd, x.data(), 1, y.data(), opts); });
+  });
+  return s;
+}
+
+}  // namespace ch06

@@ -31,17 +31,12 @@ static void decode_intensity(claimcheck::Context& ctx) {
   }
 
   // Measured part.
-  const int N = ch06::positive_int(ctx, "rows", 65536), Kd = ch06::positive_int(ctx, "cols", 65536);
-  const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
-  const ch06::Roof roof = ch06::measure_roof(ctx);
-  const auto W = ch06::random_bf16(static_cast<std::size_t>(N) * Kd, Kd, ctx.seed());
-  const auto opts = ch06::gemv_options(ctx);
-  const auto sweep = ch06::batch_sweep(W, N, Kd, batches, opts, ctx.seed());
-  const auto X1 = ch06::random_activations(static_cast<std::size_t>(Kd), ctx.seed());
-  std::vector<float> Y1(static_cast<std::size_t>(N));
-  const ch06::Paired b1 = ch06::paired_with_bandwidth(roof, 3, [&] {
-    return ch06::best_seconds(5, [&] { ch06::K::gemm_bf16(W.data(), N, Kd, X1.data(), 1, Y1.data(), opts); });
-  });
+  const ch06::SweepRun run = ch06::run_sweep(ctx, /*must_batch=*/4);
+  const int N = run.N, Kd = run.Kd;
+  const std::vector<int>& batches = run.batches;
+  const ch06::Roof& roof = run.roof;
+  const auto& sweep = run.points;
+  const ch06::Paired& b1 = run.b1;
   const double mem_time = ch06::sweep_bytes(N, Kd, 1) / b1.bandwidth;
   const double comp_time = ch06::sweep_flops(N, Kd, 1) / roof.peak.flops_per_s;
   ctx.measure("b1_vs_bandwidth_roof", b1.seconds / mem_time, "ratio");

@@ -4,22 +4,14 @@
 #include "ch06_roofline.h"
 
 static void ridge_measured(claimcheck::Context& ctx) {
-  // Prepare: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache.
-  const int N = ch06::positive_int(ctx, "rows", 65536), Kd = ch06::positive_int(ctx, "cols", 65536);
-  const std::vector<int> batches = ch06::batch_list(ctx, "batches");
-  const ch06::Roof roof = ch06::measure_roof(ctx);
-  const auto W = ch06::random_bf16(static_cast<std::size_t>(N) * Kd, Kd, ctx.seed());
-
-  // Run: the sweep, and LibTorch's read of a tensor as large as the probe's arrays.
-  const auto opts = ch06::gemv_options(ctx);
-  const auto sweep = ch06::batch_sweep(W, N, Kd, batches, opts, ctx.seed());
-  // The memory floor against the bandwidth of the same moment (this VM's drifts): batch 1 timed right after a
-  // probe read, three times, the median pair; the ridge is the peak over that bandwidth.
-  const auto X1 = ch06::random_activations(static_cast<std::size_t>(Kd), ctx.seed());
-  std::vector<float> Y1(static_cast<std::size_t>(N));
-  const ch06::Paired b1 = ch06::paired_with_bandwidth(roof, 3, [&] {
-    return ch06::best_seconds(5, [&] { ch06::K::gemm_bf16(W.data(), N, Kd, X1.data(), 1, Y1.data(), opts); });
-  });
+  // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
+  // batches; the ridge is the peak over the bandwidth of batch 1's moment.
+  const ch06::SweepRun run = ch06::run_sweep(ctx);
+  const int N = run.N, Kd = run.Kd;
+  const std::vector<int>& batches = run.batches;
+  const ch06::Roof& roof = run.roof;
+  const auto& sweep = run.points;
+  const ch06::Paired& b1 = run.b1;
   std::vector<double> secs;
   for (const auto& p : sweep) secs.push_back(p.seconds);
   if (batches.front() == 1) secs.front() = b1.seconds;
