@@ -254,6 +254,26 @@ Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
   return r[r.size() / 2];
 }
 
+// The same against the FMA peak of the same moment: `rounds` rounds of (a short peak probe, then time_fn()), the
+// round whose time x peak is the median. A compute-bound time taken while a neighbour holds a core, held against
+// a peak probed before it came, reads as a slow kernel (2.4x the FLOPs over the peak once in CI, 1.3x here).
+struct PairedPeak {
+  double seconds = 0, peak = 0;
+  double ratio() const { return seconds * peak; }  // times FLOPs^-1: seconds / (FLOPs / peak) * FLOPs
+};
+template <typename Fn>
+PairedPeak paired_with_peak(const Roof& roof, const K::RooflineFaults& faults, int rounds, Fn time_fn) {
+  std::vector<PairedPeak> r;
+  for (int i = 0; i < rounds; ++i) {
+    PairedPeak p;
+    p.peak = K::measure_fma_peak(roof.threads, faults, /*passes=*/2).flops_per_s;
+    p.seconds = time_fn();
+    r.push_back(p);
+  }
+  std::sort(r.begin(), r.end(), [](const PairedPeak& a, const PairedPeak& b) { return a.ratio() < b.ratio(); });
+  return r[r.size() / 2];
+}
+
 }  // namespace ch06
 
 namespace ch06 {
