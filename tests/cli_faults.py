@@ -1,12 +1,15 @@
 """Each chapter 1 to 6 check with code under test fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
-Python checks skip with the reason when Python, or numpy, is missing."""
+Python checks skip with the reason when Python, or numpy, is missing.
+
+--part timed: the faults of the claims whose figure is a time (run alone, RUN_SERIAL); --part untimed: the rest and
+the bad-input cases (beside other tests); --part all: both."""
 import os
 import stat
 import tempfile
 
 import shutil
 
-from clitest import Tally, args, copy_expected, load, run, save
+from clitest import Tally, args, copy_expected, load, run, save, shrink_ch06
 
 a = args()
 t = Tally()
@@ -47,12 +50,12 @@ d = load(ppl)
 d["inputs"]["steps"] = 20
 save(ppl, d)
 # Chapter 6's measured checks with smaller work (each fault moves its figure by 2x or more).
-for rel, changes in (("ch06/ridge_measured.json", {"batches": [1, 8, 64]}), ("ch06/decode_measured.json", {"layers": 1}),
-                     ("ch06/decode_4bit.json", {"layers": 1, "steps": 3}), ("ch06/mfu.json", {"repeats": 1})):
-    d = load(os.path.join(exp, rel))
-    d["inputs"].update(changes)
-    save(os.path.join(exp, rel), d)
+shrink_ch06(exp)
+# A time or a speed is the figure of these: their faulty runs go in the part that runs alone.
+TIMED = ("ch06.", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute")
 for fault, claim in PLANTED:
+    if a.part != "all" and claim.startswith(TIMED) != (a.part == "timed"):
+        continue
     if claim in runnable and runnable[claim] != "yes":
         print(f"skipping {claim}: {runnable[claim]}")
         continue
@@ -60,6 +63,9 @@ for fault, claim in PLANTED:
     r = run(a.claimcheck, "run", "--claim", claim, "--expected", exp, env={"CLAIMCHECK_FAULT": fault})
     t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{claim} with {fault}: exit {r.returncode} {r.stdout.strip()}")
 
+if a.part == "timed":
+    shutil.rmtree(tmp)
+    t.finish()
 # Python missing: the Python checks skip, saying why.
 r = run(a.claimcheck, "run", "--claim", "ch01.*", "--claim", "ch02.attention_numpy",
         env={"CLAIMCHECK_PYTHON": "/nonexistent/python3"})
