@@ -1,24 +1,30 @@
 // ch06.same_seed_identical — 「同 seed 两次完全一致要 use_deterministic_algorithms」
 // Two runs in separate processes with the same seed and deterministic algorithms: bitwise-equal losses and
 // weights. A third run with another seed must differ (or the comparison proves nothing).
-#include <unistd.h>
-
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "claimcheck/base/process.h"
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
 
 #include <nlohmann/json.hpp>
 
 namespace {
-nlohmann::json run_process(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("cannot start " + cmd);
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  if (pclose(p) != 0) throw std::runtime_error(cmd + " failed: " + out);
-  return nlohmann::json::parse(out.substr(out.rfind('{')));
+// One seeded run from an argument vector (no shell: the corpus path is passed as it is).
+nlohmann::json run_seeded(const std::vector<std::string>& argv) {
+  claimcheck::ProcessOptions opt;
+  opt.merge_stderr = true;
+  const claimcheck::ProcessResult p = claimcheck::run_process(argv, opt);
+  if (!p.started) throw std::runtime_error(p.error);
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  if (p.exit_code != 0) throw std::runtime_error(cmd + " failed (exit " + std::to_string(p.exit_code) + "): " + p.out);
+  const auto brace = p.out.rfind('{');
+  if (brace == std::string::npos) throw std::runtime_error(cmd + " printed no JSON object: " + p.out);
+  return nlohmann::json::parse(p.out.substr(brace));
 }
 }  // namespace
 
@@ -26,12 +32,17 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   namespace fs = std::filesystem;
   const fs::path exe = fs::read_symlink("/proc/self/exe").parent_path() / "claimcheck_seeded_run";
   if (!fs::exists(exe)) ctx.skip("claimcheck_seeded_run was not built (needs LibTorch)");
-  const std::string base = "'" + exe.string() + "' --corpus '" + ctx.input_path("corpus").string() + "' --steps " +
-                           std::to_string(ctx.input("steps").get<long>()) + " --seed ";
+  const std::vector<std::string> base{exe.string(), "--corpus", ctx.input_path("corpus").string(), "--steps",
+                                      std::to_string(ctx.input("steps").get<long>()), "--seed"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
   const auto seed = std::to_string(ctx.seed());
-  const auto a = run_process(base + seed);
-  const auto b = run_process(base + seed + (ctx.planted_fault() == "unseeded" ? " --unseeded" : ""));
-  const auto c = run_process(base + std::to_string(ctx.seed() + 1));
+  const auto a = run_seeded(with({seed}));
+  const auto b = run_seeded(ctx.planted_fault() == "unseeded" ? with({seed, "--unseeded"}) : with({seed}));
+  const auto c = run_seeded(with({std::to_string(ctx.seed() + 1)}));
   ctx.measure_bool("value", a == b);
   ctx.measure_bool("other_seed_differs", a != c);
   ctx.detail("runs", {{"first", a}, {"second", b}, {"other_seed", c}});

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -13,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/base/process.h"
 #include "claimcheck/check.h"
 
 namespace claimcheck {
@@ -90,12 +90,6 @@ std::vector<T> read_npy_impl(const fs::path& p, const char* descr, std::vector<l
   return data;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
 }  // namespace
 
 void write_npy(const fs::path& p, const float* d, const std::vector<long>& s) { write_npy_impl(p, d, s, "<f4"); }
@@ -105,15 +99,14 @@ std::vector<double> read_npy_f64(const fs::path& p, std::vector<long>* s) { retu
 
 json run_python_driver(const Context& ctx, const std::string& script, const std::vector<std::string>& args) {
   const fs::path path = ctx.root() / script;
-  std::string cmd = shell_quote(python_interpreter()) + " " + shell_quote(path.string());
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error(script + ": cannot start " + python_interpreter());
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
+  std::vector<std::string> argv{python_interpreter(), path.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions opt;
+  opt.merge_stderr = true;  // the driver's log and traceback go into the failure message
+  ProcessResult p = run_process(argv, opt);
+  if (!p.started) throw std::runtime_error(script + ": " + p.error);
+  const std::string& out = p.out;
+  const int rc = p.exit_code;
   // The last line that parses as a JSON object is the result; everything else is the driver's log.
   std::istringstream lines(out);
   json result;

@@ -4,12 +4,12 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "claimcheck/io.h"
+#include "claimcheck/base/process.h"
 #include "claimcheck/base/sha256.h"
 
 #ifndef CLAIMCHECK_BUILD_TYPE
@@ -20,14 +20,10 @@ namespace claimcheck {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::optional<std::string> run_command(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return std::nullopt;
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  if (rc != 0) return std::nullopt;
+std::optional<std::string> run_command(const std::vector<std::string>& argv) {
+  ProcessResult p = run_process(argv);
+  if (!p.started || p.exit_code != 0) return std::nullopt;
+  std::string out = std::move(p.out);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }
@@ -120,9 +116,10 @@ json environment_record() {
   // The interpreter that runs the drivers, and the torch and numpy it imports (the build's LibTorch is its torch).
   const std::string py = python_interpreter();
   // importlib.metadata reads the installed versions without importing torch (seconds) or numpy.
-  auto pv = run_command("'" + py + "' -c 'import sys, importlib.metadata as m\n"
-                        "def v(p):\n try: return m.version(p)\n except Exception: return \"-\"\n"
-                        "print(sys.version.split()[0], v(\"torch\"), v(\"numpy\"))' 2>/dev/null");
+  auto pv = run_command({py, "-c",
+                         "import sys, importlib.metadata as m\n"
+                         "def v(p):\n try: return m.version(p)\n except Exception: return \"-\"\n"
+                         "print(sys.version.split()[0], v(\"torch\"), v(\"numpy\"))"});
   if (pv) {
     std::istringstream ps(*pv);
     std::string version, torch_v, numpy_v;
@@ -143,9 +140,9 @@ const char* const kFortunes = "/usr/share/games/fortunes";
 
 json build_records(const RecordInputs& in) {
   json r;
-  auto commit = run_command("git -C '" + in.root.string() + "' rev-parse HEAD");
+  auto commit = run_command({"git", "-C", in.root.string(), "rev-parse", "HEAD"});
   if (commit) {
-    auto dirty = run_command("git -C '" + in.root.string() + "' status --porcelain --untracked-files=no");
+    auto dirty = run_command({"git", "-C", in.root.string(), "status", "--porcelain", "--untracked-files=no"});
     r["commit"] = {{"sha", *commit}, {"dirty", dirty && !dirty->empty()}};
   } else {
     r["commit"] = nullptr;  // not a git checkout: the record is missing, and ch06.seven_records says so

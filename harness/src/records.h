@@ -30,7 +30,9 @@ nlohmann::json build_records(const RecordInputs& in);
 nlohmann::json environment_record();
 std::string torch_version();   // "" when not built with LibTorch (torch_info*.cpp)
 std::string torch_config();    // at::show_config(), "" without LibTorch
-std::optional<std::string> run_command(const std::string& cmd);  // stdout, trimmed; nullopt on failure
+// Runs argv (no shell; claimcheck/base/process.h) with stderr discarded: its stdout with trailing newlines and
+// spaces trimmed; nullopt when it cannot be started or exits non-zero.
+std::optional<std::string> run_command(const std::vector<std::string>& argv);
 // sha256 over the sorted relative paths and contents of every file under the given folders.
 std::string tree_hash(const std::filesystem::path& root, const std::vector<std::filesystem::path>& dirs);
 

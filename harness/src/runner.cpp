@@ -83,10 +83,10 @@ std::optional<std::string> Capabilities::missing(Requirement r) {
       if (!hw_ || !hw_->gpu) why = hw_ ? hw_->gpu_absent_reason : "no hardware probe";
       break;
     case Requirement::python:
-      if (!run_command("'" + python_interpreter() + "' -c 'import sys'")) why = python_interpreter() + " not found";
+      if (!run_command({python_interpreter(), "-c", "import sys"})) why = python_interpreter() + " not found";
       break;
     case Requirement::numpy:
-      if (!run_command("'" + python_interpreter() + "' -c 'import numpy'"))
+      if (!run_command({python_interpreter(), "-c", "import numpy"}))
         why = "numpy is not importable by " + python_interpreter();
       break;
   }
