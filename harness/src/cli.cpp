@@ -1,4 +1,4 @@
-// claimcheck list | run | account — the command line (design.md).
+// claimcheck list | run | account | compare — the command line (design.md).
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "claimcheck/ref/ledger.h"
+#include "compare.h"
 #include "errors.h"
 #include "expected.h"
 #include "outcome.h"
@@ -82,6 +83,7 @@ struct CommandLine {
     auto* list = app.add_subcommand("list", "ids, kinds, requirements, and whether this build can run them");
     auto* run = app.add_subcommand("run", "runs the selection; writes report.json, report.md, report.html, junit.xml");
     auto* account = app.add_subcommand("account", "the memory and latency ledger of a Hugging Face decoder config.json");
+    auto* compare = app.add_subcommand("compare", "what changed between two report.json: statuses, figures, benchmarks");
     for (auto* sub : {list, run}) {
       repeated(sub, "--chapter", "chNN (alternatives when repeated)");
       repeated(sub, "--label", "a label: analytic, numeric, measured, phenomenon, libtorch, python, gpu, ...");
@@ -101,6 +103,14 @@ struct CommandLine {
     single(account, "--tokens", "N", "prefill and activation tokens (default 4096)")->check(kPositiveInteger);
     single(account, "--batch", "N", "batch for activations (default 1)")->check(kPositiveInteger);
     flag(account, "--json", "print the ledger as JSON");
+    single(compare, "old", "OLD", "the earlier report.json")->required();
+    single(compare, "new", "NEW", "the later report.json")->required();
+    single(compare, "--json", "FILE", "write the comparison as JSON (schema claimcheck.compare/1) to FILE");
+    single(compare, "--markdown", "FILE", "write the Markdown to FILE instead of stdout");
+    single(compare, "--margin", "R", "the smallest relative move of a benchmark ratio that counts (default 0.05)")
+        ->check(CLI::Range(1e-6, 1.0));
+    compare->footer("exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
+                    "slower beyond its noise); 2 bad input");
     for (auto* sub : {list, run, account})
       single(sub, "--root", "DIR", "the repository (default: $CLAIMCHECK_ROOT, else the source tree of this build)");
   }
@@ -123,8 +133,9 @@ struct CommandLine {
   const Args& parse(int argc, char** argv) {
     const std::string first = argc >= 2 ? argv[1] : "";
     if (first == "help") throw CLI::CallForHelp();
-    if (!first.empty() && first[0] != '-' && first != "list" && first != "run" && first != "account")
-      throw InputError("unknown command '" + first + "' (list, run, account); see --help");
+    if (!first.empty() && first[0] != '-' && first != "list" && first != "run" && first != "account" &&
+        first != "compare")
+      throw InputError("unknown command '" + first + "' (list, run, account, compare); see --help");
     app.parse(argc, argv);
     args.command = app.get_subcommands().front()->get_name();
     return args;
@@ -412,6 +423,20 @@ int cmd_account(const Args& a) {
   return 0;
 }
 
+// ---- compare ------------------------------------------------------------------
+int cmd_compare(const Args& a) {
+  const std::string old_file = one(a, "old"), new_file = one(a, "new");
+  const json oldr = load_report_for_compare(old_file), newr = load_report_for_compare(new_file);
+  const json cmp = compare_reports(oldr, old_file, newr, new_file, {std::stod(one(a, "--margin", "0.05"))});
+  const std::string md = compare_markdown(cmp), json_file = one(a, "--json"), md_file = one(a, "--markdown");
+  std::vector<std::pair<fs::path, std::string>> files;
+  if (!json_file.empty()) files.emplace_back(json_file, cmp.dump(2) + "\n");
+  if (!md_file.empty()) files.emplace_back(md_file, md);
+  write_files_atomically(files);
+  if (md_file.empty()) std::cout << md;
+  return cmp["regression"].get<bool>() ? 1 : 0;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -420,6 +445,7 @@ int cli_main(int argc, char** argv) {
     const Args& a = cl.parse(argc, argv);
     if (a.command == "list") return cmd_list(a);
     if (a.command == "run") return cmd_run(a);
+    if (a.command == "compare") return cmd_compare(a);
     return cmd_account(a);
   } catch (const CLI::Success& e) {  // --help, --version
     return cl.app.exit(e);

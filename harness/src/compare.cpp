@@ -1,0 +1,415 @@
+#include "compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "errors.h"
+#include "outcome.h"
+#include "report.h"
+#include "tolerance.h"
+
+namespace claimcheck {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string type_of(const json& v) { return v.type_name(); }
+
+// A figure is a number, a bool, or null (a NaN, or a check that measured nothing).
+void need_figure(const std::string& f, const std::string& path, const json& v) {
+  if (!v.is_number() && !v.is_boolean() && !v.is_null())
+    input_error(f, path, "expected a number, got " + type_of(v));
+}
+void need_string(const std::string& f, const std::string& path, const json& o, const char* key, bool required) {
+  if (!o.contains(key)) {
+    if (required) input_error(f, path + key, "missing");
+    return;
+  }
+  if (!o[key].is_string()) input_error(f, path + key, "expected a string, got " + type_of(o[key]));
+  if (required && o[key].get<std::string>().empty()) input_error(f, path + key, "empty");
+}
+void need_bool(const std::string& f, const std::string& path, const json& o, const char* key) {
+  if (o.contains(key) && !o[key].is_boolean()) input_error(f, path + key, "expected a bool, got " + type_of(o[key]));
+}
+
+bool bad(const std::string& s) { return s == "fail" || s == "error" || s == "xpass"; }
+bool good(const std::string& s) { return s == "pass" || s == "xfail"; }
+std::string label(const json& c) {
+  const std::string s = c["status"];
+  return s == "skip" && c.value("not_implemented", false) ? "not implemented" : s;
+}
+
+// A claim's figures by name: the primary ("value", in the stated unit) and the named parts of details.measurements.
+struct Figure {
+  json value, unit;
+  bool compared = false, ok = false, expected_failure = false;
+};
+std::map<std::string, Figure> figures_of(const json& c) {
+  std::map<std::string, Figure> out;
+  const json none = json::object();
+  const json& d = c.contains("details") ? c["details"] : none;
+  for (const auto& m : d.value("measurements", json::array())) {
+    Figure& x = out[m["name"].get<std::string>()];
+    x = {m.value("value", json()), m.value("unit", json("")), m.value("compared", false), m.value("ok", false),
+         m.contains("expected_failure")};
+  }
+  if (c["measured"].is_object()) {  // the primary as the report shows it, converted to the stated unit
+    out["value"].value = c["measured"].value("value", json());
+    out["value"].unit = c["measured"].value("unit", json(""));
+  }
+  return out;
+}
+
+// The row's noise: the repetitions' CV where recorded, else its spread, (max - min) / median of the repetitions
+// (ci/bench_ratios.py), which for 3 repetitions is about 1.7 x the CV: it errs towards "inconclusive". A noise of
+// exactly 0 is what the scripts write for a single repetition: no noise measured, not a noiseless ratio.
+std::pair<double, std::string> noise_of(const json& row) {
+  for (const char* k : {"cv", "spread"})
+    if (row.contains(k) && row[k].is_number() && row[k].get<double>() > 0) return {row[k].get<double>(), k};
+  return {NAN, ""};
+}
+
+// A time ratio (its name says "time": NF4 time / bf16 time) is better lower; a speed-up or a share of a roof higher.
+bool higher_is_better(const json& row) {
+  if (row.contains("higher_is_better")) return row["higher_is_better"].get<bool>();
+  return row["name"].get<std::string>().find("time") == std::string::npos;
+}
+
+std::string percent(double x) { return fmt(std::round(x * 1000) / 10) + " %"; }
+std::string signed_percent(double x) { return (x > 0 ? "+" : "") + percent(x); }
+
+std::string md_cell(const std::string& s, std::size_t max = 200) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;
+    else o += c == '\n' ? ' ' : c;
+  }
+  if (o.size() <= max) return o;
+  while (max > 0 && (static_cast<unsigned char>(o[max]) & 0xC0) == 0x80) --max;  // not inside a UTF-8 character
+  return o.substr(0, max) + "…";
+}
+
+std::string figure_text(const json& v, const json& unit) {
+  if (v.is_null()) return "—";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  const std::string u = unit.is_string() ? unit.get<std::string>() : "";
+  return fmt(v.get<double>()) + (u.empty() || u == "bool" ? "" : " " + u);
+}
+
+json side(const json& r, const std::string& name) {
+  auto text = [](const json& o, const char* k) {
+    return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+  };
+  const json& rec = r.contains("records") ? r["records"] : json();
+  return {{"file", name}, {"generated_at", text(r, "generated_at")},
+          {"commit", rec.is_object() && rec.contains("commit") ? text(rec["commit"], "sha") : ""}};
+}
+
+}  // namespace
+
+json load_report_for_compare(const fs::path& p) {
+  const std::string f = p.string();
+  std::ifstream in(p, std::ios::binary);
+  if (!in || fs::is_directory(p)) input_error(f, "(file)", "cannot be read");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    input_error(f, "(json)", e.what());
+  }
+  if (!j.is_object()) input_error(f, "(json)", "expected an object, got " + type_of(j));
+  if (!j.contains("schema")) input_error(f, "schema", "missing");
+  if (j["schema"] != kReportSchema)
+    input_error(f, "schema", std::string("expected '") + kReportSchema + "', got " + j["schema"].dump());
+  if (!j.contains("claims")) input_error(f, "claims", "missing");
+  if (!j["claims"].is_array()) input_error(f, "claims", "expected an array, got " + type_of(j["claims"]));
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < j["claims"].size(); ++i) {
+    const json& c = j["claims"][i];
+    const std::string at = "claims[" + std::to_string(i) + "]";
+    if (!c.is_object()) input_error(f, at, "expected an object, got " + type_of(c));
+    need_string(f, at + ".", c, "id", true);
+    if (!seen.emplace(c["id"].get<std::string>(), i).second)
+      input_error(f, at + ".id", "'" + c["id"].get<std::string>() + "' also at claims[" +
+                                     std::to_string(seen[c["id"].get<std::string>()]) + "]");
+    need_string(f, at + ".", c, "status", true);
+    Status s;
+    if (!parse_status(c["status"].get<std::string>(), &s)) input_error(f, at + ".status", "unknown status " + c["status"].dump());
+    need_bool(f, at + ".", c, "not_implemented");
+    need_string(f, at + ".", c, "reason", false);
+    if (!c.contains("measured")) input_error(f, at + ".measured", "missing");
+    if (!c["measured"].is_null() && !c["measured"].is_object())
+      input_error(f, at + ".measured", "expected an object or null, got " + type_of(c["measured"]));
+    if (c["measured"].is_object()) {
+      need_figure(f, at + ".measured.value", c["measured"].value("value", json()));
+      need_string(f, at + ".measured.", c["measured"], "unit", false);
+    }
+    if (!c.contains("details")) continue;
+    if (!c["details"].is_object()) input_error(f, at + ".details", "expected an object, got " + type_of(c["details"]));
+    const json& ms = c["details"].value("measurements", json::array());
+    if (!ms.is_array()) input_error(f, at + ".details.measurements", "expected an array, got " + type_of(ms));
+    for (std::size_t k = 0; k < ms.size(); ++k) {
+      const std::string mat = at + ".details.measurements[" + std::to_string(k) + "]";
+      if (!ms[k].is_object()) input_error(f, mat, "expected an object, got " + type_of(ms[k]));
+      need_string(f, mat + ".", ms[k], "name", true);
+      need_figure(f, mat + ".value", ms[k].value("value", json()));
+      need_string(f, mat + ".", ms[k], "unit", false);
+      need_bool(f, mat + ".", ms[k], "compared");
+      need_bool(f, mat + ".", ms[k], "ok");
+    }
+  }
+  if (j.contains("benchmarks") && !j["benchmarks"].is_null()) {
+    const json& b = j["benchmarks"];
+    if (!b.is_array()) input_error(f, "benchmarks", "expected an array, got " + type_of(b));
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::string at = "benchmarks[" + std::to_string(i) + "]";
+      if (!b[i].is_object()) input_error(f, at, "expected an object, got " + type_of(b[i]));
+      need_string(f, at + ".", b[i], "name", true);
+      if (!b[i].contains("ratio")) input_error(f, at + ".ratio", "missing");
+      if (!b[i]["ratio"].is_number()) input_error(f, at + ".ratio", "expected a number, got " + type_of(b[i]["ratio"]));
+      for (const char* k : {"cv", "spread"})
+        if (b[i].contains(k) && !b[i][k].is_number() && !b[i][k].is_null())
+          input_error(f, at + "." + k, "expected a number, got " + type_of(b[i][k]));
+      need_bool(f, at + ".", b[i], "higher_is_better");
+    }
+  }
+  return j;
+}
+
+json compare_reports(const json& oldr, const std::string& old_name, const json& newr, const std::string& new_name,
+                     const CompareOptions& opt) {
+  std::map<std::string, const json*> olds, news;
+  for (const auto& c : oldr["claims"]) olds[c["id"].get<std::string>()] = &c;
+  for (const auto& c : newr["claims"]) news[c["id"].get<std::string>()] = &c;
+  std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0}, {"added", 0},
+                                       {"unchanged", 0}};
+  bool regression = false;
+
+  // Claims, in NEW's order, then those only OLD has.
+  json claims = json::array(), figures = json::array();
+  int figures_still = 0;
+  auto add_claim = [&](const std::string& id, const json* o, const json* n) {
+    const std::string os = o ? label(*o) : "absent", ns = n ? label(*n) : "absent";
+    std::string change;
+    if (!o) change = bad(ns) ? "regression" : "added";         // a new claim failing
+    else if (!n) change = "regression";                        // a claim disappearing
+    else if (os == ns) change = "unchanged";
+    else if (bad(ns) && !bad(os)) change = "regression";       // pass -> fail, xfail -> xpass, skip -> error, ...
+    else if (good(ns) && !good(os)) change = "improvement";
+    else change = "changed";                                   // pass <-> skip, fail <-> error, pass <-> xfail
+    ++counts[change];
+    regression |= change == "regression";
+    const json& why = n ? *n : *o;
+    claims.push_back({{"id", id}, {"old", os}, {"new", ns}, {"change", change},
+                      {"reason", why.value("reason", "")}});
+    if (!o || !n) return;
+    const auto fo = figures_of(*o), fn = figures_of(*n);
+    for (const auto& [name, b] : fn) {
+      auto it = fo.find(name);
+      if (it == fo.end() || it->second.value.is_null() || b.value.is_null()) continue;
+      const Figure& a = it->second;
+      json e = {{"claim", id}, {"figure", name}, {"unit", b.unit}, {"old", a.value}, {"new", b.value},
+                {"move", nullptr}, {"beyond_tolerance", false}, {"regression", false}};
+      bool moved = a.value != b.value;
+      if (a.unit != b.unit) e["note"] = "unit changed from " + a.unit.dump() + " to " + b.unit.dump();
+      else if (a.value.is_number() && b.value.is_number()) {
+        const double x = a.value.get<double>(), y = b.value.get<double>();
+        if (x != 0) e["move"] = (y - x) / std::fabs(x);
+      } else if (a.value.type() != b.value.type()) e["note"] = "not comparable: " + type_of(a.value) + " then " + type_of(b.value);
+      // The tolerance a report records is its comparison around the stated figure (ok); there is no run-to-run one.
+      std::string tol = "no tolerance recorded";
+      if (a.compared && b.compared) {
+        tol = a.ok == b.ok ? (b.ok ? "within its tolerance in both" : "outside its tolerance in both")
+                           : (b.ok ? "moved back within its tolerance" : "moved out of its tolerance");
+        e["beyond_tolerance"] = a.ok && !b.ok;
+        // An expected failure regresses when it holds; any other comparison when it breaks.
+        const bool worse = b.expected_failure ? !a.ok && b.ok : a.ok && !b.ok;
+        e["regression"] = worse;
+        regression |= worse;
+        moved |= a.ok != b.ok;
+        if (b.expected_failure) tol += " (an expected failure)";
+      }
+      e["tolerance"] = tol;
+      if (moved) figures.push_back(e);
+      else ++figures_still;
+    }
+  };
+  for (const auto& c : newr["claims"]) {
+    const std::string id = c["id"];
+    add_claim(id, olds.count(id) ? olds[id] : nullptr, &c);
+  }
+  for (const auto& c : oldr["claims"])
+    if (!news.count(c["id"].get<std::string>())) add_claim(c["id"].get<std::string>(), &c, nullptr);
+  std::stable_sort(figures.begin(), figures.end(), [](const json& a, const json& b) {
+    auto key = [](const json& e) { return e["move"].is_number() ? std::fabs(e["move"].get<double>()) : INFINITY; };
+    if (a["beyond_tolerance"] != b["beyond_tolerance"]) return a["beyond_tolerance"].get<bool>();
+    return key(a) > key(b);
+  });
+
+  // Benchmarks, joined by name.
+  const json none = json::array();
+  const json& ob = oldr.contains("benchmarks") && oldr["benchmarks"].is_array() ? oldr["benchmarks"] : none;
+  const json& nb = newr.contains("benchmarks") && newr["benchmarks"].is_array() ? newr["benchmarks"] : none;
+  std::map<std::string, const json*> orow, nrow;
+  for (const auto& r : ob) orow[r["name"].get<std::string>()] = &r;
+  for (const auto& r : nb) nrow[r["name"].get<std::string>()] = &r;
+  json benches = json::array();
+  std::map<std::string, int> bcounts;
+  auto add_bench = [&](const std::string& name, const json* o, const json* n) {
+    json e = {{"name", name}, {"old", o ? (*o)["ratio"] : json()}, {"new", n ? (*n)["ratio"] : json()},
+              {"move", nullptr}, {"threshold", nullptr}, {"regression", false}};
+    std::string verdict, why;
+    if (!o || !n) {
+      verdict = o ? "removed" : "added";
+    } else {
+      const double x = (*o)["ratio"].get<double>(), y = (*n)["ratio"].get<double>();
+      const auto [no, ko] = noise_of(*o);
+      const auto [nn, kn] = noise_of(*n);
+      const bool up = higher_is_better(*n);
+      e["higher_is_better"] = up;
+      e["noise_old"] = std::isfinite(no) ? json(no) : json();
+      e["noise_new"] = std::isfinite(nn) ? json(nn) : json();
+      e["noise_measure"] = kn.empty() ? ko : kn;
+      if (!(x > 0) || !(y > 0)) {
+        verdict = "inconclusive", why = "a ratio that is not positive";
+      } else if (x == y) {
+        verdict = "unchanged";
+      } else {
+        const double d = y / x - 1, thr = kNoiseK * std::hypot(no, nn);
+        e["move"] = d;
+        if (!std::isfinite(thr)) {
+          verdict = "inconclusive", why = "no noise measured (cv or spread above 0) in " + std::string(std::isfinite(no) ? "NEW" : "OLD");
+        } else {
+          e["threshold"] = thr;
+          const bool slower = up ? d < 0 : d > 0;
+          if (std::fabs(d) > std::max(thr, opt.margin)) {
+            verdict = slower ? "slower" : "faster";
+            e["regression"] = slower;
+            regression |= slower;
+          } else if (thr > opt.margin) {
+            verdict = "inconclusive";
+            why = fmt(kNoiseK) + " x the noise (" + percent(thr) + ") exceeds the margin (" + percent(opt.margin) + ")";
+          } else {
+            verdict = std::fabs(d) > thr ? "within margin" : "within noise";
+          }
+        }
+      }
+    }
+    e["verdict"] = verdict;
+    if (!why.empty()) e["why"] = why;
+    ++bcounts[verdict];
+    benches.push_back(e);
+  };
+  for (const auto& r : nb) {
+    const std::string name = r["name"];
+    add_bench(name, orow.count(name) ? orow[name] : nullptr, &r);
+  }
+  for (const auto& r : ob)
+    if (!nrow.count(r["name"].get<std::string>())) add_bench(r["name"], &r, nullptr);
+
+  json summary = {{"claims", counts}, {"benchmarks", bcounts}, {"figures_moved", figures.size()},
+                  {"figures_unmoved", figures_still}};
+  return {{"schema", kCompareSchema}, {"old", side(oldr, old_name)}, {"new", side(newr, new_name)},
+          {"regression", regression}, {"noise_k", kNoiseK}, {"margin", opt.margin}, {"summary", summary},
+          {"claims", claims}, {"figures", figures}, {"benchmarks", benches}};
+}
+
+std::string compare_markdown(const json& c) {
+  std::ostringstream o;
+  auto who = [](const json& s) {
+    std::string t = "`" + s["file"].get<std::string>() + "`";
+    if (!s["generated_at"].get<std::string>().empty()) t += ", generated " + s["generated_at"].get<std::string>();
+    if (!s["commit"].get<std::string>().empty()) t += ", commit " + s["commit"].get<std::string>().substr(0, 12);
+    return t;
+  };
+  auto count = [&](const char* part, const char* k) { return c["summary"][part].value(k, 0); };
+  o << "# claimcheck compare\n\n- OLD: " << who(c["old"]) << "\n- NEW: " << who(c["new"]) << "\n\n";
+  int fig_regr = 0, bench_regr = 0;
+  for (const auto& f : c["figures"]) fig_regr += f["regression"].get<bool>();
+  for (const auto& b : c["benchmarks"]) bench_regr += b["regression"].get<bool>();
+  if (c["regression"].get<bool>())
+    o << "**REGRESSION**: " << count("claims", "regression") << " claim(s), " << fig_regr << " figure(s), "
+      << bench_regr << " benchmark(s).\n\n";
+  else
+    o << "No regression.\n\n";
+  o << "Claims: " << count("claims", "regression") << " regressed, " << count("claims", "improvement")
+    << " improved, " << count("claims", "changed") << " changed otherwise, " << count("claims", "added")
+    << " added, " << count("claims", "unchanged") << " unchanged.\n\n";
+
+  o << "## Claims whose status changed\n\n";
+  std::string same;
+  int changed = 0;
+  for (const auto& e : c["claims"]) {
+    if (e["change"] == "unchanged") {
+      same += (same.empty() ? "" : ", ") + ("`" + e["id"].get<std::string>() + "` (" + e["new"].get<std::string>() + ")");
+      continue;
+    }
+    if (!changed++) o << "| claim | OLD | NEW | change | reason |\n|---|---|---|---|---|\n";
+    o << "| `" << e["id"].get<std::string>() << "` | " << e["old"].get<std::string>() << " | "
+      << e["new"].get<std::string>() << " | " << (e["change"] == "regression" ? "**regression**" : e["change"].get<std::string>())
+      << " | " << md_cell(e["reason"].get<std::string>()) << " |\n";
+  }
+  o << (changed ? "\n" : "None.\n\n");
+  if (!same.empty()) o << "Unchanged (" << count("claims", "unchanged") << "): " << same << "\n\n";
+
+  o << "## Figures that moved\n\nThe move is (NEW - OLD) / |OLD|. The tolerance is the comparison each report "
+       "records around the stated figure (whether it held); a report records no run-to-run tolerance.\n\n";
+  if (c["figures"].empty()) o << "None.\n\n";
+  else o << "| claim | figure | OLD | NEW | move | tolerance |\n|---|---|---|---|---|---|\n";
+  for (const auto& f : c["figures"]) {
+    std::string tol = md_cell(f["tolerance"].get<std::string>());
+    if (f["regression"].get<bool>()) tol = "**" + tol + "**";
+    o << "| `" << f["claim"].get<std::string>() << "` | " << md_cell(f["figure"].get<std::string>()) << " | "
+      << figure_text(f["old"], f["unit"]) << " | " << figure_text(f["new"], f["unit"]) << " | "
+      << (f["move"].is_number() ? signed_percent(f["move"].get<double>()) : md_cell(f.value("note", "—"))) << " | "
+      << tol << " |\n";
+  }
+  if (!c["figures"].empty()) o << "\n";
+  o << c["summary"]["figures_unmoved"].get<int>() << " figures present in both reports did not move.\n\n";
+
+  o << "## Benchmarks\n\n";
+  if (c["benchmarks"].empty()) {
+    o << "Neither report has benchmark rows.\n";
+    return o.str();
+  }
+  o << "A ratio has moved when |NEW / OLD - 1| exceeds both " << fmt(c["noise_k"].get<double>())
+    << " x the combined noise sqrt(noise_OLD^2 + noise_NEW^2) and the margin " << percent(c["margin"].get<double>())
+    << "; the noise is each row's repetition CV, else its spread (max - min) / median; inconclusive when "
+    << fmt(c["noise_k"].get<double>()) << " x the noise exceeds the margin. A time ratio is better lower, "
+    << "any other better higher.\n\n| benchmark | OLD | NEW | move | " << fmt(c["noise_k"].get<double>())
+    << " x noise | verdict |\n|---|---|---|---|---|---|\n";
+  for (const auto& b : c["benchmarks"]) {
+    std::string v = b["verdict"];
+    if (b["regression"].get<bool>()) v = "**" + v + " (regression)**";
+    if (b.contains("why")) v += ": " + md_cell(b["why"].get<std::string>());
+    auto num = [](const json& x) { return x.is_number() ? fmt(x.get<double>()) : std::string("—"); };
+    o << "| " << md_cell(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"]) << " | "
+      << (b["move"].is_number() ? signed_percent(b["move"].get<double>()) : "—") << " | "
+      << (b["threshold"].is_number() ? percent(b["threshold"].get<double>()) : "—") << " | " << v
+      << " |\n";
+  }
+  return o.str();
+}
+
+void write_files_atomically(const std::vector<std::pair<fs::path, std::string>>& files) {
+  for (const auto& [path, text] : files) {
+    if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
+    fs::path tmp = path;
+    tmp += ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw InputError(path.string() + ": field '(file)': cannot be written");
+  }
+  for (const auto& [path, text] : files) {
+    fs::path tmp = path;
+    tmp += ".tmp";
+    fs::rename(tmp, path);
+  }
+}
+
+}  // namespace claimcheck
