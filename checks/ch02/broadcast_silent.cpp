@@ -1,21 +1,24 @@
 // ch02.broadcast_silent — 「广播三条规则；(3,) + (3, 1) 悄悄变成 (3, 3)——关键处 assert 形状」
-// In LibTorch (and numpy where Python has it): the result is (3, 3), nothing raises, a shape assertion catches it.
+// In LibTorch (and numpy where Python has it): the result is (3, 3), nothing raises (the reference's raw add); the
+// project's own residual add (kernels/torch, what TinyGPT's blocks use) asserts shapes and stops the same input.
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
 #include "claimcheck/ref/attention.h"
+#include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
 
 static void broadcast_silent(claimcheck::Context& ctx) {
-  // Run: LibTorch.
+#if CLAIMCHECK_WITH_TORCH
+  // Run: LibTorch's own broadcasting (reference), then the project's guarded add (code under test).
   const auto r = claimcheck::ref::torch_broadcast_demo();
-  // A planted fault: forget the assertion (the claim says it is what catches the bug).
-  const bool asserted = ctx.planted_fault() == "skip_shape_assertion" ? false : r.assertion_caught;
+  const auto guard = claimcheck::train::shape_guard_demo(ctx.planted_fault());
   const bool silent = r.shape == std::vector<long>{3, 3} && !r.raised;
 
   // Verify.
-  ctx.measure_bool("value", silent && asserted);
+  ctx.measure_bool("value", silent && guard.caught);
   ctx.detail("libtorch", {{"shape", r.shape}, {"raised", r.raised}, {"assertion_caught", r.assertion_caught}});
+  ctx.detail("project_add", {{"caught", guard.caught}, {"shape_when_not", guard.shape}});
   // numpy, where the interpreter has it: the same rule.
   try {
     const auto np = claimcheck::run_python_driver(ctx, "checks/ch02/broadcast_numpy.py", {});
@@ -23,6 +26,8 @@ static void broadcast_silent(claimcheck::Context& ctx) {
   } catch (const std::exception& e) {
     ctx.detail("numpy", std::string("not run: ") + e.what());
   }
-  ctx.assumption("the assertion is TORCH_CHECK(result.sizes() == a.sizes()): what 'assert shapes' means in C++");
+  ctx.assumption("the assertion is TORCH_CHECK(a.sizes() == b.sizes()) in the project's residual add: what "
+                 "'assert shapes' means in C++");
+#endif
 }
 CLAIMCHECK_REGISTER(broadcast_silent).claim("ch02.broadcast_silent").needs(claimcheck::Requirement::libtorch);

@@ -8,8 +8,7 @@
 
 static void cpu_bf16_autocast(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  auto t = claimcheck::train::cpu_bf16_autocast(ctx.seed(), ctx.input("size").get<int>(), 5);
-  if (ctx.planted_fault() == "autocast_off") t.dtype_inside_autocast = "Float";  // as if it never engaged
+  const auto t = claimcheck::train::cpu_bf16_autocast(ctx.seed(), ctx.input("size").get<int>(), 5, ctx.planted_fault());
   ctx.measure(t.bf16_autocast_s / t.fp32_s, "x");
   ctx.measure_bool("dtype_is_bf16", t.dtype_inside_autocast == "BFloat16");
   ctx.detail("seconds", {{"fp32", t.fp32_s}, {"bf16_autocast", t.bf16_autocast_s}});

@@ -8,8 +8,7 @@
 static void no_grad_memory(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   const int n = ctx.input("batches").get<int>();
-  auto r = claimcheck::train::evaluation_memory(ctx.seed(), n);
-  if (ctx.planted_fault() == "no_grad_everywhere") r.with_grad_bytes = r.no_grad_bytes;  // the bug never shows
+  const auto r = claimcheck::train::evaluation_memory(ctx.seed(), n, ctx.planted_fault());
   ctx.measure(r.with_grad_bytes.back() / r.with_grad_bytes.front(), "x");
   ctx.measure("no_grad_extra", (r.no_grad_bytes.back() - r.no_grad_bytes.front()) / 1e3, "KB");
   ctx.measure("retained_per_batch", r.with_grad_bytes.front() / 1e6, "MB");

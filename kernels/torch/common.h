@@ -26,6 +26,13 @@ inline std::string parameters_sha256(const std::vector<torch::Tensor>& params) {
   return h.hex();
 }
 
+// A residual add that asserts what broadcasting would hide: (3,) + (3, 1) is a (3, 3) tensor in LibTorch, with no
+// error. `check` is false only where a test plants the fault "skip_shape_assertion".
+inline torch::Tensor same_shape_add(const torch::Tensor& a, const torch::Tensor& b, bool check = true) {
+  if (check) TORCH_CHECK(a.sizes() == b.sizes(), "same_shape_add: shapes ", a.sizes(), " and ", b.sizes(), " differ");
+  return a + b;
+}
+
 // ---- the tiny character Transformer (TinyGPT): pre-LN GPT, learned positions, untied head --------------------------------------------------------------------
 struct BlockImpl : torch::nn::Module {
   BlockImpl(int d, int heads, int ff)
@@ -40,8 +47,8 @@ struct BlockImpl : torch::nn::Module {
     const auto B = x.size(0), T = x.size(1), C = x.size(2);
     auto qkv_ = qkv(ln1(x)).view({B, T, 3, heads_, C / heads_}).permute({2, 0, 3, 1, 4});
     auto att = compat::causal_sdpa(qkv_[0], qkv_[1], qkv_[2]).transpose(1, 2).reshape({B, T, C});
-    x = x + proj(att);
-    return x + fc2(torch::nn::functional::gelu(fc1(ln2(x))));
+    x = same_shape_add(x, proj(att));
+    return same_shape_add(x, fc2(torch::nn::functional::gelu(fc1(ln2(x)))));
   }
   int heads_;
   torch::nn::LayerNorm ln1;

@@ -115,6 +115,18 @@ double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t se
   return lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
 }
 
+// The learning rate the optimizer holds (every parameter group's; they must agree): what opt.step() applies,
+// read from the optimizer rather than from the schedule that set it.
+static double applied_lr(torch::optim::Optimizer& opt) {
+  double lr = -1;
+  for (auto& g : opt.param_groups()) {
+    const double v = g.options().get_lr();
+    if (lr >= 0 && v != lr) throw std::runtime_error("train_tiny: parameter groups hold different learning rates");
+    lr = v;
+  }
+  return lr;
+}
+
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o) {
   torch::manual_seed(o.seed);
   TinyGPT model(c);
@@ -140,8 +152,8 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
       auto loss = lm_loss(logits, batch.target, /*fp32=*/true);        // loss in fp32, ignore_index=-100
       loss.backward();                                                 // gradients accumulate
       torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
+      r.lrs.push_back(applied_lr(opt));                                // the rate this step will use
       opt.step();
-      r.lrs.push_back(sched.lr());
       sched.step();
       if (zero_grad) compat::zero_grad_set_to_none(opt);               // so: clear them
       r.losses.push_back(loss.item<double>());
@@ -214,7 +226,7 @@ GradAccumResult grad_accumulation(std::uint64_t seed, int k, const std::string& 
   return r;
 }
 
-RetainedMemory evaluation_memory(std::uint64_t seed, int batches) {
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault) {
   install_counting_allocator();
   torch::manual_seed(seed);
   TinyConfig c;
@@ -228,7 +240,7 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches) {
     std::vector<torch::Tensor> kept;  // "total += loss": what evaluation code keeps per batch
     for (int b = 0; b < batches; ++b) {
       std::unique_ptr<torch::NoGradGuard> guard;
-      if (no_grad) guard = std::make_unique<torch::NoGradGuard>();
+      if (no_grad || fault == "no_grad_everywhere") guard = std::make_unique<torch::NoGradGuard>();
       kept.push_back(lm_loss(model->forward(x), y, true));
       (no_grad ? r.no_grad_bytes : r.with_grad_bytes).push_back(static_cast<double>(live_bytes() - base));
     }
@@ -236,11 +248,11 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches) {
   return r;
 }
 
-Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats) {
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::string& fault) {
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
   auto time_it = [&](bool autocast) {
-    compat::set_cpu_autocast(autocast);
+    compat::set_cpu_autocast(autocast && fault != "autocast_off");
     auto out = torch::matmul(a, b);  // warm-up (and the dtype seen inside)
     double best = 1e30;
     for (int i = 0; i < repeats; ++i) {
@@ -257,6 +269,17 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats) {
   t.bf16_autocast_s = s;
   t.dtype_inside_autocast = dtype;
   return t;
+}
+
+ShapeGuardResult shape_guard_demo(const std::string& fault) {
+  ShapeGuardResult r;
+  try {
+    const auto c = same_shape_add(torch::ones({3}), torch::ones({3, 1}), fault != "skip_shape_assertion");
+    for (auto d : c.sizes()) r.shape.push_back(d);
+  } catch (const c10::Error&) {
+    r.caught = true;
+  }
+  return r;
 }
 
 LossPrecision loss_precision(std::uint64_t seed, const std::string& fault) {

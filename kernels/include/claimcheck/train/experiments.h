@@ -43,7 +43,7 @@ struct TrainResult {
   std::vector<long> eval_steps;
   std::vector<double> eval_ppl;         // exp(mean validation loss), at eval_steps (step 0 = before training)
   double seconds = 0, tokens_per_s = 0;
-  std::vector<double> lrs;
+  std::vector<double> lrs;              // per step: the learning rate read from the optimizer before its step
   std::string weights_sha256;           // of every parameter's bytes after training
 };
 double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch);
@@ -60,13 +60,24 @@ GradAccumResult grad_accumulation(std::uint64_t seed, int micro_batches, const s
 struct RetainedMemory {
   std::vector<double> with_grad_bytes, no_grad_bytes;  // live bytes after each evaluated batch
 };
-RetainedMemory evaluation_memory(std::uint64_t seed, int batches);
+// fault "no_grad_everywhere": the evaluation loop runs under no_grad in both passes (the bug never shows).
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault = "");
 
 struct Bf16Timing {
   double fp32_s = 0, bf16_autocast_s = 0;
   std::string dtype_inside_autocast;
 };
-Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats);
+// fault "autocast_off": the autocast region never engages (the guard is set to false).
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "");
+
+// The project's residual add (same_shape_add, what TinyGPT's blocks use) fed the series' example, ones(3) + ones(3, 1):
+// whether its shape assertion stopped it, and the shape it returned when it did not. fault "skip_shape_assertion":
+// the add without its assertion.
+struct ShapeGuardResult {
+  bool caught = false;
+  std::vector<long> shape;
+};
+ShapeGuardResult shape_guard_demo(const std::string& fault = "");
 
 struct LossPrecision {
   double fp32_err = 0, bf16_err = 0, project_err = 0;  // |loss - fp64 loss| for fp32 logits, bf16 logits,
