@@ -52,6 +52,24 @@ TEST(Expected, ParsesAValidFile) {
   EXPECT_FALSE(e.xfail);
 }
 
+// A claim-level expected failure is the stated value's: the other statements must still hold.
+TEST(Expected, ClaimLevelXfailIsTheStatedValues) {
+  Expected e = load_expected_file(write("xfv", valid("xfv", R"(, "expect": "xfail", "xfail_reason": "r",
+    "also": {"law": {"value": true, "unit": "bool", "compare": {"rule": "equal", "why": "w"}}})")));
+  ASSERT_EQ(e.statements.size(), 2u);
+  EXPECT_TRUE(e.statements[0].xfail);
+  EXPECT_EQ(e.statements[0].xfail_reason, "r");
+  EXPECT_FALSE(e.statements[1].xfail);
+  EXPECT_FALSE(e.xfail);
+  // The interval rule names the two derived values it reads.
+  Expected i = load_expected_file(write("iv", valid("iv").replace(valid("iv").find(R"("rule": "rounded", "step": 0.1)"),
+                                                                   30, R"("rule": "interval", "lo_from": "a", "hi_from": "b")")));
+  EXPECT_EQ(i.statements[0].compare.interval_lo, "a");
+  EXPECT_EQ(i.statements[0].compare.interval_hi, "b");
+  expect_error("ivm", valid("ivm").replace(valid("ivm").find(R"("rule": "rounded", "step": 0.1)"), 30,
+                                           R"("rule": "interval", "lo_from": "a")"), "compare.hi_from");
+}
+
 TEST(Expected, BadInputNamesFileAndField) {
   expect_error("trunc", valid("trunc").substr(0, 40), "(json)");
   expect_error("nounit", R"({"schema": 1, "id": "ch04.nounit", "title": "t", "source": "s", "kind": ["analytic"],

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -159,4 +161,31 @@ TEST(Roofline, KneeIsWhereTheMemoryFloorMeetsTheComputeRoof) {
   for (int x : b) t.push_back(std::max(10.0, 1.0 * x) * 1e-3);
   EXPECT_DOUBLE_EQ(ref::sweep_knee(b, t).batch, 10.0);
   EXPECT_THROW(ref::sweep_knee({1}, {1.0}), std::invalid_argument);
+}
+
+// Gini's mean difference and its bootstrap: exact on a small case, zero for identical values, and an interval
+// whose coverage of the true value (2 sigma / sqrt(pi) for a normal) is near its level at n = 16.
+TEST(Stats, MeanAbsDifferenceAndItsBootstrap) {
+  EXPECT_NEAR(ref::mean_abs_difference({0, 1, 2}), 4.0 / 3.0, 1e-15);
+  EXPECT_THROW(ref::mean_abs_difference({1.0}), std::invalid_argument);
+  const auto same = ref::bootstrap_mean_abs_difference(std::vector<double>(8, 3.0), 500, 0.95, 1);
+  EXPECT_EQ(same.estimate, 0);
+  EXPECT_EQ(same.interval.hi, 0);
+  EXPECT_THROW(ref::bootstrap_mean_abs_difference({1, 2, NAN}, 500, 0.95, 1), std::invalid_argument);
+  EXPECT_THROW(ref::bootstrap_mean_abs_difference({1, 2, 3}, 10, 0.95, 1), std::invalid_argument);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> n01(0, 0.1);
+  const double truth = 2 * 0.1 / std::sqrt(M_PI);
+  int covered = 0;
+  const int datasets = 200;
+  for (int d = 0; d < datasets; ++d) {
+    std::vector<double> x(16);
+    for (auto& v : x) v = n01(rng);
+    const auto b = ref::bootstrap_mean_abs_difference(x, 1000, 0.95, d);
+    EXPECT_LE(b.interval.lo, b.estimate);
+    EXPECT_GE(b.interval.hi, b.estimate);
+    covered += b.interval.lo <= truth && truth <= b.interval.hi;
+  }
+  EXPECT_GE(covered, 0.85 * datasets) << covered << " of " << datasets;  // percentile bootstrap at n = 16
+  EXPECT_LE(covered, 0.99 * datasets) << covered << " of " << datasets;
 }

@@ -127,3 +127,20 @@ TEST(Tolerance, ArrayWithinBudgetPasses) {
   EXPECT_TRUE(v.ok);
   EXPECT_LT(v.budget_used, 0.1);
 }
+
+// The interval rule: the stated figure must lie in the interval the check measured (its own noise).
+TEST(Tolerance, IntervalHoldsTheStatedValueInTheMeasuredInterval) {
+  Comparison c = rule("interval");
+  c.interval_lo = "ci_lo";
+  c.interval_hi = "ci_hi";
+  const std::map<std::string, double> ci = {{"ci_lo", 0.08}, {"ci_hi", 0.13}};
+  EXPECT_TRUE(compare_scalar(c, 0.11, 0.12, ci, "nats").ok);
+  EXPECT_TRUE(compare_scalar(c, 0.11, 0.13, ci, "nats").ok);  // inclusive
+  EXPECT_FALSE(compare_scalar(c, 0.11, 0.14, ci, "nats").ok);
+  EXPECT_FALSE(compare_scalar(c, 0.11, 0.05, ci, "nats").ok);
+  EXPECT_NE(compare_scalar(c, 0.11, 0.14, ci, "nats").text.find("outside the measured interval"), std::string::npos);
+  EXPECT_FALSE(compare_scalar(c, 0.11, 0.12, kNone, "nats").ok);  // the check derived no interval
+  EXPECT_FALSE(compare_scalar(c, NAN, 0.12, ci, "nats").ok);
+  const std::map<std::string, double> bad = {{"ci_lo", NAN}, {"ci_hi", 0.13}};
+  EXPECT_FALSE(compare_scalar(c, 0.11, 0.12, bad, "nats").ok);
+}

@@ -95,6 +95,19 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
     out.ok = std::isfinite(ratio) && (!c.lo || ratio >= *c.lo) && (!c.hi || ratio <= *c.hi);
     out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band [" +
                (c.lo ? fmt(*c.lo) : "0") + ", " + (c.hi ? fmt(*c.hi) : "inf") + "]";
+  } else if (c.rule == "interval") {
+    // The measurement's own uncertainty (e.g. a bootstrap interval) is the tolerance: the stated figure must lie in it.
+    const auto lo = derived.find(c.interval_lo), hi = derived.find(c.interval_hi);
+    if (lo == derived.end() || hi == derived.end()) {
+      out.text = "interval needs '" + c.interval_lo + "' and '" + c.interval_hi + "', which the check did not derive";
+      return out;
+    }
+    const double a = lo->second, b = hi->second;
+    out.ok = std::isfinite(a) && std::isfinite(b) && a <= v && v <= b;
+    const double half = (b - a) / 2;
+    out.budget_used = half > 0 ? std::fabs(v - (a + b) / 2) / half : (out.ok ? 0 : INFINITY);
+    out.text = "stated " + fmt(v) + u + (out.ok ? " inside " : " outside ") + "the measured interval [" + fmt(a) +
+               ", " + fmt(b) + "]" + u + " (estimate " + fmt(m) + u + ")";
   } else if (c.rule == "equal") {
     out.ok = m == v;
     out.text = fmt(m) + u + (out.ok ? " == " : " != ") + "stated " + fmt(v) + u;

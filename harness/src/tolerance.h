@@ -11,13 +11,14 @@
 namespace claimcheck {
 
 struct Comparison {
-  std::string rule;  // close | rounded | truncated | bound | band | equal
+  std::string rule;  // close | rounded | truncated | bound | band | interval | equal
   double atol = 0, rtol = 0;
   double step = 0;                      // rounded / truncated: one unit of the last stated digit
   std::optional<double> min, max;       // bound
   std::string relative_to;              // band: a derived value's name, or "value" (the stated one)
   std::optional<double> lo, hi;         // band: lo <= measured / reference <= hi
   std::string dtype;                    // close: per-dtype defaults (fp64, fp32, fp16, bf16)
+  std::string interval_lo, interval_hi;  // interval: derived values; the stated value must lie between them
   std::string why;                      // one line: why this tolerance
 };
 
