@@ -1,4 +1,5 @@
-"""Each chapter 1 to 6 check with code under test fails when a fault is planted in the code it checks ($CLAIMCHECK_FAULT), and the
+"""Each chapter 1 to 6 check with code under test fails when a fault is planted in the code it checks, or in the ledger it
+is built on ($CLAIMCHECK_FAULT), and the
 Python checks skip with the reason when Python, or numpy, is missing.
 
 --part timed: the faults of the claims whose figure is a time (run alone, RUN_SERIAL); --part untimed: the rest and
@@ -39,7 +40,12 @@ PLANTED = [
     ("gemv_reads_twice", "ch06.decode_measured"), ("gemv_reads_twice", "ch06.decode_intensity"),
     ("gemv_reads_twice", "ch06.quant_inference_not_training"), ("nf4_dequant_first", "ch06.decode_4bit"),
     ("kv_full_heads", "ch06.kv_cache"), ("backward_recomputes", "ch06.backward_2x"),
-    ("buckets_drop_copy", "ch06.profiler_buckets"),
+    ("buckets_drop_copy", "ch06.profiler_buckets"), ("frozen", "ch03.warmup_cosine"),
+    # Planted in the answer key (reference/src/ledger.cpp): a wrong ledger fails the claims built on it.
+    ("ledger_kv_ignores_gqa", "ch06.kv_cache"), ("ledger_tied_counted_twice", "ch05.qwen_params"),
+    ("ledger_tied_counted_twice", "ch05.lora_fraction"), ("ledger_lora_qv_only", "ch04.lora_gb"),
+    ("ledger_lora_qv_only", "ch04.lora_trainable"), ("ledger_lora_qv_only", "ch04.qlora_gb"),
+    ("ledger_lora_qv_only", "ch05.lora_fraction"), ("ledger_qwen2_no_bias", "ch05.qwen_params"),
 ]
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}

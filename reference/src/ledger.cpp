@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +14,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli_faults.py): a wrong ledger must make
+// the claims built on it fail, as a wrong kernel does. Read on every call (a test sets it per process).
+bool ledger_fault(const char* name) {
+  const char* f = std::getenv("CLAIMCHECK_FAULT");
+  return f != nullptr && std::strcmp(f, name) == 0;
+}
 
 [[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
   throw SpecError(file + ": field '" + field + "': " + what);
@@ -108,7 +117,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   c.max_position = positive_int(j, file, "max_position_embeddings", false, 0);
   c.tie_embeddings = get_bool(j, file, "tie_word_embeddings", false);
   if (c.model_type == "qwen2") {
-    c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+    c.qkv_bias = !ledger_fault("ledger_qwen2_no_bias");  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
   } else {
     // Llama, Mistral and Qwen3 attention: one attention_bias flag for q, k, v and o_proj.
     c.qkv_bias = c.o_bias = get_bool(j, file, "attention_bias", false);
@@ -145,7 +154,7 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
 ParamCount count_params(const ModelConfig& c) {
   ParamCount p;
   p.embedding = c.vocab * c.hidden;
-  p.lm_head = c.tie_embeddings ? 0 : c.vocab * c.hidden;
+  p.lm_head = c.tie_embeddings && !ledger_fault("ledger_tied_counted_twice") ? 0 : c.vocab * c.hidden;
   for (const auto& l : layer_linears(c)) {
     const bool attn = l.name == "q_proj" || l.name == "k_proj" || l.name == "v_proj" || l.name == "o_proj";
     (attn ? p.attention_per_layer : p.mlp_per_layer) += l.params();
@@ -164,7 +173,8 @@ std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<st
   if (rank <= 0) throw SpecError("lora: field 'r': must be positive, got " + std::to_string(rank));
   const auto linears = layer_linears(c);
   std::int64_t per_layer = 0;
-  for (const auto& t : targets) {
+  const std::vector<std::string> peft_default = {"q_proj", "v_proj"};  // what PEFT picks for Llama when none are named
+  for (const auto& t : ledger_fault("ledger_lora_qv_only") ? peft_default : targets) {
     auto it = std::find_if(linears.begin(), linears.end(), [&](const Linear& l) { return l.name == t; });
     if (it == linears.end()) throw SpecError("lora: field 'target_modules': unknown module '" + t + "'");
     per_layer += rank * (it->in + it->out);
@@ -284,7 +294,8 @@ double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, s
 
 // ---- inference ---------------------------------------------------------------
 std::int64_t kv_cache_bytes_per_token(const ModelConfig& c, int bpe) {
-  return 2 * c.layers * c.kv_heads * c.head_dim * bpe;
+  const std::int64_t heads = ledger_fault("ledger_kv_ignores_gqa") ? c.heads : c.kv_heads;
+  return 2 * c.layers * heads * c.head_dim * bpe;
 }
 
 HardwareSpec load_hardware_spec(const fs::path& path) {
