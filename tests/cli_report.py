@@ -1,5 +1,6 @@
 """`claimcheck run --report DIR` writes all four files with all claims and the seven records;
 a run that fails on bad input leaves the previous report untouched."""
+import hashlib
 import json
 import os
 import shutil
@@ -35,6 +36,17 @@ t.check(rep["schema"] == "claimcheck.report/1", "schema")
 t.check(len(rep["claims"]) == 57, f"57 claims ({len(rep['claims'])})")
 for rec in ("commit", "data_revision", "config", "environment", "seed", "hardware", "logs"):
     t.check(rec in rep["records"] and rep["records"][rec] not in (None, "", {}, []), f"record {rec}")
+# The records are real: the ch03 run's checkpoint sits under artifacts/ with the sha256 the logs record names
+# (hashed again here), and the config record holds each check's inputs.
+cks = rep["records"]["logs"]["checkpoints"]
+t.check(any(c["claim"] == "ch03.ppl_one_minute" for c in cks), f"the ch03 checkpoint is recorded: {cks}")
+for c in cks:
+    path = os.path.join(out, c["path"])
+    ok = os.path.isfile(path) and hashlib.sha256(open(path, "rb").read()).hexdigest() == c["sha256"]
+    t.check(ok and os.path.getsize(path) == c["bytes"], f"checkpoint {c['path']}: sha256 and size as recorded")
+cfg = rep["records"]["config"]["checks"]
+t.check(len(cfg) == 57 and cfg["ch03.ppl_one_minute"]["inputs"]["steps"] == 40,
+        f"config record: each check's inputs ({len(cfg)} checks)")
 for c in rep["claims"]:
     for k in ("id", "chapter", "kind", "status", "reason", "stated", "measured", "details"):
         t.check(k in c, f"{c.get('id')} has {k}")

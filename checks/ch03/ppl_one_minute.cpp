@@ -18,6 +18,7 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   o.schedule = {ctx.input("lr").get<double>(), ctx.input("lr").get<double>() / 10, o.steps / 10, o.steps};
   o.seed = ctx.seed();
   o.fault = ctx.planted_fault();
+  o.checkpoint = ctx.keep_file("tiny-gpt.pt").string();  // the run's checkpoint: hashed into the logs record
   // Run.
   const T::TrainResult r = T::train_tiny(c, corpus, o);
   // Verify.

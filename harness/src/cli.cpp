@@ -260,8 +260,21 @@ int cmd_run(const Args& a) {
                      {"report_dir", report_dir},
                      {"seed", seed},
                      {"selected", ids.size()}};
+  // Each check's own configuration: its expected file and the inputs it ran with (the run's config.json).
+  json checks = json::object();
+  for (const auto& id : ids) {
+    const Expected& e = cat.at(id);
+    const std::string rel = e.file.lexically_relative(root).generic_string();
+    checks[id] = {{"expected_file", rel.empty() || rel.rfind("..", 0) == 0 ? e.file.generic_string() : rel},
+                  {"inputs", e.inputs}};
+  }
+  run_config["checks"] = checks;
   json logs = report_dir.empty() ? json{{"run_log", "stdout"}, {"checkpoints", json::array()}}
                                  : json{{"run_log", "run.log"}, {"checkpoints", json::array()}};
+  // Files the checks keep (checkpoints) are staged beside the report and moved to artifacts/ with it, so that a
+  // run that stops half-way leaves the previous report's artifacts whole.
+  const fs::path staging = report_dir.empty() ? fs::path() : fs::path(report_dir) / ".artifacts.tmp";
+  if (!staging.empty()) fs::remove_all(staging);
   const char* fault = std::getenv("CLAIMCHECK_FAULT");
   if (fault && *fault) run_config["planted_fault"] = fault;
   json records_cache;
@@ -271,13 +284,23 @@ int cmd_run(const Args& a) {
                         if (records_cache.is_null()) records_cache = build_records(rin);
                         return records_cache;
                       },
-                      fault ? fault : "", sel.labels};
+                      fault ? fault : "", sel.labels, staging};
 
   std::vector<ClaimResult> results;
   std::ostringstream log;
   for (const auto& id : ids) {
     results.push_back(run_claim(cat.at(id), in, caps));
-    const auto& r = results.back();
+    auto& r = results.back();
+    if (r.details.contains("kept_files")) {
+      for (auto& k : r.details["kept_files"]) {
+        if (!staging.empty())  // where it will be once the report is written, relative to the report
+          k["path"] = ("artifacts" / fs::path(k["path"].get<std::string>()).lexically_relative(staging)).generic_string();
+        json entry = k;
+        entry["claim"] = r.id;
+        rin.logs["checkpoints"].push_back(entry);
+        if (!records_cache.is_null()) records_cache["logs"]["checkpoints"].push_back(entry);
+      }
+    }
     std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
     log << line << "\n";
     const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
@@ -307,6 +330,10 @@ int cmd_run(const Args& a) {
         throw InputError(bench + ": field '(json)': " + ex.what());
       }
       if (!rep.benchmarks.is_array()) throw InputError(bench + ": field '(json)': expected a list of benchmark ratios");
+    }
+    if (fs::exists(staging)) {
+      fs::remove_all(fs::path(report_dir) / "artifacts");
+      fs::rename(staging, fs::path(report_dir) / "artifacts");
     }
     write_report(report_dir, rep);
     std::ofstream(fs::path(report_dir) / "run.log") << log.str();

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "claimcheck/base/sha256.h"
 #include "claimcheck/io.h"
 #include "errors.h"
 #include "records.h"
@@ -154,7 +156,18 @@ class ContextImpl final : public Context {
     return !any_kind;
   }
 
+  fs::path keep_file(const std::string& name) override {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      input_error(e_.id, "keep_file", "'" + name + "' is not a plain file name");
+    const fs::path base = in_.artifact_dir.empty() ? fs::temp_directory_path() / "claimcheck-artifacts" : in_.artifact_dir;
+    const fs::path dir = base / e_.id;
+    fs::create_directories(dir);
+    kept_.push_back(dir / name);
+    return kept_.back();
+  }
+
   const std::map<std::string, double>& derived() const { return derived_; }
+  const std::vector<fs::path>& kept() const { return kept_; }
 
  private:
   void add(const std::string& name, const json& value, const std::string& unit) {
@@ -171,7 +184,26 @@ class ContextImpl final : public Context {
   const RunContextInputs& in_;
   ClaimResult& r_;
   std::map<std::string, double> derived_;
+  std::vector<fs::path> kept_;
 };
+
+// The files a check kept, hashed here (not by the check): path, bytes, sha256.
+json hash_kept(const std::vector<fs::path>& files) {
+  json out = json::array();
+  for (const auto& p : files) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw std::runtime_error(p.string() + ": the check kept this file but did not write it");
+    Sha256 h;
+    std::uintmax_t bytes = 0;
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      h.update(buf, static_cast<std::size_t>(in.gcount()));
+      bytes += static_cast<std::uintmax_t>(in.gcount());
+    }
+    out.push_back({{"path", p.string()}, {"bytes", bytes}, {"sha256", h.hex()}});
+  }
+  return out;
+}
 
 ClaimResult base_result(const Expected& e) {
   ClaimResult r;
@@ -277,6 +309,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
   ContextImpl ctx(e, in, r);
   try {
     check->fn(ctx);
+    if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
     judge(e, ctx.derived(), in.hardware, r);
     fold_outcome(r, e.xfail, e.xfail_reason);
   } catch (const SkipSignal& s) {

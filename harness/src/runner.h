@@ -47,6 +47,7 @@ struct RunContextInputs {
   std::function<nlohmann::json()> records;  // the run's seven records, built on demand
   std::string planted_fault;                // $CLAIMCHECK_FAULT (tests only)
   std::vector<std::string> selected_labels;  // --label values
+  std::filesystem::path artifact_dir;        // where keep_file() puts files (report/artifacts); empty: a temp folder
 };
 
 // Run one claim: its check (or its pending skip), then the comparisons with its expected file.

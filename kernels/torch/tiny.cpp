@@ -167,6 +167,7 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.tokens_per_s = static_cast<double>(o.steps) * o.batch * c.context / r.seconds;
   r.weights_sha256 = parameters_sha256(model->parameters());
+  if (!o.checkpoint.empty()) torch::save(model, o.checkpoint);
   return r;
 }
 

@@ -77,6 +77,10 @@ class Context {
   // the code under test; the report records it.
   virtual const std::string& planted_fault() const = 0;
 
+  // Where the check writes a file the run keeps (a checkpoint, `name` without a directory): under the report's
+  // artifacts/<claim id>/ (a temporary folder without --report). After the check returns, the harness hashes
+  // every such file (sha256, bytes) into the logs record's checkpoints.
+  virtual std::filesystem::path keep_file(const std::string& name) = 0;
   // The run's seven records (commit, data revision, config, environment, seed, hardware, logs),
   // exactly as the report carries them.
   virtual nlohmann::json records() const = 0;

@@ -37,6 +37,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;
   int eval_every = 25, eval_batches = 8;
   std::string fault;  // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0)
+  std::string checkpoint;  // where to save the trained model (torch::save), "" for none
 };
 struct TrainResult {
   std::vector<double> losses;           // per step
