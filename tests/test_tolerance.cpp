@@ -144,3 +144,18 @@ TEST(Tolerance, IntervalHoldsTheStatedValueInTheMeasuredInterval) {
   const std::map<std::string, double> bad = {{"ci_lo", NAN}, {"ci_hi", 0.13}};
   EXPECT_FALSE(compare_scalar(c, 0.11, 0.12, bad, "nats").ok);
 }
+
+// rounded_parts: the series' arithmetic (parts rounded, then added, then rounded), and the parts must add up.
+TEST(Tolerance, RoundedPartsIsTheSeriesArithmetic) {
+  Comparison c = rule("rounded_parts");
+  c.parts = {"base", "adapter"};
+  c.part_step = 0.01;
+  c.step = 0.1;
+  const std::map<std::string, double> parts = {{"base", 16.0602}, {"adapter", 0.5878}};  // 16.648 exactly
+  EXPECT_TRUE(compare_scalar(c, 16.648, 16.7, parts, "GB").ok);    // 16.06 + 0.59 = 16.65 -> 16.7
+  EXPECT_FALSE(compare_scalar(c, 16.648, 16.6, parts, "GB").ok);   // the exact sum's rounding is not the series'
+  EXPECT_FALSE(compare_scalar(c, 16.7, 16.7, parts, "GB").ok);     // the parts do not add up to the figure
+  EXPECT_FALSE(compare_scalar(c, 16.648, 16.7, kNone, "GB").ok);   // no parts derived
+  const std::map<std::string, double> fewer = {{"base", 16.0602}, {"adapter", 0.0958}};  // LoRA on q, v only
+  EXPECT_FALSE(compare_scalar(c, 16.156, 16.7, fewer, "GB").ok);
+}

@@ -22,6 +22,8 @@ static void lora_gb(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(total / 1e9, "GB");
+  ctx.derive("base_part", base / 1e9, "GB");  // the two parts the series adds, each rounded to 0.01 GB
+  ctx.derive("adapter_part", adapter_bpp * trainable / 1e9, "GB");
   ctx.measure("base", base / 1e9, "GB");
   ctx.measure("adapter_bytes_per_param", adapter_bpp, "B");
   ctx.assumption("frozen base weights in bf16, no gradient or optimizer state for them");

@@ -92,13 +92,24 @@ Comparison parse_compare(const json& c, const std::string& file, const std::stri
     out.hi = opt_number(c, file, p, "hi");
     if (!out.lo && !out.hi) input_error(file, p + "lo", "missing (a band needs lo, hi or both)");
     if (out.lo && out.hi && *out.lo > *out.hi) input_error(file, p + "hi", "smaller than lo");
+  } else if (out.rule == "rounded_parts") {
+    out.step = get_number(c, file, p, "step");
+    out.part_step = get_number(c, file, p, "part_step");
+    if (out.step <= 0) input_error(file, p + "step", "must be positive");
+    if (out.part_step <= 0) input_error(file, p + "part_step", "must be positive");
+    if (!c.contains("parts") || !c["parts"].is_array() || c["parts"].size() < 2)
+      input_error(file, p + "parts", "expected at least two names of derived values");
+    for (const auto& n : c["parts"]) {
+      if (!n.is_string() || n.get<std::string>().empty()) input_error(file, p + "parts", "expected names (strings)");
+      out.parts.push_back(n.get<std::string>());
+    }
   } else if (out.rule == "interval") {
     out.interval_lo = get_string(c, file, p, "lo_from");
     out.interval_hi = get_string(c, file, p, "hi_from");
   } else if (out.rule == "equal") {
   } else {
     input_error(file, p + "rule",
-                "unknown rule '" + out.rule + "' (close, rounded, truncated, bound, band, interval, equal)");
+                "unknown rule '" + out.rule + "' (close, rounded, rounded_parts, truncated, bound, band, interval, equal)");
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "tolerance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -95,6 +96,29 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
     out.ok = std::isfinite(ratio) && (!c.lo || ratio >= *c.lo) && (!c.hi || ratio <= *c.hi);
     out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band [" +
                (c.lo ? fmt(*c.lo) : "0") + ", " + (c.hi ? fmt(*c.hi) : "inf") + "]";
+  } else if (c.rule == "rounded_parts") {
+    // The series adds parts it has already rounded: the stated figure is what that arithmetic gives, not a wider
+    // tolerance. The parts must add up to the measured figure, or the rule would judge something else.
+    const auto to_step = [](double x, double step) { return std::round(x / step * (1 + 1e-12)) * step; };
+    double raw = 0, rounded = 0;
+    std::string shown;
+    for (const auto& name : c.parts) {
+      const auto it = derived.find(name);
+      if (it == derived.end()) {
+        out.text = "rounded_parts needs '" + name + "', which the check did not derive";
+        return out;
+      }
+      raw += it->second;
+      rounded += to_step(it->second, c.part_step);
+      shown += (shown.empty() ? "" : " + ") + fmt(to_step(it->second, c.part_step));
+    }
+    const double sum = to_step(rounded, c.step);
+    const bool adds_up = std::fabs(raw - m) <= 1e-9 * std::max(1.0, std::fabs(m));
+    out.ok = adds_up && std::fabs(sum - v) < c.step / 2;
+    out.budget_used = std::fabs(sum - v) / (c.step / 2);
+    out.text = adds_up ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
+                             fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
+                       : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;
   } else if (c.rule == "interval") {
     // The measurement's own uncertainty (e.g. a bootstrap interval) is the tolerance: the stated figure must lie in it.
     const auto lo = derived.find(c.interval_lo), hi = derived.find(c.interval_hi);

@@ -7,11 +7,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace claimcheck {
 
 struct Comparison {
-  std::string rule;  // close | rounded | truncated | bound | band | interval | equal
+  std::string rule;  // close | rounded | rounded_parts | truncated | bound | band | interval | equal
   double atol = 0, rtol = 0;
   double step = 0;                      // rounded / truncated: one unit of the last stated digit
   std::optional<double> min, max;       // bound
@@ -19,6 +20,10 @@ struct Comparison {
   std::optional<double> lo, hi;         // band: lo <= measured / reference <= hi
   std::string dtype;                    // close: per-dtype defaults (fp64, fp32, fp16, bf16)
   std::string interval_lo, interval_hi;  // interval: derived values; the stated value must lie between them
+  // rounded_parts: the series' own arithmetic: derived parts each rounded to part_step, added, the sum rounded to
+  // step (the parts must add up to the measured figure)
+  std::vector<std::string> parts;
+  double part_step = 0;
   std::string why;                      // one line: why this tolerance
 };
 
