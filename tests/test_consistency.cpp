@@ -73,3 +73,13 @@ TEST(Consistency, ProjectCatalogueMatchesTheSharedOne) {
   if (!fs::exists(shared)) GTEST_SKIP() << "no " << shared << " beside the checkout";
   EXPECT_EQ(ids_in_claims_md(shared), ids_in_claims_md(fs::path(CLAIMCHECK_SOURCE_DIR) / "docs/claims.md"));
 }
+
+// One assumption set per quantity across the catalogue: every claim that needs "4-bit" reads the same format
+// (inputs.quant): the series' figures that need two formats are expected failures with the reason, not two assumptions.
+TEST(Consistency, OneFourBitFormatAcrossTheCatalogue) {
+  const auto expected = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  std::set<std::string> formats;
+  for (const auto& [id, e] : expected)
+    if (e.inputs.contains("quant")) formats.insert(e.inputs["quant"].get<std::string>());
+  EXPECT_EQ(formats.size(), 1u) << "claims read different 4-bit formats: " << ::testing::PrintToString(formats);
+}

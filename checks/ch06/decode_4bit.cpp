@@ -19,7 +19,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
   ctx.measure(q4 / bf16, "ratio");
   ctx.assumption("format: " + q.name + "; decode stays memory-bound at 4 bits (intensity 4 FLOP/byte, still far "
                  "left of the ridge of " + std::to_string(hw.ridge()) + ")");
-  for (const char* alt : {"alt_absmax", "alt_bnb"}) {
+  for (const char* alt : {"alt_flat", "alt_bnb"}) {
     const ref::QuantFormat a = ref::load_quant_format(ctx.input_path(alt));
     ctx.alternative(a.name, ref::quantized_weight_bytes(cfg, a) / bf16, "ratio",
                     std::to_string(a.bits_per_param()) + " bits per quantised weight");
