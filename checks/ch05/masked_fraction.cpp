@@ -1,6 +1,8 @@
 // ch05.masked_fraction — 「一条对话 85% 的 token 被 mask」
 // Shipped sample conversations rendered with the ChatML template and a byte-level tokenizer: the share
 // of tokens whose label is -100.
+#include <algorithm>
+
 #include "claimcheck/check.h"
 #include "claimcheck/train/chat.h"
 
@@ -22,6 +24,12 @@ static void masked_fraction(claimcheck::Context& ctx) {
     total += static_cast<long>(e.labels.size());
   }
   ctx.measure(100.0 * static_cast<double>(masked) / static_cast<double>(total), "%");
+  // "A conversation's" share: the stated figure is held against the range one conversation shows here.
+  double lo = 1, hi = 0;
+  for (const auto& f : per) lo = std::min(lo, f.get<double>()), hi = std::max(hi, f.get<double>());
+  ctx.derive("conversation_min", 100 * lo, "%");
+  ctx.derive("conversation_max", 100 * hi, "%");
+  ctx.measure_bool("every_conversation_mostly_masked", lo > 0.5);
   ctx.detail("conversations", convs.size());
   ctx.detail("tokens", total);
   ctx.detail("per_conversation_fraction", per);
