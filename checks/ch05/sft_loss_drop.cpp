@@ -12,7 +12,8 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   const auto train = T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed());
   T::SftOptions o;
   o.steps = ctx.input("steps").get<int>();
-  o.lr = ctx.planted_fault() == "frozen" ? 0.0 : ctx.input("lr").get<double>();
+  o.lr = ctx.input("lr").get<double>();
+  o.fault = ctx.planted_fault();
   o.seed = ctx.seed();
   const auto r = T::sft_train(train, {}, o);
   ctx.measure(r.losses.back(), "nats");

@@ -39,7 +39,8 @@ std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc
 
 }  // namespace
 
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault) {
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, const std::vector<std::vector<std::int64_t>>& intended_labels,
+                         std::uint64_t seed, const std::string& fault) {
   torch::manual_seed(seed);
   TemplateOptions o;
   if (fault == "mask_label_0") o.mask_label = 0;  // a planted fault: 0 is a real token id
@@ -49,10 +50,20 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
   auto logits = torch::randn({y.size(0), y.size(1), kChatVocab}, torch::requires_grad());
   auto loss = lm_loss(logits, y, true);
   loss.backward();
-  // Independent: the mean of -log p(target) over the positions whose label is not -100 (the intended mask).
+  // The caller's targets (derived from the text, not by this template), shifted and padded as the batch is: the
+  // mean of -log p(target) over the positions they do not mask.
+  if (intended_labels.size() != enc.size())
+    throw std::invalid_argument("loss_mask: " + std::to_string(intended_labels.size()) + " intended label rows for " +
+                                std::to_string(enc.size()) + " conversations");
   auto intended = batch_of([&] {
     std::vector<Encoded> e;
-    for (const auto& c : convs) e.push_back(encode_chat(c));
+    for (std::size_t i = 0; i < enc.size(); ++i) {
+      if (intended_labels[i].size() != enc[i].tokens.size())
+        throw std::invalid_argument("loss_mask: conversation " + std::to_string(i) + " has " +
+                                    std::to_string(enc[i].tokens.size()) + " tokens, the intended labels " +
+                                    std::to_string(intended_labels[i].size()));
+      e.push_back({enc[i].tokens, intended_labels[i]});
+    }
     return e;
   }(), 0, static_cast<int>(std::min<std::size_t>(enc.size(), 4)), 256).second;
   auto keep = intended.ne(kIgnoreIndex);
@@ -65,6 +76,7 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
   r.masked_grad_max = g.masked_select(keep.logical_not()).max().item<double>();
   r.unmasked_grad_max = g.masked_select(keep).max().item<double>();
   r.masked_fraction = 1.0 - keep.to(torch::kDouble).mean().item<double>();
+  for (const auto& e : enc) r.tokens.push_back(e.tokens), r.labels.push_back(e.labels);
   return r;
 }
 
@@ -77,7 +89,8 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   t.eos_in_loss = o.eos_in_loss;
   std::vector<Encoded> enc;
   for (const auto& conv : train) enc.push_back(encode_chat(conv, t));
-  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(0.0));
+  torch::optim::AdamW opt(model->parameters(),
+                         torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
   SftResult r;
   const auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {

@@ -135,12 +135,17 @@ struct LoraDeltaResult {
 LoraDeltaResult lora_delta(std::uint64_t seed, const std::string& fault);
 
 struct LossMaskResult {
-  double loss_err = 0;           // |masked loss - mean over unmasked tokens|
+  double loss_err = 0;           // |masked loss - fp64 mean over the intended targets|
   double masked_grad_max = 0;    // max |d loss / d logits| at masked positions
   double unmasked_grad_max = 0;
   double masked_fraction = 0;
+  std::vector<std::vector<std::int64_t>> tokens, labels;  // what the template code produced, per conversation
 };
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault);
+// The project's template and loss on `convs` (random logits): the loss against the fp64 mean over `intended`
+// (per conversation, -100 where the loss must not look: the caller's targets, derived independently), and the
+// gradient at the positions `intended` masks. fault "mask_label_0": the template marks masked labels with 0.
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, const std::vector<std::vector<std::int64_t>>& intended,
+                         std::uint64_t seed, const std::string& fault);
 
 struct SftResult {
   std::vector<double> losses;
@@ -155,6 +160,7 @@ struct SftOptions {
   std::uint64_t seed = 1;
   int max_new_tokens = 48;
   int generate = 0;  // how many held-out prompts to generate from (0: none)
+  std::string fault;  // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns)
 };
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o);
