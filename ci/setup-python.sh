@@ -11,6 +11,9 @@ set -uo pipefail
 
 TORCH_PIN=${CLAIMCHECK_TORCH_PIN:-2.15.0}
 NUMPY_PIN=${CLAIMCHECK_NUMPY_PIN:-2.4.6}
+# transformers and peft for tests/account_diff.py only (account's figures against what they build); optional:
+# without them that test skips. Installed into the shared environment only, never into an interpreter you name.
+HF_PINS="transformers==5.24.0 peft==0.21.2"
 MIN_TORCH=2.4
 HOW="set CLAIMCHECK_PYTHON=/path/to/python (with torch >= ${MIN_TORCH} and numpy) or pass -DCMAKE_PREFIX_PATH=<torch.utils.cmake_prefix_path> to cmake"
 
@@ -71,6 +74,19 @@ if [ ! -f "$stamp" ]; then
     what=$(probe "$venv/bin/python")
     case "$what" in OK*) ;; *) rm -rf "$venv"; die "$venv/bin/python: $what after installing; $HOW" ;; esac
     touch "$stamp"
+  fi
+fi
+hf_stamp="$venv/.claimcheck-hf-$(echo "$HF_PINS" | tr ' =' '_-')"
+if [ ! -f "$hf_stamp" ]; then
+  exec 9>"$venv.lock"
+  flock 9
+  if [ ! -f "$hf_stamp" ]; then
+    # shellcheck disable=SC2086
+    if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $HF_PINS >/dev/null 2>&1; then
+      touch "$hf_stamp"
+    else
+      echo "claimcheck: could not install $HF_PINS into $venv (no network?): tests/account_diff.py will skip" >&2
+    fi
   fi
 fi
 what=$(probe "$venv/bin/python")

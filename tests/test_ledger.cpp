@@ -189,3 +189,113 @@ TEST(Stats, MeanAbsDifferenceAndItsBootstrap) {
   EXPECT_GE(covered, 0.85 * datasets) << covered << " of " << datasets;  // percentile bootstrap at n = 16
   EXPECT_LE(covered, 0.99 * datasets) << covered << " of " << datasets;
 }
+
+// ---- issue 12: transformers' defaults, peft's target spellings, more families ------------------------------------
+namespace {
+ref::ModelConfig parse(const std::string& json_text) { return ref::parse_model_config(json_text, "t.json"); }
+std::string field_of(const std::string& json_text) {
+  try {
+    parse(json_text);
+  } catch (const ref::SpecError& e) {
+    const std::string m = e.what();
+    const auto a = m.find("field '"), b = m.find('\'', a + 7);
+    return a == std::string::npos ? m : m.substr(a + 7, b - a - 7);
+  }
+  return "(accepted)";
+}
+const char* kDims = R"("vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4)";
+std::string cfg_of(const std::string& type, const std::string& extra = "") {
+  return "{\"model_type\": \"" + type + "\", " + kDims + (extra.empty() ? "" : ", " + extra) + "}";
+}
+}  // namespace
+
+TEST(Ledger, MixtureOfExpertsMatchesPublishedCounts) {
+  // Mixtral-8x7B: 46.7B in total, 12.9B active per token (Mistral AI); safetensors metadata 46,702,792,704.
+  const auto m = ref::count_params(cfg("reference/data/configs/mixtral-8x7b.json"));
+  EXPECT_EQ(m.total(), 46702792704);
+  EXPECT_EQ(m.active(), 12879925248);
+  EXPECT_EQ(m.sparse_layers, 32);
+  // Qwen1.5-MoE-A2.7B: 14.3B in total, 2.7B activated (model card); 60 experts, top 4, a shared expert.
+  const auto q = ref::count_params(cfg("reference/data/configs/qwen1.5-moe-a2.7b.json"));
+  EXPECT_EQ(q.total(), 14315784192);
+  EXPECT_EQ(q.active(), 2689173504);
+  // Gemma-2B: 2,506,172,416, tied embeddings (GemmaConfig's default is tie_word_embeddings=True).
+  EXPECT_EQ(ref::count_params(cfg("reference/data/configs/gemma-2b.json")).total(), 2506172416);
+  // Decode reads the weights a token goes through: active, not total.
+  const auto mx = cfg("reference/data/configs/mixtral-8x7b.json");
+  EXPECT_DOUBLE_EQ(ref::decode_bytes_per_token(mx, {}), 2.0 * 12879925248);
+  EXPECT_EQ(ref::kv_cache_bytes_per_token(mx), 131072);
+}
+
+TEST(Ledger, TransformersDefaultsOfAbsentKeys) {
+  // Qwen3 without head_dim: Qwen3Config's 128, not hidden / heads (16).
+  EXPECT_EQ(parse(cfg_of("qwen3", R"("num_key_value_heads": 2)")).head_dim, 128);
+  // num_key_value_heads absent: Mistral 8, Qwen2 / Qwen3 32, Gemma and Qwen2-MoE 16, Llama the head count.
+  EXPECT_EQ(parse(cfg_of("llama")).kv_heads, 4);
+  const std::string heads32 = R"({"vocab_size": 100, "hidden_size": 256, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 32, "model_type": ")";
+  EXPECT_EQ(parse(heads32 + "mistral\"}").kv_heads, 8);
+  EXPECT_EQ(parse(heads32 + "qwen2\"}").kv_heads, 32);
+  EXPECT_EQ(parse(heads32 + "gemma\"}").kv_heads, 16);
+  EXPECT_EQ(field_of(cfg_of("qwen2")), "num_key_value_heads");  // the default 32 does not divide 4 heads
+  // Gemma ties its embeddings unless told otherwise; Llama does not.
+  EXPECT_TRUE(parse(cfg_of("gemma", R"("num_key_value_heads": 1)")).tie_embeddings);
+  EXPECT_FALSE(parse(cfg_of("llama")).tie_embeddings);
+  // Biases the family's modeling code never builds are ignored (and said to be).
+  const auto mi = parse(cfg_of("mistral", R"("num_key_value_heads": 2, "mlp_bias": true, "attention_bias": true)"));
+  EXPECT_FALSE(mi.mlp_bias || mi.qkv_bias || mi.o_bias);
+  EXPECT_EQ(ref::count_params(mi).total(), ref::count_params(parse(cfg_of("mistral", R"("num_key_value_heads": 2)"))).total());
+  int known = 0;
+  for (const auto& k : mi.ignored) known += k.known && (k.key == "mlp_bias" || k.key == "attention_bias");
+  EXPECT_EQ(known, 2);
+  EXPECT_TRUE(parse(cfg_of("llama", R"("mlp_bias": true)")).mlp_bias);
+  // Unknown keys are listed as such; harmless ones as known.
+  const auto u = parse(cfg_of("llama", R"("rope_scaling": {"factor": 2.0}, "frobnicate": 3)"));
+  ASSERT_EQ(u.ignored.size(), 2u);
+  for (const auto& k : u.ignored) EXPECT_EQ(k.known, k.key == "rope_scaling") << k.key;
+}
+
+TEST(Ledger, TransformersRefusalsAreRefused) {
+  // LlamaConfig.validate_architecture: heads must divide hidden_size, head_dim or not.
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 16})"),
+            "hidden_size");
+  EXPECT_EQ(field_of(R"({"model_type": "llama", "vocab_size": 1000, "hidden_size": 64.0, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4})"),
+            "hidden_size");  // strict dataclass: an int field given a float
+  EXPECT_EQ(field_of(cfg_of("llama", R"("tie_word_embeddings": "yes")")), "tie_word_embeddings");
+  EXPECT_EQ(field_of(cfg_of("llama", R"("hidden_act": "foo")")), "hidden_act");
+  EXPECT_EQ(field_of(cfg_of("llama", R"("hidden_act": "prelu")")), "hidden_act");  // learnable: changes the count
+  EXPECT_EQ(field_of(cfg_of("llama", R"("quantization_config": {"quant_method": "awq"})")), "quantization_config");
+  EXPECT_EQ(field_of(cfg_of("mixtral", R"("num_key_value_heads": 2, "num_local_experts": 2, "num_experts_per_tok": 3)")), "num_experts_per_tok");
+  EXPECT_EQ(field_of(cfg_of("phi9")), "model_type");
+  // Mistral (unlike Llama) accepts a hidden size that heads do not divide when head_dim is given.
+  EXPECT_EQ(field_of(R"({"model_type": "mistral", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16})"),
+            "(accepted)");
+}
+
+TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
+  const auto l = cfg("reference/data/configs/llama-3-8b.json");
+  const auto all = ref::lora_trainable(l, 8, ref::all_linear_targets());
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"all-linear"}), all);
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"q_proj", "q_proj", "v_proj"}), 3407872);  // a duplicate counts once
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"self_attn.q_proj", "v_proj"}), 3407872);
+  EXPECT_EQ(ref::lora_count(l, 8, ref::parse_lora_targets(R"(.*\.(q|v)_proj)")).trainable, 3407872);
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"layers.0.self_attn.q_proj"}), 8 * (4096 + 4096));  // layer 0 only
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"lm_head"}), 8 * (4096 + 128256));
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"embed_tokens"}), 8 * (128256 + 4096));
+  EXPECT_THROW(ref::lora_trainable(l, 8, {"mlp"}), ref::SpecError);              // a block, not a Linear
+  EXPECT_THROW(ref::lora_trainable(l, 8, {"input_layernorm"}), ref::SpecError);  // a norm
+  EXPECT_THROW(ref::lora_trainable(l, 8, {"q_proj", "all-linear"}), ref::SpecError);
+  EXPECT_THROW(ref::lora_count(l, 8, ref::parse_lora_targets("(")), ref::SpecError);
+  // Mixtral under all-linear: attention, router and the fused experts as peft 0.21 adapts them (peft: 359,665,664).
+  const auto mx = cfg("reference/data/configs/mixtral-8x7b.json");
+  const std::int64_t attn = 16 * (2 * (4096 + 4096) + 2 * (4096 + 1024)), router = 16 * (4096 + 8);
+  const std::int64_t experts = 16 * 8 * (2 * (4096 + 2 * 14336) + (14336 + 4096));  // w1 and w3 each r
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"all-linear"}), 32 * (attn + router + experts));
+  EXPECT_THROW(ref::lora_trainable(mx, 16, {"experts"}), ref::SpecError);
+  EXPECT_THROW(ref::lora_trainable(mx, 16, {"gate_proj"}), ref::SpecError);  // no such Linear in Mixtral
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"gate"}), 32 * router);              // peft converts Mixtral's router
+  const auto qm = cfg("reference/data/configs/qwen1.5-moe-a2.7b.json");
+  EXPECT_THROW(ref::lora_trainable(qm, 16, {"gate"}), ref::SpecError);  // peft refuses Qwen2MoeTopKRouter
+  const auto partly = ref::lora_count(qm, 16, ref::parse_lora_targets("q_proj,w1"));  // peft skips w1, keeps q_proj
+  EXPECT_EQ(partly.unmatched, std::vector<std::string>{"w1"});
+  EXPECT_EQ(partly.trainable, 24 * 16 * (2048 + 2048));
+}

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -29,7 +31,7 @@ bool ledger_fault(const char* name) {
 json parse_text(const std::string& text, const std::string& file) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
     fail(file, "(json)", std::string("malformed JSON: ") + e.what());
   }
 }
@@ -89,51 +91,237 @@ double positive_number(const json& j, const std::string& file, const char* key) 
 }  // namespace
 
 // ---- model config -------------------------------------------------------------
+namespace {
+
+// What transformers 5.x's configuration_<family>.py and modeling_<family>.py do with a config, family by family.
+struct Family {
+  const char* type;
+  const char* cls;               // the config class, for messages
+  std::int64_t kv_absent;        // num_key_value_heads when absent: -1 = num_attention_heads
+  std::int64_t head_dim_absent;  // -1 = hidden_size // num_attention_heads
+  bool hidden_divisible;         // LlamaConfig.validate_architecture: hidden_size % num_attention_heads == 0
+  bool tie_default;
+  enum Bias { attention_bias_all, qkv_always, qkv_key, none } bias;
+  bool mlp_bias_read;
+  bool qk_norm;
+  const char* act_default;
+  enum Moe { dense, mixtral, qwen2_moe } moe;
+};
+const Family kFamilies[] = {
+    {"llama", "LlamaConfig", -1, -1, true, false, Family::attention_bias_all, true, false, "silu", Family::dense},
+    {"mistral", "MistralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::dense},
+    {"qwen2", "Qwen2Config", 32, -1, false, false, Family::qkv_always, false, false, "silu", Family::dense},
+    {"qwen3", "Qwen3Config", 32, 128, false, false, Family::attention_bias_all, false, true, "silu", Family::dense},
+    {"gemma", "GemmaConfig", 16, 256, false, true, Family::attention_bias_all, false, false, "gelu_pytorch_tanh",
+     Family::dense},
+    {"mixtral", "MixtralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::mixtral},
+    {"qwen2_moe", "Qwen2MoeConfig", 16, -1, false, false, Family::qkv_key, false, false, "silu", Family::qwen2_moe},
+};
+
+// Keys that change no count here: PreTrainedConfig's own, generation defaults transformers drops, and the
+// families' fields for RoPE, norms' epsilon, dropout, tokens, caching and the router's training loss.
+const char* const kHarmless[] = {
+    "architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path", "name_or_path", "use_cache",
+    "bos_token_id", "eos_token_id", "pad_token_id", "rms_norm_eps", "initializer_range", "rope_theta",
+    "rope_scaling", "rope_parameters", "attention_dropout", "output_hidden_states", "output_attentions",
+    "return_dict", "chunk_size_feed_forward", "id2label", "label2id", "problem_type", "num_labels",
+    "attn_implementation", "_attn_implementation", "pretraining_tp", "output_router_logits",
+    "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob", "use_bidirectional_attention", "auto_map",
+    "bos_token", "eos_token", "temperature", "top_p", "top_k", "do_sample", "max_length", "num_beams",
+    "repetition_penalty", "_commit_hash", "tokenizer_class", "prefix", "task_specific_params"};
+// Keys that bound the KV cache of sliding-window layers at the window: the per-token figure holds up to it.
+const char* const kWindow[] = {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"};
+
+const Family& family_of(const json& j, const std::string& file) {
+  if (!j.contains("model_type") || !j.at("model_type").is_string())
+    fail(file, "model_type", "missing: not a Hugging Face model config");
+  const auto t = j.at("model_type").get<std::string>();
+  for (const auto& f : kFamilies)
+    if (t == f.type) return f;
+  std::string list, keys;
+  for (const auto& f : kFamilies) list += (list.empty() ? "" : ", ") + std::string(f.type);
+  for (auto it = j.begin(); it != j.end() && keys.size() < 200; ++it) keys += (keys.empty() ? "" : ", ") + it.key();
+  fail(file, "model_type", "'" + t + "' is not a supported decoder-only model (supported: " + list + "; keys read: " +
+                               keys + ")");
+}
+
+// transformers' config classes are strict dataclasses: an int field given 4096.0 or true is refused.
+std::int64_t int_field(const json& j, const std::string& file, const char* key, std::int64_t min, const char* cls) {
+  const json& v = j.at(key);
+  if (v.is_boolean() || !v.is_number_integer())
+    fail(file, key, std::string("expected an integer, got ") + v.dump() + " (" + cls + " accepts int only)");
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxConfigInt))
+    fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+  const auto n = v.get<std::int64_t>();
+  if (n < min) fail(file, key, (min > 0 ? "must be positive, got " : "must be >= 0, got ") + v.dump());
+  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+  return n;
+}
+bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+
+}  // namespace
+
+std::vector<std::string> supported_model_types() {
+  std::vector<std::string> v;
+  for (const auto& f : kFamilies) v.emplace_back(f.type);
+  return v;
+}
+
+std::int64_t ModelConfig::sparse_layers() const {
+  return static_cast<std::int64_t>(std::count(sparse_layer.begin(), sparse_layer.end(), true));
+}
+
 ModelConfig parse_model_config(const std::string& text, const std::string& file) {
   const json j = parse_text(text, file);
   if (!j.is_object()) fail(file, "(json)", "expected an object (a Hugging Face config.json)");
+  const Family& f = family_of(j, file);
   ModelConfig c;
   c.file = file;
-  if (!j.contains("model_type") || !j.at("model_type").is_string())
-    fail(file, "model_type", "missing: not a Hugging Face model config");
-  c.model_type = j.at("model_type").get<std::string>();
-  static const std::vector<std::string> supported = {"llama", "mistral", "qwen2", "qwen3"};
-  if (std::find(supported.begin(), supported.end(), c.model_type) == supported.end())
-    fail(file, "model_type", "'" + c.model_type + "' is not a supported decoder-only model (llama, mistral, qwen2, qwen3)");
+  c.model_type = f.type;
+  std::vector<std::string> read = {"model_type", "is_encoder_decoder"};
+  auto note_default = [&](const char* key, const std::string& value, const std::string& why) {
+    c.defaults.push_back({key, value, why});
+  };
+  // The dimensions have class defaults in transformers too, but a config without them describes no published
+  // model: the ledger requires them.
+  auto required = [&](const char* key) {
+    read.emplace_back(key);
+    if (!present(j, key)) fail(file, key, "missing");
+    return int_field(j, file, key, 1, f.cls);
+  };
+  auto optional = [&](const char* key, std::int64_t dflt, std::int64_t min, const std::string& why) {
+    read.emplace_back(key);
+    if (present(j, key)) return int_field(j, file, key, min, f.cls);
+    note_default(key, std::to_string(dflt), why);
+    return dflt;
+  };
+  auto flag = [&](const char* key, bool dflt) {
+    read.emplace_back(key);
+    if (!present(j, key)) return dflt;
+    if (!j.at(key).is_boolean())
+      fail(file, key, std::string("expected true or false, got ") + j.at(key).dump() + " (" + f.cls + " accepts bool only)");
+    return j.at(key).get<bool>();
+  };
   if (j.contains("is_encoder_decoder") && j.at("is_encoder_decoder").is_boolean() && j.at("is_encoder_decoder").get<bool>())
     fail(file, "is_encoder_decoder", "true: not a decoder-only model");
-  c.vocab = positive_int(j, file, "vocab_size");
-  c.hidden = positive_int(j, file, "hidden_size");
-  c.intermediate = positive_int(j, file, "intermediate_size");
-  c.layers = positive_int(j, file, "num_hidden_layers");
-  c.heads = positive_int(j, file, "num_attention_heads");
-  c.kv_heads = positive_int(j, file, "num_key_value_heads", false, c.heads);
+  if (present(j, "quantization_config"))
+    fail(file, "quantization_config", "a pre-quantised checkpoint: the ledger counts unquantised weights (use the "
+                                      "unquantised model's config and --quant for the format)");
+  c.vocab = required("vocab_size");
+  c.hidden = required("hidden_size");
+  c.intermediate = required("intermediate_size");
+  c.layers = required("num_hidden_layers");
+  c.heads = required("num_attention_heads");
+  if (c.layers > (1 << 16)) fail(file, "num_hidden_layers", "implausibly large, got " + std::to_string(c.layers) + " (the ledger accepts up to 65536)");
+  const std::string cls = f.cls;
+  c.kv_heads = optional("num_key_value_heads", f.kv_absent > 0 ? f.kv_absent : c.heads, 1,
+                        f.kv_absent > 0 ? cls + "'s default" : cls + ": num_attention_heads");
   if (c.heads % c.kv_heads != 0)
-    fail(file, "num_key_value_heads", std::to_string(c.kv_heads) + " does not divide num_attention_heads " + std::to_string(c.heads));
-  const bool explicit_head_dim = j.contains("head_dim") && !j.at("head_dim").is_null();
-  if (!explicit_head_dim && c.hidden % c.heads != 0)
-    fail(file, "hidden_size", "not divisible by num_attention_heads and no head_dim is given");
-  c.head_dim = positive_int(j, file, "head_dim", false, c.hidden / c.heads);
-  c.max_position = positive_int(j, file, "max_position_embeddings", false, 0);
-  c.tie_embeddings = get_bool(j, file, "tie_word_embeddings", false);
-  if (c.model_type == "qwen2") {
-    c.qkv_bias = !ledger_fault("ledger_qwen2_no_bias");  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
-  } else {
-    // Llama, Mistral and Qwen3 attention: one attention_bias flag for q, k, v and o_proj.
-    c.qkv_bias = c.o_bias = get_bool(j, file, "attention_bias", false);
+    fail(file, "num_key_value_heads",
+         std::to_string(c.kv_heads) + (present(j, "num_key_value_heads") ? "" : " (" + cls + "'s default)") +
+             " does not divide num_attention_heads " + std::to_string(c.heads));
+  if (f.hidden_divisible && c.hidden % c.heads != 0)
+    fail(file, "hidden_size", std::to_string(c.hidden) + " is not a multiple of num_attention_heads " +
+                                  std::to_string(c.heads) + " (" + cls + " refuses it, head_dim or not)");
+  const bool explicit_head_dim = present(j, "head_dim");
+  if (!explicit_head_dim && f.head_dim_absent < 0 && c.hidden / c.heads == 0)
+    fail(file, "hidden_size", "smaller than num_attention_heads and no head_dim is given");
+  c.head_dim = optional("head_dim", f.head_dim_absent > 0 ? f.head_dim_absent : c.hidden / c.heads, 1,
+                        f.head_dim_absent > 0 ? cls + "'s default"
+                                              : cls + ": hidden_size // num_attention_heads" +
+                                                    (c.hidden % c.heads ? " (rounded down, as transformers does)" : ""));
+  c.max_position = present(j, "max_position_embeddings") ? int_field(j, file, "max_position_embeddings", 1, f.cls) : 0;
+  read.emplace_back("max_position_embeddings");
+  c.tie_embeddings = flag("tie_word_embeddings", f.tie_default);
+  if (!present(j, "tie_word_embeddings"))
+    note_default("tie_word_embeddings", f.tie_default ? "true" : "false", cls + "'s default");
+  switch (f.bias) {
+    case Family::attention_bias_all: c.qkv_bias = c.o_bias = flag("attention_bias", false); break;
+    case Family::qkv_always: c.qkv_bias = true; break;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+    case Family::qkv_key: c.qkv_bias = flag("qkv_bias", true); break;
+    case Family::none: break;
   }
-  c.mlp_bias = get_bool(j, file, "mlp_bias", false);
-  c.qk_norm = c.model_type == "qwen3";
+  if (c.model_type == "qwen2" && ledger_fault("ledger_qwen2_no_bias")) c.qkv_bias = false;
+  if (f.mlp_bias_read) c.mlp_bias = flag("mlp_bias", false);
+  c.qk_norm = f.qk_norm;
+  read.emplace_back("hidden_act");
+  c.hidden_act = f.act_default;
+  if (present(j, "hidden_act")) {
+    if (!j.at("hidden_act").is_string()) fail(file, "hidden_act", "expected a string, got " + j.at("hidden_act").dump());
+    c.hidden_act = j.at("hidden_act").get<std::string>();
+    static const std::vector<std::string> acts = {
+        "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
+        "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
+        "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh"};
+    if (c.hidden_act == "prelu" || c.hidden_act == "xielu")
+      fail(file, "hidden_act", "'" + c.hidden_act + "' has learnable parameters the ledger does not count");
+    if (std::find(acts.begin(), acts.end(), c.hidden_act) == acts.end())
+      fail(file, "hidden_act", "'" + c.hidden_act + "' is not an activation transformers knows (ACT2FN)");
+  } else {
+    note_default("hidden_act", c.hidden_act, cls + "'s default");
+  }
+
+  // Mixture of experts.
+  if (f.moe == Family::mixtral) {
+    c.experts = optional("num_local_experts", 8, 1, cls + "'s default");
+    c.experts_per_token = optional("num_experts_per_tok", 2, 1, cls + "'s default");
+    c.moe_intermediate = c.intermediate;  // MixtralExperts: every expert is intermediate_size wide
+    c.sparse_layer.assign(static_cast<std::size_t>(c.layers), true);
+    c.peft_all_linear_experts = true;
+  } else if (f.moe == Family::qwen2_moe) {
+    c.experts = optional("num_experts", 60, 0, cls + "'s default");
+    c.experts_per_token = optional("num_experts_per_tok", 4, 1, cls + "'s default");
+    c.moe_intermediate = optional("moe_intermediate_size", 1408, 1, cls + "'s default");
+    c.shared_expert_intermediate = optional("shared_expert_intermediate_size", 5632, 0, cls + "'s default");
+    const std::int64_t step = optional("decoder_sparse_step", 1, 1, cls + "'s default");
+    read.emplace_back("mlp_only_layers");
+    std::vector<std::int64_t> mlp_only;
+    if (present(j, "mlp_only_layers")) {
+      if (!j.at("mlp_only_layers").is_array()) fail(file, "mlp_only_layers", "expected a list of layer indices");
+      for (const auto& v : j.at("mlp_only_layers")) {
+        if (v.is_boolean() || !v.is_number_integer()) fail(file, "mlp_only_layers", "expected integers, got " + v.dump());
+        mlp_only.push_back(v.get<std::int64_t>());
+      }
+    }
+    c.sparse_layer.resize(static_cast<std::size_t>(c.layers));
+    for (std::int64_t i = 0; i < c.layers; ++i)  // Qwen2MoeDecoderLayer
+      c.sparse_layer[i] = std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && c.experts > 0 &&
+                          (i + 1) % step == 0;
+    if (c.experts == 0) c.experts_per_token = 0;
+  }
+  if (c.experts > 0 && c.experts_per_token > c.experts)
+    fail(file, "num_experts_per_tok", std::to_string(c.experts_per_token) + " is more than the " +
+                                          std::to_string(c.experts) + " experts");
+
   // Every count below is an int64 and every byte count a double: a model past 2^50 parameters (a thousand times
   // the largest published) is a typo, not a config.
   const double rough = 2.0 * c.vocab * c.hidden +
                        static_cast<double>(c.layers) * (2.0 * c.hidden * (c.heads + c.kv_heads) * c.head_dim +
-                                                        3.0 * c.hidden * c.intermediate);
+                                                        3.0 * c.hidden * c.intermediate +
+                                                        3.0 * c.hidden * c.moe_intermediate * c.experts +
+                                                        3.0 * c.hidden * c.shared_expert_intermediate);
   if (!(rough < std::ldexp(1.0, 50)))
     fail(file, "num_hidden_layers", "implausibly large model: about " + std::to_string(static_cast<long long>(rough / 1e12)) + " trillion parameters (more than 2^50)");
-  if (j.contains("hidden_act") && j.at("hidden_act").is_string()) {
-    const auto act = j.at("hidden_act").get<std::string>();
-    if (act != "silu" && act != "swish") fail(file, "hidden_act", "'" + act + "': the ledger models a SwiGLU MLP (silu)");
+
+  // The keys not read: harmless ones by name, the biases this family's modeling code never builds, the rest unknown.
+  auto in = [](const auto& list, const std::string& k) {
+    return std::find(std::begin(list), std::end(list), k) != std::end(list);
+  };
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (in(read, k)) continue;
+    if (!k.empty() && k[0] == '_' && k != "_name_or_path" && k != "_attn_implementation" && k != "_commit_hash")
+      c.ignored.push_back({k, true, "a comment (leading underscore)"});
+    else if (in(kHarmless, k))
+      c.ignored.push_back({k, true, "read by transformers for nothing counted here"});
+    else if (in(kWindow, k))
+      c.ignored.push_back({k, true, "sliding-window attention: bounds the KV cache of such layers at the window; "
+                                    "the per-token figure holds up to it"});
+    else if (k == "attention_bias" || k == "mlp_bias" || k == "qkv_bias")
+      c.ignored.push_back({k, true, cls + " has no such field: " + c.model_type + "'s modeling code builds no such bias"});
+    else
+      c.ignored.push_back({k, false, "unknown to the ledger (transformers keeps it as an attribute " + cls +
+                                         "'s modeling code does not read)"});
   }
   return c;
 }
@@ -162,6 +350,15 @@ ParamCount count_params(const ModelConfig& c) {
   p.norms_per_layer = 2 * c.hidden + (c.qk_norm ? 2 * c.head_dim : 0);
   p.final_norm = c.hidden;
   p.layers = c.layers;
+  p.sparse_layers = c.sparse_layers();
+  if (p.sparse_layers > 0) {
+    p.experts = c.experts;
+    p.experts_per_token = c.experts_per_token;
+    p.expert_params = 3 * c.hidden * c.moe_intermediate;  // gate and up fused (2I x h), down (h x I); no bias
+    p.router_per_layer = c.experts * c.hidden;           // the top-k router: experts x hidden, no bias
+    if (c.model_type == "qwen2_moe")                     // shared expert (SwiGLU) + its sigmoid gate (hidden -> 1)
+      p.shared_expert_per_layer = 3 * c.hidden * c.shared_expert_intermediate + c.hidden;
+  }
   return p;
 }
 
@@ -169,17 +366,155 @@ std::vector<std::string> all_linear_targets() {
   return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 }
 
-std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets) {
-  if (rank <= 0) throw SpecError("lora: field 'r': must be positive, got " + std::to_string(rank));
-  const auto linears = layer_linears(c);
-  std::int64_t per_layer = 0;
-  const std::vector<std::string> peft_default = {"q_proj", "v_proj"};  // what PEFT picks for Llama when none are named
-  for (const auto& t : ledger_fault("ledger_lora_qv_only") ? peft_default : targets) {
-    auto it = std::find_if(linears.begin(), linears.end(), [&](const Linear& l) { return l.name == t; });
-    if (it == linears.end()) throw SpecError("lora: field 'target_modules': unknown module '" + t + "'");
-    per_layer += rank * (it->in + it->out);
+// ---- LoRA ---------------------------------------------------------------------
+namespace {
+// A module of the model as peft sees it: name within the layer (or full name at top level), whether peft can adapt
+// it by name, its LoRA parameters per rank, whether "all-linear" takes it.
+struct Module {
+  std::string name;
+  bool adaptable = false;
+  std::int64_t lora_per_rank = 0;
+  bool all_linear = false;
+  const char* what = "";
+};
+
+std::vector<Module> layer_modules(const ModelConfig& c, bool sparse) {
+  std::vector<Module> m;
+  const auto lin = layer_linears(c);
+  for (int i = 0; i < 4; ++i) m.push_back({"self_attn." + lin[i].name, true, lin[i].in + lin[i].out, true, "Linear"});
+  m.push_back({"self_attn", false, 0, false, "the attention block"});
+  m.push_back({"mlp", false, 0, false, "the MLP block"});
+  m.push_back({"input_layernorm", false, 0, false, "an RMSNorm"});
+  m.push_back({"post_attention_layernorm", false, 0, false, "an RMSNorm"});
+  if (c.qk_norm) {
+    m.push_back({"self_attn.q_norm", false, 0, false, "an RMSNorm"});
+    m.push_back({"self_attn.k_norm", false, 0, false, "an RMSNorm"});
   }
-  return per_layer * c.layers;
+  if (!sparse) {
+    for (int i = 4; i < 7; ++i) m.push_back({"mlp." + lin[i].name, true, lin[i].in + lin[i].out, true, "Linear"});
+    return m;
+  }
+  const std::int64_t h = c.hidden, e = c.experts, I = c.moe_intermediate;
+  // The router ("gate"): peft adapts it, by name or under "all-linear", only where it converts the family's
+  // experts (Mixtral); Qwen2-MoE's Qwen2MoeTopKRouter it refuses.
+  m.push_back({"mlp.gate", c.peft_all_linear_experts, h + e, c.peft_all_linear_experts, "the router"});
+  m.push_back({"mlp.experts", false, 0, false, "fused expert tensors (peft adapts them only under all-linear)"});
+  if (c.peft_all_linear_experts) {
+    // peft 0.21 converts Mixtral's w1, w3 (fused into gate_up_proj) and w2: A (2r*E x h), B (2I x 2r*E) on
+    // gate_up_proj (w1 and w3 each r per expert), A (r*E x I), B (h x r*E) on down_proj.
+    m.push_back({"mlp.experts#gate_up_proj", false, 2 * e * (h + 2 * I), true, "fused experts"});
+    m.push_back({"mlp.experts#down_proj", false, e * (I + h), true, "fused experts"});
+  }
+  if (c.model_type == "qwen2_moe") {
+    const std::int64_t s = c.shared_expert_intermediate;
+    m.push_back({"mlp.shared_expert", false, 0, false, "the shared expert's MLP block"});
+    m.push_back({"mlp.shared_expert.gate_proj", true, h + s, true, "Linear"});
+    m.push_back({"mlp.shared_expert.up_proj", true, h + s, true, "Linear"});
+    m.push_back({"mlp.shared_expert.down_proj", true, s + h, true, "Linear"});
+    m.push_back({"mlp.shared_expert_gate", true, h + 1, true, "Linear"});
+  }
+  return m;
+}
+
+bool suffix_match(const std::string& key, const std::string& t) {
+  return key == t || (key.size() > t.size() && key.compare(key.size() - t.size(), t.size(), t) == 0 &&
+                      key[key.size() - t.size() - 1] == '.');
+}
+}  // namespace
+
+LoraTargets parse_lora_targets(const std::string& s) {
+  LoraTargets t;
+  if (s == "all-linear") {
+    t.all_linear = true;
+    return t;
+  }
+  if (s.find_first_of("*+?()[]{}|^$\\") != std::string::npos) {
+    t.regex = s;
+    return t;
+  }
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) {
+    while (!x.empty() && x.front() == ' ') x.erase(x.begin());
+    while (!x.empty() && x.back() == ' ') x.pop_back();
+    if (!x.empty()) t.names.push_back(x);
+  }
+  if (t.names.empty()) throw SpecError("lora: field 'target_modules': empty (give module names, all-linear or a regex)");
+  return t;
+}
+
+LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
+  if (rank <= 0) throw SpecError("lora: field 'r': must be positive, got " + std::to_string(rank));
+  LoraTargets t = spec;
+  if (ledger_fault("ledger_lora_qv_only")) t = LoraTargets{false, {"q_proj", "v_proj"}, ""};
+  for (const auto& n : t.names)
+    if (n == "all-linear")
+      throw SpecError("lora: field 'target_modules': 'all-linear' is a spelling of its own, not a module name in a list");
+  std::regex re;
+  if (!t.regex.empty()) {
+    try {
+      re = std::regex(t.regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw SpecError("lora: field 'target_modules': '" + t.regex + "' is not a regular expression (" + e.what() + ")");
+    }
+  }
+  LoraCount out;
+  std::vector<bool> name_used(t.names.size(), false);
+  auto select = [&](const std::string& full, const std::string& shown, const Module& m) {
+    bool hit = false;
+    if (t.all_linear) {
+      hit = m.all_linear;
+    } else if (!t.regex.empty()) {
+      hit = m.name.find('#') == std::string::npos && std::regex_match(full, re);
+    } else if (m.name.find('#') == std::string::npos) {
+      for (std::size_t i = 0; i < t.names.size(); ++i)
+        if (suffix_match(full, t.names[i])) {
+          hit = true;
+          name_used[i] = true;
+        }
+    }
+    if (!hit) return;
+    if (!t.all_linear && !m.adaptable)
+      throw SpecError("lora: field 'target_modules': selects " + full + ", " + m.what +
+                      ", which peft cannot adapt by name (Linear and Embedding modules only)");
+    out.trainable += static_cast<std::int64_t>(rank) * m.lora_per_rank;
+    ++out.adapted_modules;
+    std::string name = shown;
+    std::replace(name.begin(), name.end(), '#', '.');  // fused expert tensors: parameters, not modules
+    if (std::find(out.modules.begin(), out.modules.end(), name) == out.modules.end()) out.modules.push_back(name);
+  };
+  for (std::int64_t i = 0; i < c.layers; ++i) {
+    const bool sparse = !c.sparse_layer.empty() && c.sparse_layer[static_cast<std::size_t>(i)];
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const auto& m : layer_modules(c, sparse)) select(prefix + m.name, m.name, m);
+  }
+  const std::vector<Module> top = {{"model.embed_tokens", true, c.vocab + c.hidden, false, "Embedding"},
+                                   {"lm_head", true, c.hidden + c.vocab, false, "Linear"},
+                                   {"model.norm", false, 0, false, "an RMSNorm"},
+                                   {"model", false, 0, false, "the decoder"},
+                                   {"model.layers", false, 0, false, "the list of layers"}};
+  for (const auto& m : top) select(m.name, m.name, m);
+  // peft skips a name that matches nothing as long as another one matches (a Qwen2-MoE without sparse layers has
+  // no shared_expert): the ledger does the same and lists them.
+  for (std::size_t i = 0; i < t.names.size(); ++i)
+    if (!name_used[i] && std::find(out.unmatched.begin(), out.unmatched.end(), t.names[i]) == out.unmatched.end())
+      out.unmatched.push_back(t.names[i]);
+  if (!t.names.empty() && out.adapted_modules == 0)
+    throw SpecError("lora: field 'target_modules': no name matches a module of this " + c.model_type +
+                    " model (names such as q_proj, self_attn.q_proj, layers.0.self_attn.q_proj, lm_head)");
+  if (!t.regex.empty() && out.adapted_modules == 0)
+    throw SpecError("lora: field 'target_modules': the regex '" + t.regex + "' matches no full module name (e.g. model.layers.0.self_attn.q_proj)");
+  if (t.all_linear && out.adapted_modules == 0) throw SpecError("lora: field 'target_modules': all-linear selects nothing");
+  return out;
+}
+
+std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets) {
+  LoraTargets t;
+  if (targets.size() == 1 && targets[0] == "all-linear")
+    t.all_linear = true;
+  else
+    t.names = targets;
+  if (!t.all_linear && t.names.empty()) throw SpecError("lora: field 'target_modules': empty");
+  return lora_count(c, rank, t).trainable;
 }
 
 // ---- training state -----------------------------------------------------------
@@ -227,11 +562,18 @@ QuantFormat parse_quant_format(const std::string& text, const std::string& where
   const json j = parse_text(text, where);
   if (!j.is_object()) fail(where, "(json)", "a quantisation format is an object");
   QuantFormat q;
+  if (j.contains("name") && !j.at("name").is_string())
+    fail(where, "name", std::string("expected a string, got ") + j.at("name").type_name());
   q.name = j.value("name", "");
-  q.bits = static_cast<int>(positive_int(j, where, "bits"));
-  if (q.bits > 16) fail(where, "bits", "more than 16");
+  const std::int64_t bits = positive_int(j, where, "bits");  // compared before the cast: 2^31 is no int
+  if (bits > 16) fail(where, "bits", "more than 16");
+  q.bits = static_cast<int>(bits);
   q.block_size = j.contains("block_size") && !j.at("block_size").is_null() ? positive_int(j, where, "block_size") : 0;
-  if (q.block_size > 0) q.scale_bytes = static_cast<int>(positive_int(j, where, "scale_bytes"));
+  if (q.block_size > 0) {
+    const std::int64_t scale_bytes = positive_int(j, where, "scale_bytes");
+    if (scale_bytes > std::numeric_limits<int>::max()) fail(where, "scale_bytes", "implausibly large, got " + j.at("scale_bytes").dump());
+    q.scale_bytes = static_cast<int>(scale_bytes);
+  }
   q.double_quant = get_bool(j, where, "double_quant", false);
   if (q.double_quant) {
     if (q.block_size == 0) fail(where, "double_quant", "needs a block_size");
@@ -258,8 +600,7 @@ double quantized_weight_bytes(const ModelConfig& c, const QuantFormat& q) {
   double b = 0;
   b += p.embedding * (kept("embed_tokens") ? 2.0 : qbytes);
   b += p.lm_head * (kept("lm_head") ? 2.0 : qbytes);
-  b += static_cast<double>(p.layers) * (p.attention_per_layer + p.mlp_per_layer) * qbytes;
-  b += static_cast<double>(p.layers * p.norms_per_layer + p.final_norm) * qbytes;
+  b += static_cast<double>(p.total() - p.embedding - p.lm_head) * qbytes;  // layers, norms included
   return b;
 }
 
@@ -298,23 +639,30 @@ std::int64_t kv_cache_bytes_per_token(const ModelConfig& c, int bpe) {
   return 2 * c.layers * heads * c.head_dim * bpe;
 }
 
-HardwareSpec load_hardware_spec(const fs::path& path) {
-  const std::string file = path.string();
-  const json j = parse_text(read_file(path), file);
+HardwareSpec load_hardware_spec(const fs::path& path) { return parse_hardware_spec(read_file(path), path.string()); }
+
+HardwareSpec parse_hardware_spec(const std::string& text, const std::string& file) {
+  const json j = parse_text(text, file);
   if (!j.is_object()) fail(file, "(json)", "expected an object (a hardware spec)");
   HardwareSpec h;
   h.file = file;
   if (!j.contains("name") || !j.at("name").is_string()) fail(file, "name", "missing");
   h.name = j.at("name").get<std::string>();
-  h.memory_bytes = positive_number(j, file, "memory_bytes");
-  h.bandwidth = positive_number(j, file, "hbm_bandwidth_bytes_per_s");
-  h.peak_flops = positive_number(j, file, "bf16_dense_flops");
+  // A machine's sizes and rates lie far inside [1, 1e30]; beyond it the times and ratios derived overflow (1 / 5e-324).
+  auto plausible = [&](const char* key) {
+    const double d = positive_number(j, file, key);
+    if (d < 1 || d > 1e30) fail(file, key, "implausible, got " + j.at(key).dump() + " (the ledger accepts 1 to 1e30)");
+    return d;
+  };
+  h.memory_bytes = plausible("memory_bytes");
+  h.bandwidth = plausible("hbm_bandwidth_bytes_per_s");
+  h.peak_flops = plausible("bf16_dense_flops");
   return h;
 }
 
 double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m) {
   const ParamCount p = count_params(c);
-  double params = static_cast<double>(p.total());
+  double params = static_cast<double>(p.active());  // a mixture of experts reads the experts a token is routed to
   if (!m.whole_embedding_table) params -= static_cast<double>(p.embedding) - c.hidden;
   return params * m.weight_bytes_per_param +
          static_cast<double>(m.context_tokens) * static_cast<double>(kv_cache_bytes_per_token(c, 2));

@@ -19,17 +19,43 @@ class SpecError : public std::runtime_error {
 };
 
 // ---- model config -------------------------------------------------------------
+// A key of the config the ledger does not compute with, and why that is harmless (or that nothing is known of it).
+struct IgnoredKey {
+  std::string key;
+  bool known = false;  // true: transformers' class of this family reads it for nothing that is counted here
+  std::string why;
+};
+// A key absent from the config (or null) whose value comes from transformers' config class of the family.
+struct DefaultedKey {
+  std::string key, value, why;
+};
+
+// The families read, as transformers 5.x builds them (configuration_<family>.py and modeling_<family>.py):
+// llama, mistral, qwen2, qwen3, gemma (dense); mixtral, qwen2_moe (mixture of experts).
+std::vector<std::string> supported_model_types();
+
 struct ModelConfig {
   std::string file;
-  std::string model_type;  // llama | mistral | qwen2 | qwen3
+  std::string model_type;  // one of supported_model_types()
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool tie_embeddings = false;
-  bool qkv_bias = false;  // qwen2: always; llama/mistral: attention_bias
-  bool o_bias = false;    // llama: attention_bias also covers o_proj
-  bool mlp_bias = false;
+  bool qkv_bias = false;  // qwen2: always; qwen2_moe: qkv_bias; llama/qwen3/gemma: attention_bias
+  bool o_bias = false;    // llama/qwen3/gemma: attention_bias also covers o_proj
+  bool mlp_bias = false;  // llama only (the other families' MLPs have no bias, whatever the key says)
   bool qk_norm = false;   // qwen3: RMSNorm over each head's q and k
   std::int64_t max_position = 0;
+  std::string hidden_act;
+  // Mixture of experts (experts == 0: dense). A sparse layer's MLP is a router (experts x hidden, no bias),
+  // `experts` SwiGLU experts of width moe_intermediate and, where shared_expert_intermediate > 0, a shared expert
+  // with its sigmoid gate (hidden -> 1). Qwen2-MoE's dense layers (mlp_only_layers, decoder_sparse_step) keep
+  // the dense MLP of width `intermediate`.
+  std::int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0, shared_expert_intermediate = 0;
+  std::vector<bool> sparse_layer;  // per layer: true where the MLP is the sparse block (empty when dense)
+  std::int64_t sparse_layers() const;
+  bool peft_all_linear_experts = false;  // mixtral: peft's "all-linear" also adapts the router and fused experts
+  std::vector<DefaultedKey> defaults;
+  std::vector<IgnoredKey> ignored;
 };
 // Reads and validates a Hugging Face decoder config. Throws SpecError naming the file and field.
 ModelConfig load_model_config(const std::filesystem::path& file);
@@ -41,20 +67,58 @@ struct Linear {
   bool bias = false;
   std::int64_t params() const { return in * out + (bias ? out : 0); }
 };
+// The linears of a dense layer (a sparse layer's attention is the same; its MLP is in ParamCount's MoE terms).
 std::vector<Linear> layer_linears(const ModelConfig& c);
 
 struct ParamCount {
   std::int64_t embedding = 0, lm_head = 0;  // lm_head = 0 when tied
   std::int64_t attention_per_layer = 0, mlp_per_layer = 0, norms_per_layer = 0, final_norm = 0;
   std::int64_t layers = 0;
-  std::int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
-  std::int64_t total() const { return embedding + lm_head + layers * per_layer() + final_norm; }
-  std::int64_t linear_total() const { return layers * (attention_per_layer + mlp_per_layer) + lm_head; }
+  // Mixture of experts: sparse_layers of the layers have the sparse block instead of the dense MLP.
+  std::int64_t sparse_layers = 0, experts = 0, experts_per_token = 0;
+  std::int64_t expert_params = 0, router_per_layer = 0, shared_expert_per_layer = 0;  // one expert; router; shared + its gate
+  std::int64_t sparse_block() const { return router_per_layer + experts * expert_params + shared_expert_per_layer; }
+  std::int64_t sparse_block_active() const {
+    return router_per_layer + experts_per_token * expert_params + shared_expert_per_layer;
+  }
+  std::int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }  // a dense layer
+  std::int64_t total() const {
+    return embedding + lm_head + layers * (attention_per_layer + norms_per_layer) +
+           (layers - sparse_layers) * mlp_per_layer + sparse_layers * sparse_block() + final_norm;
+  }
+  // Parameters one token goes through: the top-k experts of each sparse layer (== total() for a dense model).
+  std::int64_t active() const { return total() - sparse_layers * (sparse_block() - sparse_block_active()); }
+  std::int64_t linear_total() const {
+    return layers * attention_per_layer + (layers - sparse_layers) * mlp_per_layer + sparse_layers * sparse_block() +
+           lm_head;
+  }
 };
 ParamCount count_params(const ModelConfig& c);
 
-// LoRA: each targeted linear gets A (r x in) and B (out x r).
-std::vector<std::string> all_linear_targets();
+// LoRA as peft 0.21 places it (LoraConfig.target_modules): each adapted Linear or Embedding gets A (r x in) and
+// B (out x r); a fused expert tensor (Mixtral under "all-linear") A (r*E x in) and B (out x r*E).
+// Spellings: "all-linear" (every Linear of the layers, not lm_head); a list of module names, each matching a module
+// whose full name ("model.layers.3.self_attn.q_proj") equals it or ends with "." + it ("q_proj",
+// "self_attn.q_proj", "layers.0.self_attn.q_proj", "lm_head", "embed_tokens"); or one regular expression matched
+// against the whole full name (peft's string form). A module selected twice counts once; a name matching nothing is
+// skipped (and listed) while another matches, as peft does. Refused, naming the field: nothing matched, a module
+// peft cannot adapt (norms, blocks, experts by name, Qwen2-MoE's router), "all-linear" inside a list.
+struct LoraTargets {
+  bool all_linear = false;
+  std::vector<std::string> names;
+  std::string regex;  // non-empty: peft's string form
+};
+// "all-linear"; a string with regex metacharacters (*+?()[]{}|^$\) is one regex; else comma-separated names.
+LoraTargets parse_lora_targets(const std::string& spelling);
+struct LoraCount {
+  std::int64_t trainable = 0;
+  std::vector<std::string> modules;  // the selected modules' names within a layer (or top level), once each
+  std::int64_t adapted_modules = 0;  // over all layers
+  std::vector<std::string> unmatched;  // names that matched nothing (peft skips them while another one matches)
+};
+LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& targets);
+std::vector<std::string> all_linear_targets();  // the seven projections of a dense layer (the series' "all linear")
+// A list of names, or {"all-linear"}.
 std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets);
 
 // ---- training state -----------------------------------------------------------
@@ -115,9 +179,11 @@ struct HardwareSpec {
   double ridge() const { return peak_flops / bandwidth; }  // FLOP/byte
 };
 HardwareSpec load_hardware_spec(const std::filesystem::path& file);
+HardwareSpec parse_hardware_spec(const std::string& json_text, const std::string& file);
 
-// Decode: every weight is read once per token (the series' model: all parameters, the
-// embedding table included); optionally the KV cache at a context length.
+// Decode: every weight a token goes through is read once per token (the series' model: all parameters, the
+// embedding table included; for a mixture of experts the active ones: attention, router, top-k and shared
+// experts); optionally the KV cache at a context length.
 struct DecodeModel {
   bool whole_embedding_table = true;  // false: the lookup reads one row
   std::int64_t context_tokens = 0;    // KV cache read per token
