@@ -224,7 +224,7 @@ int cmd_list(const Args& a) {
     out.push_back({{"id", id}, {"kind", e.kinds}, {"requires", e.requirements}, {"runnable", runnable}, {"title", e.title}});
   }
   if (a.flags.count("--json")) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";  // a non-UTF-8 argument echoed: replaced, not thrown
     return 0;
   }
   for (const auto& o : out) {
@@ -434,7 +434,7 @@ int cmd_account(const Args& a) {
                 {"shared_expert_per_layer", p.shared_expert_per_layer}, {"sparse_block", p.sparse_block()},
                 {"sparse_block_active", p.sparse_block_active()}};
   if (a.flags.count("--json")) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return 0;
   }
   auto gb = [](double b) { return fmt(b / 1e9) + " GB"; };
@@ -491,7 +491,7 @@ int cmd_compare(const Args& a) {
   const json cmp = compare_reports(oldr, old_file, newr, new_file, {std::stod(one(a, "--margin", "0.05"))});
   const std::string md = compare_markdown(cmp), json_file = one(a, "--json"), md_file = one(a, "--markdown");
   std::vector<std::pair<fs::path, std::string>> files;
-  if (!json_file.empty()) files.emplace_back(json_file, cmp.dump(2) + "\n");
+  if (!json_file.empty()) files.emplace_back(json_file, cmp.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   if (!md_file.empty()) files.emplace_back(md_file, md);
   write_files_atomically(files);
   if (md_file.empty()) std::cout << md;

@@ -118,7 +118,7 @@ json load_report_for_compare(const fs::path& p) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
     input_error(f, "(json)", e.what());
   }
   if (!j.is_object()) input_error(f, "(json)", "expected an object, got " + type_of(j));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -166,15 +167,19 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
 }  // namespace
 
 Expected load_expected_file(const fs::path& path) {
-  const std::string file = path.string();
   std::ifstream in(path, std::ios::binary);
-  if (!in) input_error(file, "(file)", "cannot be read");
+  if (!in) input_error(path.string(), "(file)", "cannot be read");
   std::stringstream buf;
   buf << in.rdbuf();
+  return parse_expected_file(buf.str(), path);
+}
+
+Expected parse_expected_file(const std::string& text, const fs::path& path) {
+  const std::string file = path.string();
   json j;
   try {
-    j = json::parse(buf.str());
-  } catch (const json::parse_error& e) {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
     input_error(file, "(json)", std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
@@ -183,7 +188,7 @@ Expected load_expected_file(const fs::path& path) {
   e.file = path;
   e.raw = j;
   const json& schema = field(j, file, "", "schema");
-  if (!schema.is_number_integer() || schema.get<int>() != kExpectedSchema)
+  if (!schema.is_number_integer() || schema.get<std::int64_t>() != kExpectedSchema)  // not get<int>: 2^32 + 1 is no 1
     input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
   e.id = get_string(j, file, "", "id");
   static const std::regex id_re("^(ch0[1-9])\\.([a-z0-9_]+)$");

@@ -45,6 +45,8 @@ struct Expected {
 
 // Parses one file. Throws InputError "<file>: field '<f>': ..." on anything malformed.
 Expected load_expected_file(const std::filesystem::path& file);
+// The same from text already read; `file` names it in errors and gives its place (chNN/<name>.json) for the id.
+Expected parse_expected_file(const std::string& json_text, const std::filesystem::path& file);
 // All of expected/ch*/ *.json, by id. Throws InputError on the first bad file.
 std::map<std::string, Expected> load_expected_dir(const std::filesystem::path& dir);
 

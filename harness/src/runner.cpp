@@ -54,7 +54,8 @@ std::vector<std::string> select_claims(const std::map<std::string, Expected>& ca
     }
   }
   std::vector<std::string> out;
-  for (const auto& [id, e] : cat) {
+  for (const auto& [key, e] : cat) {
+    const std::string& id = key;  // a lambda captures no structured binding before clang 16
     if (!sel.chapters.empty() &&
         std::find(sel.chapters.begin(), sel.chapters.end(), e.chapter) == sel.chapters.end())
       continue;

@@ -115,7 +115,7 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
     const double sum = to_step(rounded, c.step);
     const bool adds_up = std::fabs(raw - m) <= 1e-9 * std::max(1.0, std::fabs(m));
     out.ok = adds_up && std::fabs(sum - v) < c.step / 2;
-    out.budget_used = std::fabs(sum - v) / (c.step / 2);
+    out.budget_used = c.step / 2 > 0 ? std::fabs(sum - v) / (c.step / 2) : (sum == v ? 0 : INFINITY);
     out.text = adds_up ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
                              fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
                        : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;

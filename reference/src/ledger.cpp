@@ -476,7 +476,11 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
     if (!t.all_linear && !m.adaptable)
       throw SpecError("lora: field 'target_modules': selects " + full + ", " + m.what +
                       ", which peft cannot adapt by name (Linear and Embedding modules only)");
-    out.trainable += static_cast<std::int64_t>(rank) * m.lora_per_rank;
+    // r x (in + out) in a double first: a rank of 2^31 on a wide layer passes int64 (a typo, not a config).
+    const double add = static_cast<double>(rank) * static_cast<double>(m.lora_per_rank);
+    if (!(add + static_cast<double>(out.trainable) < std::ldexp(1.0, 50)))
+      throw SpecError("lora: field 'r': " + std::to_string(rank) + " gives more than 2^50 trainable parameters");
+    out.trainable += static_cast<std::int64_t>(add);
     ++out.adapted_modules;
     std::string name = shown;
     std::replace(name.begin(), name.end(), '#', '.');  // fused expert tensors: parameters, not modules
