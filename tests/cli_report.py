@@ -72,12 +72,17 @@ html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
 t.check(html.count("<section>") >= 6 and "全量微调" in html, "html has chapter sections and the source sentences")
 
 # A failed run (bad expected dir) must not touch the good report.
-before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+def tree(d):  # every file under the report, artifacts/ included
+    return {os.path.relpath(os.path.join(r, f), d): open(os.path.join(r, f), "rb").read()
+            for r, _, fs in os.walk(d) for f in fs}
+
+
+before = tree(out)
 tmp, exp = copy_expected(a.root)
 open(os.path.join(exp, "ch06", "ridge.json"), "w").write('{"schema": 1, "id": ')
 r = run(cc, "run", "--report", out, "--expected", exp)
 t.check(r.returncode == 2, f"bad input exits 2 ({r.returncode})")
-after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+after = tree(out)
 t.check(before == after, "the previous report is untouched")
 
 # A run with a failing claim still writes a complete report, and exits 1.

@@ -46,7 +46,8 @@ static void quant_inference_not_training(claimcheck::Context& ctx) {
   const ch06::Roof roof = ch06::measure_roof(ctx);
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
-  const ch06::Paired dec = ch06::paired_with_bandwidth(roof, 3, [&] { return ch06::time_stack(stack, ch06::gemv_options(ctx), 5, ctx.seed()); });
+  // Five rounds, the median: with three, two full runs read 1.73 and 1.77x (the bound is 1.5x).
+  const ch06::Paired dec = ch06::paired_with_bandwidth(roof, 5, [&] { return ch06::time_stack(stack, ch06::gemv_options(ctx), 5, ctx.seed()); });
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
                                                        ctx.input("cpu_train_tokens").get<int>(), 2);
