@@ -6,8 +6,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
+
+#include "claimcheck/ref/ledger.h"
 
 namespace claimcheck::fuzz {
+
+// The shipped configs a spec or format is applied to (loaded once, in LLVMFuzzerInitialize).
+inline const std::vector<ref::ModelConfig>& shipped_configs() {
+  static const std::vector<ref::ModelConfig> c = [] {
+    std::vector<ref::ModelConfig> out;
+    for (const char* n : {"llama-3-8b", "qwen2.5-0.5b", "llama-scaled-ch04"})
+      out.push_back(
+          ref::load_model_config(std::string(CLAIMCHECK_SOURCE_DIR) + "/reference/data/configs/" + n + ".json"));
+    return out;
+  }();
+  return c;
+}
 
 [[noreturn]] inline void finding(const std::string& what) {
   std::fprintf(stderr, "claimcheck fuzz: FINDING: %s\n", what.c_str());

@@ -14,21 +14,8 @@ using namespace claimcheck;
 using fuzz::need_positive;
 using fuzz::need_size;
 
-namespace {
-const std::vector<ref::ModelConfig>& configs() {
-  static const std::vector<ref::ModelConfig> c = [] {
-    std::vector<ref::ModelConfig> out;
-    for (const char* n : {"llama-3-8b", "qwen2.5-0.5b", "llama-scaled-ch04"})
-      out.push_back(
-          ref::load_model_config(std::string(CLAIMCHECK_SOURCE_DIR) + "/reference/data/configs/" + n + ".json"));
-    return out;
-  }();
-  return c;
-}
-}  // namespace
-
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  configs();
+  fuzz::shipped_configs();
   return 0;
 }
 
@@ -45,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   need_positive("hbm_bandwidth_bytes_per_s", h.bandwidth);
   need_positive("bf16_dense_flops", h.peak_flops);
   need_size("ridge()", h.ridge());
-  for (const auto& c : configs()) {
+  for (const auto& c : fuzz::shipped_configs()) {
     // As cmd_account computes them (harness/src/cli.cpp).
     const double params = static_cast<double>(ref::count_params(c).total());
     const double decode_s = ref::decode_bytes_per_token(c, {}) / h.bandwidth;

@@ -11,21 +11,8 @@
 
 using namespace claimcheck;
 
-namespace {
-const std::vector<ref::ModelConfig>& configs() {
-  static const std::vector<ref::ModelConfig> c = [] {
-    std::vector<ref::ModelConfig> out;
-    for (const char* n : {"llama-3-8b", "qwen2.5-0.5b", "llama-scaled-ch04"})
-      out.push_back(
-          ref::load_model_config(std::string(CLAIMCHECK_SOURCE_DIR) + "/reference/data/configs/" + n + ".json"));
-    return out;
-  }();
-  return c;
-}
-}  // namespace
-
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  configs();
+  fuzz::shipped_configs();
   return 0;
 }
 
@@ -40,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   fuzz::need_positive("bits", q.bits);
   fuzz::need_positive("bits_per_param()", q.bits_per_param());
-  for (const auto& c : configs())
+  for (const auto& c : fuzz::shipped_configs())
     fuzz::need_positive("quantized_weight_bytes(" + c.file + ")", ref::quantized_weight_bytes(c, q));
   return 0;
 }
