@@ -331,10 +331,8 @@ int cmd_run(const Args& a) {
       }
       if (!rep.benchmarks.is_array()) throw InputError(bench + ": field '(json)': expected a list of benchmark ratios");
     }
-    if (fs::exists(staging)) {
-      fs::remove_all(fs::path(report_dir) / "artifacts");
-      fs::rename(staging, fs::path(report_dir) / "artifacts");
-    }
+    fs::remove_all(fs::path(report_dir) / "artifacts");  // the previous run's, whether or not this one kept any
+    if (fs::exists(staging)) fs::rename(staging, fs::path(report_dir) / "artifacts");
     write_report(report_dir, rep);
     std::ofstream(fs::path(report_dir) / "run.log") << log.str();
     if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";
