@@ -299,3 +299,84 @@ TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
   EXPECT_EQ(partly.unmatched, std::vector<std::string>{"w1"});
   EXPECT_EQ(partly.trainable, 24 * 16 * (2048 + 2048));
 }
+
+TEST(Ledger, Gemma2Phi3OlmoStarcoder2AsTransformersBuildThem) {
+  // Published counts (safetensors metadata of the public checkpoints); transformers 5.24 builds the same.
+  const auto g = cfg("tests/data/configs/gemma-2-2b.json");
+  const auto gp = ref::count_params(g);
+  EXPECT_EQ(gp.total(), 2614341888);
+  EXPECT_EQ(gp.norms_per_layer, 4 * 2304);  // input, post_attention, pre_feedforward, post_feedforward
+  EXPECT_EQ(gp.lm_head, 0);                 // Gemma2Config ties by default
+  EXPECT_EQ(ref::kv_cache_bytes_per_token(g), 2 * 26 * 4 * 256 * 2);
+  EXPECT_EQ(ref::lora_trainable(g, 16, {"all-linear"}), 20766720);  // peft 0.21.2
+  EXPECT_THROW(ref::lora_trainable(g, 16, {"pre_feedforward_layernorm"}), ref::SpecError);
+
+  const auto p = cfg("tests/data/configs/phi-3-mini-4k.json");
+  EXPECT_EQ(ref::count_params(p).total(), 3821079552);
+  EXPECT_EQ(ref::kv_cache_bytes_per_token(p), 2 * 32 * 32 * 96 * 2);
+  EXPECT_EQ(ref::lora_trainable(p, 16, {"all-linear"}), 25165824);  // qkv_proj, o_proj, gate_up_proj, down_proj
+  EXPECT_EQ(ref::lora_trainable(p, 8, {"qkv_proj"}), 32 * 8 * (3072 + 3 * 3072));
+  EXPECT_EQ(ref::lora_trainable(p, 8, {"mlp.gate_up_proj", "q_proj"}), 32 * 8 * (3072 + 2 * 8192));  // q_proj: none
+  EXPECT_THROW(ref::lora_trainable(p, 8, {"q_proj", "v_proj"}), ref::SpecError);  // Phi-3 fuses them
+
+  const auto o = cfg("tests/data/configs/olmo-1b.json");
+  const auto op = ref::count_params(o);
+  EXPECT_EQ(op.total(), 1176764416);
+  EXPECT_EQ(op.norms_per_layer + op.final_norm, 0);  // OlmoLayerNorm has no parameters
+  EXPECT_EQ(ref::lora_trainable(o, 16, {"all-linear"}), 12058624);
+  EXPECT_THROW(ref::lora_trainable(o, 16, {"input_layernorm"}), ref::SpecError);
+
+  const auto s = cfg("tests/data/configs/starcoder2-3b.json");
+  const auto sp = ref::count_params(s);
+  EXPECT_EQ(sp.total(), 3030371328);
+  EXPECT_EQ(sp.norms_per_layer, 2 * 2 * 3072);  // LayerNorm: weight and bias
+  EXPECT_EQ(sp.final_norm, 2 * 3072);
+  EXPECT_EQ(sp.mlp_per_layer, 2 * 3072 * 12288 + 12288 + 3072);  // c_fc, c_proj with bias (use_bias)
+  EXPECT_EQ(ref::kv_cache_bytes_per_token(s), 2 * 30 * 2 * 128 * 2);
+  EXPECT_EQ(ref::lora_trainable(s, 16, {"all-linear"}), 23838720);
+  EXPECT_EQ(ref::lora_trainable(s, 8, {"c_fc"}), 30 * 8 * (3072 + 12288));
+  EXPECT_THROW(ref::lora_trainable(s, 8, {"gate_proj"}), ref::SpecError);
+  EXPECT_THROW(ref::lora_trainable(s, 8, {"input_layernorm"}), ref::SpecError);
+}
+
+TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
+  // Defaults of absent keys: Gemma2 4 key/value heads and head_dim 256, tied; Starcoder2 2 key/value heads, tied,
+  // biases on; Phi-3 and OLMo the head count.
+  const std::string heads8 = R"({"vocab_size": 40000, "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 8, "model_type": ")";
+  const auto g = parse(heads8 + "gemma2\"}");
+  EXPECT_EQ(g.kv_heads, 4);
+  EXPECT_EQ(g.head_dim, 256);
+  EXPECT_TRUE(g.tie_embeddings);
+  const auto s = parse(heads8 + "starcoder2\"}");
+  EXPECT_EQ(s.kv_heads, 2);
+  EXPECT_TRUE(s.tie_embeddings && s.qkv_bias && s.o_bias && s.mlp_bias);
+  EXPECT_FALSE(parse(heads8 + R"(starcoder2", "use_bias": false})").mlp_bias);
+  EXPECT_EQ(parse(heads8 + "phi3\"}").kv_heads, 8);
+  EXPECT_EQ(parse(heads8 + "olmo\"}").kv_heads, 8);
+  // Gemma2 reads hidden_activation; hidden_act is a key it ignores (said to be).
+  const auto ga = parse(heads8 + R"(gemma2", "hidden_act": "frobnicate"})");
+  ASSERT_EQ(ga.ignored.size(), 1u);
+  EXPECT_TRUE(ga.ignored[0].known);
+  EXPECT_EQ(field_of(heads8 + R"(gemma2", "hidden_activation": "frobnicate"})"), "hidden_activation");
+  // num_key_value_heads null: Qwen2Config's __post_init__ makes it the head count (absent: 32); Mistral refuses.
+  EXPECT_EQ(parse(heads8 + R"(qwen2", "num_key_value_heads": null})").kv_heads, 8);
+  EXPECT_EQ(field_of(heads8 + R"(mistral", "num_key_value_heads": null})"), "num_key_value_heads");
+  EXPECT_EQ(field_of(heads8 + R"(phi3", "head_dim": null})"), "head_dim");  // None reaches Phi3Attention
+  EXPECT_EQ(parse(heads8 + R"(starcoder2", "head_dim": null})").head_dim, 8);  // Starcoder2Attention's `or`
+  EXPECT_EQ(field_of(heads8 + R"(llama", "tie_word_embeddings": null})"), "tie_word_embeddings");
+  // What transformers refuses.
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "hidden_size": 66, "head_dim": 16)")), "hidden_size");
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "final_logit_softcapping": 30)")), "final_logit_softcapping");
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "query_pre_attn_scalar": 256.0)")), "query_pre_attn_scalar");
+  EXPECT_EQ(field_of(cfg_of("olmo", R"("clip_qkv": 8)")), "clip_qkv");
+  EXPECT_EQ(field_of(cfg_of("olmo", R"("clip_qkv": 8.0)")), "(accepted)");
+  EXPECT_EQ(field_of(cfg_of("starcoder2", R"("num_key_value_heads": 2, "use_bias": 1)")), "use_bias");
+  EXPECT_EQ(field_of(cfg_of("phi3")), "pad_token_id");  // Phi3Config's pad_token_id 32000 is past 1000 rows
+  EXPECT_EQ(field_of(cfg_of("phi3", R"("pad_token_id": 999)")), "(accepted)");
+  EXPECT_EQ(field_of(cfg_of("llama", R"("pad_token_id": 1000)")), "pad_token_id");
+  EXPECT_EQ(field_of(cfg_of("llama", R"("pad_token_id": -1000)")), "(accepted)");
+  EXPECT_EQ(field_of(cfg_of("llama", R"("pad_token_id": 1.0)")), "pad_token_id");
+  // Parameter-free extras: soft-capping, clip_qkv change no count.
+  EXPECT_EQ(ref::count_params(parse(cfg_of("olmo", R"("clip_qkv": 8.0)"))).total(),
+            ref::count_params(parse(cfg_of("olmo"))).total());
+}

@@ -99,23 +99,87 @@ struct Family {
   const char* cls;               // the config class, for messages
   std::int64_t kv_absent;        // num_key_value_heads when absent: -1 = num_attention_heads
   std::int64_t head_dim_absent;  // -1 = hidden_size // num_attention_heads
-  bool hidden_divisible;         // LlamaConfig.validate_architecture: hidden_size % num_attention_heads == 0
+  bool hidden_divisible;         // validate_architecture (Llama, Gemma2): hidden_size % num_attention_heads == 0
   bool tie_default;
-  enum Bias { attention_bias_all, qkv_always, qkv_key, none } bias;
+  enum Bias { attention_bias_all, qkv_always, qkv_key, use_bias_all, none } bias;
   bool mlp_bias_read;
   bool qk_norm;
   const char* act_default;
   enum Moe { dense, mixtral, qwen2_moe } moe;
+  enum Norm { rms, rms_four, layer_norm, no_params } norm;  // rms_four: Gemma2's sandwich; no_params: OlmoLayerNorm
+  ModelConfig::Mlp mlp;
+  bool fused_qkv;
+  const char* act_key;       // the key the MLP's activation is read from (Gemma2: hidden_activation)
+  std::int64_t pad_default;  // pad_token_id when absent (nn.Embedding's padding_idx): -1 = None
+  // A key given as null: head_dim null is hidden_size // num_attention_heads (LlamaConfig.__post_init__,
+  // Starcoder2Attention's `or`), elsewhere refused (a strict int field, or None reaching the attention);
+  // num_key_value_heads null is num_attention_heads (__post_init__), elsewhere refused.
+  bool head_dim_nullable, kv_nullable;
 };
+using Mlp = ModelConfig::Mlp;
 const Family kFamilies[] = {
-    {"llama", "LlamaConfig", -1, -1, true, false, Family::attention_bias_all, true, false, "silu", Family::dense},
-    {"mistral", "MistralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::dense},
-    {"qwen2", "Qwen2Config", 32, -1, false, false, Family::qkv_always, false, false, "silu", Family::dense},
-    {"qwen3", "Qwen3Config", 32, 128, false, false, Family::attention_bias_all, false, true, "silu", Family::dense},
+    // type, class, kv absent, head_dim absent, hidden % heads, tie, bias, mlp_bias, qk_norm, act, moe,
+    // norm, mlp, fused qkv, act key, pad default, head_dim null ok, kv null ok
+    {"llama", "LlamaConfig", -1, -1, true, false, Family::attention_bias_all, true, false, "silu", Family::dense,
+     Family::rms, Mlp::gated, false, "hidden_act", -1, true, true},
+    {"mistral", "MistralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::dense, Family::rms,
+     Mlp::gated, false, "hidden_act", -1, true, false},
+    {"qwen2", "Qwen2Config", 32, -1, false, false, Family::qkv_always, false, false, "silu", Family::dense, Family::rms,
+     Mlp::gated, false, "hidden_act", -1, false, true},
+    {"qwen3", "Qwen3Config", 32, 128, false, false, Family::attention_bias_all, false, true, "silu", Family::dense,
+     Family::rms, Mlp::gated, false, "hidden_act", -1, false, true},
     {"gemma", "GemmaConfig", 16, 256, false, true, Family::attention_bias_all, false, false, "gelu_pytorch_tanh",
-     Family::dense},
-    {"mixtral", "MixtralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::mixtral},
-    {"qwen2_moe", "Qwen2MoeConfig", 16, -1, false, false, Family::qkv_key, false, false, "silu", Family::qwen2_moe},
+     Family::dense, Family::rms, Mlp::gated, false, "hidden_act", 0, false, false},
+    {"gemma2", "Gemma2Config", 4, 256, true, true, Family::attention_bias_all, false, false, "gelu_pytorch_tanh",
+     Family::dense, Family::rms_four, Mlp::gated, false, "hidden_activation", 0, false, false},
+    {"phi3", "Phi3Config", -1, -1, false, false, Family::none, false, false, "silu", Family::dense, Family::rms,
+     Mlp::gated_fused, true, "hidden_act", 32000, false, true},
+    {"olmo", "OlmoConfig", -1, -1, false, false, Family::attention_bias_all, false, false, "silu", Family::dense,
+     Family::no_params, Mlp::gated, false, "hidden_act", 1, false, true},
+    {"starcoder2", "Starcoder2Config", 2, -1, false, true, Family::use_bias_all, false, false, "gelu_pytorch_tanh",
+     Family::dense, Family::layer_norm, Mlp::plain, false, "hidden_act", -1, true, false},
+    {"mixtral", "MixtralConfig", 8, -1, false, false, Family::none, false, false, "silu", Family::mixtral, Family::rms,
+     Mlp::gated, false, "hidden_act", -1, true, false},
+    {"qwen2_moe", "Qwen2MoeConfig", 16, -1, false, false, Family::qkv_key, false, false, "silu", Family::qwen2_moe,
+     Family::rms, Mlp::gated, false, "hidden_act", -1, false, false},
+};
+
+// Keys of one family that change no count: (family, key, why). Their types are checked where transformers' strict
+// config class would refuse them (kTypedKeys below).
+struct FamilyKey {
+  const char* type;
+  const char* key;
+  const char* why;
+};
+const FamilyKey kFamilyHarmless[] = {
+    {"gemma2", "query_pre_attn_scalar", "scales the attention scores: no parameters"},
+    {"gemma2", "final_logit_softcapping", "tanh soft-capping of the logits: no parameters"},
+    {"gemma2", "attn_logit_softcapping", "tanh soft-capping of the attention scores: no parameters"},
+    {"gemma2", "hidden_act", "Gemma2Config reads hidden_activation; Gemma2MLP never reads hidden_act"},
+    {"phi3", "resid_pdrop", "dropout: no parameters"},
+    {"phi3", "embd_pdrop", "dropout: no parameters"},
+    {"phi3", "original_max_position_embeddings", "RoPE scaling (longrope): no parameters"},
+    {"phi3", "partial_rotary_factor", "RoPE: no parameters"},
+    {"olmo", "clip_qkv", "clamps q, k and v: no parameters"},
+    {"starcoder2", "norm_epsilon", "the LayerNorms' epsilon: no parameters"},
+    {"starcoder2", "residual_dropout", "dropout: no parameters"},
+    {"starcoder2", "embedding_dropout", "dropout: no parameters"},
+    {"starcoder2", "norm_type", "Starcoder2 builds nn.LayerNorm (weight and bias) whatever it says"},
+    {"starcoder2", "mlp_type", "Starcoder2 builds the plain MLP (c_fc, c_proj) whatever it says"},
+    {"starcoder2", "layer_norm_epsilon", "not read by Starcoder2Config (norm_epsilon is): no parameters"},
+};
+// The strict types of those keys (huggingface_hub's @strict refuses an int for a float field and the reverse).
+struct TypedKey {
+  const char* type;
+  const char* key;
+  enum Kind { integer, float_or_null } kind;
+};
+const TypedKey kTypedKeys[] = {
+    {"gemma2", "query_pre_attn_scalar", TypedKey::integer},
+    {"gemma2", "final_logit_softcapping", TypedKey::float_or_null},
+    {"gemma2", "attn_logit_softcapping", TypedKey::float_or_null},
+    {"phi3", "original_max_position_embeddings", TypedKey::integer},
+    {"olmo", "clip_qkv", TypedKey::float_or_null},
 };
 
 // Keys that change no count here: PreTrainedConfig's own, generation defaults transformers drops, and the
@@ -128,7 +192,8 @@ const char* const kHarmless[] = {
     "attn_implementation", "_attn_implementation", "pretraining_tp", "output_router_logits",
     "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob", "use_bidirectional_attention", "auto_map",
     "bos_token", "eos_token", "temperature", "top_p", "top_k", "do_sample", "max_length", "num_beams",
-    "repetition_penalty", "_commit_hash", "tokenizer_class", "prefix", "task_specific_params"};
+    "repetition_penalty", "_commit_hash", "tokenizer_class", "prefix", "task_specific_params",
+    "cache_implementation"};
 // Keys that bound the KV cache of sliding-window layers at the window: the per-token figure holds up to it.
 const char* const kWindow[] = {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"};
 
@@ -197,7 +262,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   };
   auto flag = [&](const char* key, bool dflt) {
     read.emplace_back(key);
-    if (!present(j, key)) return dflt;
+    if (!j.contains(key)) return dflt;
     if (!j.at(key).is_boolean())
       fail(file, key, std::string("expected true or false, got ") + j.at(key).dump() + " (" + f.cls + " accepts bool only)");
     return j.at(key).get<bool>();
@@ -214,8 +279,17 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   c.heads = required("num_attention_heads");
   if (c.layers > (1 << 16)) fail(file, "num_hidden_layers", "implausibly large, got " + std::to_string(c.layers) + " (the ledger accepts up to 65536)");
   const std::string cls = f.cls;
-  c.kv_heads = optional("num_key_value_heads", f.kv_absent > 0 ? f.kv_absent : c.heads, 1,
-                        f.kv_absent > 0 ? cls + "'s default" : cls + ": num_attention_heads");
+  // null where transformers' class refuses it (a strict int field, or None reaching the attention's arithmetic).
+  auto null_refused = [&](const char* key, bool nullable) {
+    if (j.contains(key) && j.at(key).is_null() && !nullable)
+      fail(file, key, "null: " + cls + " refuses it (give an integer or leave the key out)");
+  };
+  null_refused("num_key_value_heads", f.kv_nullable);
+  null_refused("head_dim", f.head_dim_nullable);
+  const bool kv_null = j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null();
+  c.kv_heads = optional("num_key_value_heads", f.kv_absent > 0 && !kv_null ? f.kv_absent : c.heads, 1,
+                        f.kv_absent > 0 && !kv_null ? cls + "'s default"
+                                                    : cls + ": num_attention_heads" + (kv_null ? " (null)" : ""));
   if (c.heads % c.kv_heads != 0)
     fail(file, "num_key_value_heads",
          std::to_string(c.kv_heads) + (present(j, "num_key_value_heads") ? "" : " (" + cls + "'s default)") +
@@ -239,26 +313,72 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
     case Family::attention_bias_all: c.qkv_bias = c.o_bias = flag("attention_bias", false); break;
     case Family::qkv_always: c.qkv_bias = true; break;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
     case Family::qkv_key: c.qkv_bias = flag("qkv_bias", true); break;
+    case Family::use_bias_all:  // Starcoder2: every Linear of the layer (attention and MLP), not lm_head
+      c.qkv_bias = c.o_bias = c.mlp_bias = flag("use_bias", true);
+      if (!j.contains("use_bias")) note_default("use_bias", "true", cls + "'s default");
+      break;
     case Family::none: break;
   }
   if (c.model_type == "qwen2" && ledger_fault("ledger_qwen2_no_bias")) c.qkv_bias = false;
   if (f.mlp_bias_read) c.mlp_bias = flag("mlp_bias", false);
   c.qk_norm = f.qk_norm;
-  read.emplace_back("hidden_act");
+  const char* act = f.act_key;
+  read.emplace_back(act);
   c.hidden_act = f.act_default;
-  if (present(j, "hidden_act")) {
-    if (!j.at("hidden_act").is_string()) fail(file, "hidden_act", "expected a string, got " + j.at("hidden_act").dump());
-    c.hidden_act = j.at("hidden_act").get<std::string>();
+  if (j.contains(act)) {
+    if (!j.at(act).is_string()) fail(file, act, "expected a string, got " + j.at(act).dump());
+    c.hidden_act = j.at(act).get<std::string>();
     static const std::vector<std::string> acts = {
         "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
         "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
         "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh"};
     if (c.hidden_act == "prelu" || c.hidden_act == "xielu")
-      fail(file, "hidden_act", "'" + c.hidden_act + "' has learnable parameters the ledger does not count");
+      fail(file, act, "'" + c.hidden_act + "' has learnable parameters the ledger does not count");
     if (std::find(acts.begin(), acts.end(), c.hidden_act) == acts.end())
-      fail(file, "hidden_act", "'" + c.hidden_act + "' is not an activation transformers knows (ACT2FN)");
+      fail(file, act, "'" + c.hidden_act + "' is not an activation transformers knows (ACT2FN)");
   } else {
-    note_default("hidden_act", c.hidden_act, cls + "'s default");
+    note_default(act, c.hidden_act, cls + "'s default");
+  }
+  // The block's shape.
+  c.fused_qkv = f.fused_qkv;
+  c.mlp = f.mlp;
+  switch (f.norm) {
+    case Family::rms: break;
+    case Family::rms_four:  // Gemma2DecoderLayer: a norm after attention and one each side of the MLP
+      c.layer_norms = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                       "post_feedforward_layernorm"};
+      break;
+    case Family::layer_norm:  // nn.LayerNorm(hidden, eps=norm_epsilon): weight and bias
+      c.norm_params_per_unit = 2;
+      c.norm_kind = "a LayerNorm";
+      break;
+    case Family::no_params:  // OlmoLayerNorm: F.layer_norm(x, shape, None, None)
+      c.norm_params_per_unit = 0;
+      c.norm_kind = "a LayerNorm without parameters";
+      break;
+  }
+  // nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id) asserts -vocab_size <= padding_idx < vocab_size.
+  read.emplace_back("pad_token_id");
+  if (present(j, "pad_token_id")) {
+    const json& v = j.at("pad_token_id");
+    if (v.is_boolean() || !v.is_number_integer())
+      fail(file, "pad_token_id", "expected an integer or null, got " + v.dump() + " (" + cls + " accepts int only)");
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() >= static_cast<std::uint64_t>(c.vocab)
+                               : (v.get<std::int64_t>() >= c.vocab || v.get<std::int64_t>() < -c.vocab))
+      fail(file, "pad_token_id", v.dump() + " is outside the embedding's " + std::to_string(c.vocab) +
+                                     " rows (nn.Embedding's padding_idx must lie in [-vocab_size, vocab_size))");
+  } else if (!j.contains("pad_token_id") && f.pad_default >= c.vocab) {
+    fail(file, "pad_token_id", "absent: " + cls + "'s default " + std::to_string(f.pad_default) +
+                                   " is outside the embedding's " + std::to_string(c.vocab) +
+                                   " rows (nn.Embedding's padding_idx; give pad_token_id)");
+  }
+  for (const auto& t : kTypedKeys) {
+    if (c.model_type != t.type || !j.contains(t.key)) continue;
+    const json& v = j.at(t.key);
+    if (t.kind == TypedKey::integer && (v.is_boolean() || !v.is_number_integer()))
+      fail(file, t.key, "expected an integer, got " + v.dump() + " (" + cls + " accepts int only)");
+    if (t.kind == TypedKey::float_or_null && !v.is_null() && !v.is_number_float())
+      fail(file, t.key, "expected a float or null, got " + v.dump() + " (" + cls + " accepts float or None only)");
   }
 
   // Mixture of experts.
@@ -312,12 +432,16 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
     if (in(read, k)) continue;
     if (!k.empty() && k[0] == '_' && k != "_name_or_path" && k != "_attn_implementation" && k != "_commit_hash")
       c.ignored.push_back({k, true, "a comment (leading underscore)"});
+    else if (const auto fk = std::find_if(std::begin(kFamilyHarmless), std::end(kFamilyHarmless),
+                                          [&](const FamilyKey& x) { return c.model_type == x.type && k == x.key; });
+             fk != std::end(kFamilyHarmless))
+      c.ignored.push_back({k, true, fk->why});
     else if (in(kHarmless, k))
       c.ignored.push_back({k, true, "read by transformers for nothing counted here"});
     else if (in(kWindow, k))
       c.ignored.push_back({k, true, "sliding-window attention: bounds the KV cache of such layers at the window; "
                                     "the per-token figure holds up to it"});
-    else if (k == "attention_bias" || k == "mlp_bias" || k == "qkv_bias")
+    else if (k == "attention_bias" || k == "mlp_bias" || k == "qkv_bias" || k == "use_bias")
       c.ignored.push_back({k, true, cls + " has no such field: " + c.model_type + "'s modeling code builds no such bias"});
     else
       c.ignored.push_back({k, false, "unknown to the ledger (transformers keeps it as an attribute " + cls +
@@ -329,26 +453,41 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
 ModelConfig load_model_config(const fs::path& file) { return parse_model_config(read_file(file), file.string()); }
 
 std::vector<Linear> layer_linears(const ModelConfig& c) {
-  const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
-  return {{"q_proj", c.hidden, q, c.qkv_bias},
-          {"k_proj", c.hidden, kv, c.qkv_bias},
-          {"v_proj", c.hidden, kv, c.qkv_bias},
-          {"o_proj", q, c.hidden, c.o_bias},
-          {"gate_proj", c.hidden, c.intermediate, c.mlp_bias},
-          {"up_proj", c.hidden, c.intermediate, c.mlp_bias},
-          {"down_proj", c.intermediate, c.hidden, c.mlp_bias}};
+  const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim, h = c.hidden, I = c.intermediate;
+  std::vector<Linear> l;
+  if (c.fused_qkv) {  // Phi3Attention: op_size = heads x head_dim + 2 x kv_heads x head_dim, no bias
+    l.push_back({"qkv_proj", h, q + 2 * kv, c.qkv_bias, "self_attn"});
+  } else {
+    l.push_back({"q_proj", h, q, c.qkv_bias, "self_attn"});
+    l.push_back({"k_proj", h, kv, c.qkv_bias, "self_attn"});
+    l.push_back({"v_proj", h, kv, c.qkv_bias, "self_attn"});
+  }
+  l.push_back({"o_proj", q, h, c.o_bias, "self_attn"});
+  switch (c.mlp) {
+    case ModelConfig::Mlp::gated:
+      l.push_back({"gate_proj", h, I, c.mlp_bias, "mlp"});
+      l.push_back({"up_proj", h, I, c.mlp_bias, "mlp"});
+      break;
+    case ModelConfig::Mlp::gated_fused:  // Phi3MLP: gate_up_proj (hidden -> 2 x intermediate), chunked in two
+      l.push_back({"gate_up_proj", h, 2 * I, c.mlp_bias, "mlp"});
+      break;
+    case ModelConfig::Mlp::plain:  // Starcoder2MLP: c_fc, activation, c_proj
+      l.push_back({"c_fc", h, I, c.mlp_bias, "mlp"});
+      l.push_back({"c_proj", I, h, c.mlp_bias, "mlp"});
+      return l;
+  }
+  l.push_back({"down_proj", I, h, c.mlp_bias, "mlp"});
+  return l;
 }
 
 ParamCount count_params(const ModelConfig& c) {
   ParamCount p;
   p.embedding = c.vocab * c.hidden;
   p.lm_head = c.tie_embeddings && !ledger_fault("ledger_tied_counted_twice") ? 0 : c.vocab * c.hidden;
-  for (const auto& l : layer_linears(c)) {
-    const bool attn = l.name == "q_proj" || l.name == "k_proj" || l.name == "v_proj" || l.name == "o_proj";
-    (attn ? p.attention_per_layer : p.mlp_per_layer) += l.params();
-  }
-  p.norms_per_layer = 2 * c.hidden + (c.qk_norm ? 2 * c.head_dim : 0);
-  p.final_norm = c.hidden;
+  for (const auto& l : layer_linears(c)) (l.block == "self_attn" ? p.attention_per_layer : p.mlp_per_layer) += l.params();
+  p.norms_per_layer = static_cast<std::int64_t>(c.layer_norms.size()) * c.norm_params_per_unit * c.hidden +
+                      (c.qk_norm ? 2 * c.head_dim : 0);
+  p.final_norm = c.norm_params_per_unit * c.hidden;
   p.layers = c.layers;
   p.sparse_layers = c.sparse_layers();
   if (p.sparse_layers > 0) {
@@ -381,17 +520,18 @@ struct Module {
 std::vector<Module> layer_modules(const ModelConfig& c, bool sparse) {
   std::vector<Module> m;
   const auto lin = layer_linears(c);
-  for (int i = 0; i < 4; ++i) m.push_back({"self_attn." + lin[i].name, true, lin[i].in + lin[i].out, true, "Linear"});
+  for (const auto& l : lin)
+    if (l.block == "self_attn") m.push_back({"self_attn." + l.name, true, l.in + l.out, true, "Linear"});
   m.push_back({"self_attn", false, 0, false, "the attention block"});
   m.push_back({"mlp", false, 0, false, "the MLP block"});
-  m.push_back({"input_layernorm", false, 0, false, "an RMSNorm"});
-  m.push_back({"post_attention_layernorm", false, 0, false, "an RMSNorm"});
+  for (const auto& n : c.layer_norms) m.push_back({n, false, 0, false, c.norm_kind.c_str()});
   if (c.qk_norm) {
     m.push_back({"self_attn.q_norm", false, 0, false, "an RMSNorm"});
     m.push_back({"self_attn.k_norm", false, 0, false, "an RMSNorm"});
   }
   if (!sparse) {
-    for (int i = 4; i < 7; ++i) m.push_back({"mlp." + lin[i].name, true, lin[i].in + lin[i].out, true, "Linear"});
+    for (const auto& l : lin)
+      if (l.block == "mlp") m.push_back({"mlp." + l.name, true, l.in + l.out, true, "Linear"});
     return m;
   }
   const std::int64_t h = c.hidden, e = c.experts, I = c.moe_intermediate;
@@ -493,7 +633,7 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
   }
   const std::vector<Module> top = {{"model.embed_tokens", true, c.vocab + c.hidden, false, "Embedding"},
                                    {"lm_head", true, c.hidden + c.vocab, false, "Linear"},
-                                   {"model.norm", false, 0, false, "an RMSNorm"},
+                                   {"model.norm", false, 0, false, c.norm_kind.c_str()},
                                    {"model", false, 0, false, "the decoder"},
                                    {"model.layers", false, 0, false, "the list of layers"}};
   for (const auto& m : top) select(m.name, m.name, m);
@@ -611,23 +751,37 @@ double quantized_weight_bytes(const ModelConfig& c, const QuantFormat& q) {
 // ---- activations --------------------------------------------------------------
 std::vector<SavedTensor> saved_per_layer(const ModelConfig& c) {
   const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
-  return {{"input_layernorm input (residual stream)", c.hidden},
-          {"input_layernorm output (q/k/v_proj input)", c.hidden},
-          {"q after RoPE", q},
-          {"k after RoPE", kv},
-          {"v", kv},
-          {"attention output (o_proj input)", q},
-          {"post_attention_layernorm input", c.hidden},
-          {"post_attention_layernorm output (gate/up_proj input)", c.hidden},
-          {"gate_proj output (SiLU input)", c.intermediate},
-          {"up_proj output", c.intermediate},
-          {"SiLU(gate) * up (down_proj input)", c.intermediate}};
+  const bool sandwich = c.layer_norms.size() == 4;  // Gemma2: norms after attention and around the MLP
+  std::vector<SavedTensor> t = {{"input_layernorm input (residual stream)", c.hidden},
+                                {"input_layernorm output (q/k/v_proj input)", c.hidden},
+                                {"q after RoPE", q},
+                                {"k after RoPE", kv},
+                                {"v", kv},
+                                {"attention output (o_proj input)", q}};
+  if (sandwich) {
+    t.push_back({"o_proj output (post_attention_layernorm input)", c.hidden});
+    t.push_back({"pre_feedforward_layernorm input", c.hidden});
+    t.push_back({"pre_feedforward_layernorm output (gate/up_proj input)", c.hidden});
+  } else {
+    t.push_back({"post_attention_layernorm input", c.hidden});
+    t.push_back({"post_attention_layernorm output (gate/up_proj input)", c.hidden});
+  }
+  if (c.mlp == ModelConfig::Mlp::plain) {
+    t.push_back({"c_fc output (activation input)", c.intermediate});
+    t.push_back({"activation output (c_proj input)", c.intermediate});
+  } else {
+    t.push_back({"gate_proj output (SiLU input)", c.intermediate});
+    t.push_back({"up_proj output", c.intermediate});
+    t.push_back({"SiLU(gate) * up (down_proj input)", c.intermediate});
+  }
+  if (sandwich) t.push_back({"down_proj output (post_feedforward_layernorm input)", c.hidden});
+  return t;
 }
 
 double activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, const ActivationOptions& o) {
   std::int64_t elems = 0;
   for (const auto& t : saved_per_layer(c)) elems += t.elements_per_token;
-  if (o.silu_output_saved) elems += c.intermediate;
+  if (o.silu_output_saved && c.mlp != ModelConfig::Mlp::plain) elems += c.intermediate;  // plain: saved already
   double per_token_layer = static_cast<double>(elems) * o.bytes_per_element;
   if (o.eager_attention_probs) per_token_layer += static_cast<double>(c.heads) * tokens * o.bytes_per_element;
   return per_token_layer * static_cast<double>(batch) * tokens * c.layers;

@@ -31,7 +31,8 @@ struct DefaultedKey {
 };
 
 // The families read, as transformers 5.x builds them (configuration_<family>.py and modeling_<family>.py):
-// llama, mistral, qwen2, qwen3, gemma (dense); mixtral, qwen2_moe (mixture of experts).
+// llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, olmo, starcoder2 (dense); mixtral, qwen2_moe (mixture of
+// experts).
 std::vector<std::string> supported_model_types();
 
 struct ModelConfig {
@@ -40,10 +41,23 @@ struct ModelConfig {
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool tie_embeddings = false;
-  bool qkv_bias = false;  // qwen2: always; qwen2_moe: qkv_bias; llama/qwen3/gemma: attention_bias
-  bool o_bias = false;    // llama/qwen3/gemma: attention_bias also covers o_proj
-  bool mlp_bias = false;  // llama only (the other families' MLPs have no bias, whatever the key says)
+  bool qkv_bias = false;  // qwen2: always; qwen2_moe: qkv_bias; llama/qwen3/gemma/gemma2/olmo: attention_bias;
+                          // starcoder2: use_bias
+  bool o_bias = false;    // llama/qwen3/gemma/gemma2/olmo: attention_bias also covers o_proj; starcoder2: use_bias
+  bool mlp_bias = false;  // llama: mlp_bias; starcoder2: use_bias (the other families' MLPs have no bias)
   bool qk_norm = false;   // qwen3: RMSNorm over each head's q and k
+  // The block's shape. Attention: q/k/v_proj, or phi3's one qkv_proj (hidden -> (heads + 2 kv_heads) x head_dim).
+  // MLP: gated (gate_proj, up_proj, down_proj), gated and fused (phi3: gate_up_proj hidden -> 2 x intermediate,
+  // down_proj), or plain (starcoder2: c_fc, activation, c_proj).
+  bool fused_qkv = false;
+  enum class Mlp { gated, gated_fused, plain };
+  Mlp mlp = Mlp::gated;
+  // The norms of a layer by name (gemma2 has four: input, post_attention, pre_feedforward, post_feedforward), and
+  // the parameters of a norm per hidden unit: RMSNorm 1 (weight), LayerNorm 2 (weight and bias; starcoder2),
+  // OLMo's LayerNorm 0 (no affine parameters). The final norm is of the same kind.
+  std::vector<std::string> layer_norms = {"input_layernorm", "post_attention_layernorm"};
+  std::int64_t norm_params_per_unit = 1;
+  std::string norm_kind = "an RMSNorm";  // for messages
   std::int64_t max_position = 0;
   std::string hidden_act;
   // Mixture of experts (experts == 0: dense). A sparse layer's MLP is a router (experts x hidden, no bias),
@@ -62,12 +76,14 @@ ModelConfig load_model_config(const std::filesystem::path& file);
 ModelConfig parse_model_config(const std::string& json_text, const std::string& file);
 
 struct Linear {
-  std::string name;  // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj
+  std::string name;  // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; qkv_proj, gate_up_proj; c_fc, c_proj
   std::int64_t in = 0, out = 0;
   bool bias = false;
+  std::string block = "self_attn";  // the submodule of the layer holding it: self_attn or mlp
   std::int64_t params() const { return in * out + (bias ? out : 0); }
 };
-// The linears of a dense layer (a sparse layer's attention is the same; its MLP is in ParamCount's MoE terms).
+// The linears of a dense layer, attention first (a sparse layer's attention is the same; its MLP is in ParamCount's
+// MoE terms).
 std::vector<Linear> layer_linears(const ModelConfig& c);
 
 struct ParamCount {
@@ -117,7 +133,7 @@ struct LoraCount {
   std::vector<std::string> unmatched;  // names that matched nothing (peft skips them while another one matches)
 };
 LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& targets);
-std::vector<std::string> all_linear_targets();  // the seven projections of a dense layer (the series' "all linear")
+std::vector<std::string> all_linear_targets();  // the seven projections of a Llama layer (the series' "all linear")
 // A list of names, or {"all-linear"}.
 std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets);
 
@@ -153,7 +169,8 @@ double quantized_weight_bytes(const ModelConfig& c, const QuantFormat& q);
 // ---- activations --------------------------------------------------------------
 // Tensors a Llama-style block saves for backward, per token, in elements. Assumptions:
 // FlashAttention-style attention (no T x T probabilities kept), no dropout, RMSNorm saving
-// its input, SwiGLU saving gate and up outputs and the product fed to down_proj.
+// its input, SwiGLU saving gate and up outputs and the product fed to down_proj. A plain MLP (starcoder2) saves
+// c_fc's output and the activation's; gemma2's two extra norms save their inputs too.
 struct SavedTensor {
   std::string name;
   std::int64_t elements_per_token = 0;
