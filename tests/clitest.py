@@ -13,6 +13,8 @@ def args():
     p.add_argument("--claimcheck", required=True)
     p.add_argument("--root", required=True)
     p.add_argument("--part", default="all", help="a test's part, where it has parts (cli_faults: timed, untimed)")
+    p.add_argument("--flips", default=None,
+                   help="a folder: record there which stated figures this test's runs turned (every_figure_can_fail.py)")
     return p.parse_args()
 
 
@@ -20,6 +22,84 @@ def run(binary, *argv, env=None):
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run([binary, *argv], capture_output=True, text=True, env=e, timeout=600)
+
+
+class Flips:
+    """The stated figures (a claim's `value` and each `also`) a test's runs turned: a figure that should hold and
+    failed under a planted fault or a moved value, or an expected failure that passed once its stated value was moved
+    onto the measured one. Written to FOLDER/NAME.jsonl (one line per run), read by every_figure_can_fail.py."""
+
+    def __init__(self, folder, name):
+        self.path = None
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            self.path = os.path.join(folder, name + ".jsonl")
+            open(self.path, "w").close()  # this test's previous record goes: only what this run turned counts
+
+    def run(self, binary, *argv, env=None, origin=""):
+        """`claimcheck run ARGV` with a report in a temporary folder; returns (the completed process, the report's
+        claims by id, or {} when none was written)."""
+        with tempfile.TemporaryDirectory(prefix="cc_flips_") as d:
+            r = run(binary, *argv, "--report", d, env=env)
+            path = os.path.join(d, "report.json")
+            claims = {c["id"]: c for c in load(path)["claims"]} if os.path.exists(path) else {}
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as f:
+                for c in claims.values():
+                    turned = [m["name"] for m in c.get("details", {}).get("measurements", [])
+                              if m.get("compared") and m.get("ok") == ("expected_failure" in m)]
+                    f.write(json.dumps({"claim": c["id"], "status": c["status"], "turned": turned,
+                                        "origin": origin}) + "\n")
+        return r, claims
+
+
+def expected_failures(exp, want):
+    """(path, claim, statement name, statement) for each statement of the expected files in `exp` marked as an
+    expected failure, where want(claim, name, statement) holds."""
+    for ch in sorted(os.listdir(exp)):
+        for f in sorted(os.listdir(os.path.join(exp, ch))):
+            path = os.path.join(exp, ch, f)
+            d = load(path)
+            if d.get("pending") is True:
+                continue
+            for name, s in [("value", d)] + list(d.get("also", {}).items()):
+                if (d.get("expect") if name == "value" else s.get("expect")) == "xfail" and want(d, name, s):
+                    yield path, d, name, s
+
+
+def move_onto_measured(a, t, flips, exp, path, d, name, only=(), tries=1):
+    """An expected failure is one because of its stated figure: moved onto what the check measured (to the stated
+    step, for `rounded`), the statement passes and the run fails as an unexpected pass. Returns False when the
+    claim does not run here."""
+    r, claims = flips.run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, origin="xfail as stated")
+    c = claims.get(d["id"])
+    if r.returncode == 77 or c is None or c["status"] == "skip":
+        print(f"skipping {d['id']}.{name}: {r.stdout.strip()}")
+        return False
+    t.check(c["status"] == "xfail", f"{d['id']} as stated: {c['status']}, {r.stdout.strip()}")
+    got = [m for m in c["details"]["measurements"] if m["name"] == name and m.get("compared")]
+    t.check(len(got) == 1, f"{d['id']}.{name}: not among the report's measurements")
+    if len(got) != 1:
+        return True
+    original = load(path)
+    for attempt in range(tries):
+        m = load(path)
+        target = m if name == "value" else m["also"][name]
+        v = got[0]["value"]
+        cmp = target["compare"]
+        target["value"] = round(v / cmp["step"]) * cmp["step"] if cmp["rule"] == "rounded" else v
+        save(path, m)
+        r, claims = flips.run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp,
+                              origin="xfail moved onto the measured value")
+        save(path, original)
+        c = claims.get(d["id"], {})
+        turned = any(m["name"] == name and m.get("ok") for m in c.get("details", {}).get("measurements", []))
+        if (r.returncode == 1 and c.get("status") == "xpass" and turned) or attempt + 1 == tries:
+            break
+        got = [m for m in c.get("details", {}).get("measurements", []) if m["name"] == name] or got  # noisy: again
+    t.check(r.returncode == 1 and c.get("status") == "xpass" and turned,
+            f"{d['id']}.{name} moved onto the measured {target['value']}: exit {r.returncode}, {r.stdout.strip()}")
+    return True
 
 
 def copy_expected(root):

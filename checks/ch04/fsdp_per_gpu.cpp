@@ -19,9 +19,9 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   const double per_gpu = state / shards;
 
   // Verify.
-  ctx.measure(per_gpu / 1e9, "GB");
+  ctx.measure(ref::gigabytes(per_gpu), "GB");
   ctx.measure_bool("fits", per_gpu < gpu.memory_bytes);
-  ctx.measure("headroom_for_activations", (gpu.memory_bytes - per_gpu) / 1e9, "GB");
+  ctx.measure("headroom_for_activations", ref::gigabytes(gpu.memory_bytes - per_gpu), "GB");
   ctx.assumption("weights, gradients and optimizer state all sharded evenly over " + std::to_string(shards) +
                  " GPUs; the gathered layer being computed and activations come on top");
   ctx.alternative("sharded over 4 GPUs", state / 4 / 1e9, "GB", "half the GPUs");

@@ -14,7 +14,7 @@ static void full_finetune_gb(claimcheck::Context& ctx) {
   const double bytes = params * ref::bytes_per_param(ref::mixed_precision_adamw_state());
 
   // Verify.
-  ctx.measure(bytes / 1e9, "GB");
+  ctx.measure(ref::gigabytes(bytes), "GB");
   ctx.measure("params", params / 1e9, "B params");
   ctx.assumption("every parameter is trainable, 16 bytes each (ch04.bytes_per_param); GB = 10^9 bytes");
   ctx.assumption("activations, KV cache and framework workspace are not included (the series: 不含激活)");

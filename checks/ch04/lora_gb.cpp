@@ -21,10 +21,10 @@ static void lora_gb(claimcheck::Context& ctx) {
   const double total = base + adapter_bpp * trainable;
 
   // Verify.
-  ctx.measure(total / 1e9, "GB");
-  ctx.derive("base_part", base / 1e9, "GB");  // the two parts the series adds, each rounded to 0.01 GB
-  ctx.derive("adapter_part", adapter_bpp * trainable / 1e9, "GB");
-  ctx.measure("base", base / 1e9, "GB");
+  ctx.measure(ref::gigabytes(total), "GB");
+  ctx.derive("base_part", ref::gigabytes(base), "GB");  // the two parts the series adds, each rounded to 0.01 GB
+  ctx.derive("adapter_part", ref::gigabytes(adapter_bpp * trainable), "GB");
+  ctx.measure("base", ref::gigabytes(base), "GB");
   ctx.measure("adapter_bytes_per_param", adapter_bpp, "B");
   ctx.assumption("frozen base weights in bf16, no gradient or optimizer state for them");
   ctx.assumption("adapter parameters: 16 bytes less the bf16 copy = gradient 2 + fp32 master 4 + Adam m, v 8");

@@ -22,8 +22,8 @@ static void qlora_gb(claimcheck::Context& ctx) {
   const double base = ref::quantized_weight_bytes(cfg, q);
 
   // Verify.
-  ctx.measure((base + adapter) / 1e9, "GB");
-  ctx.measure("base", base / 1e9, "GB");  // the series' "4 GB" holds only for a scale-free format: an xfail
+  ctx.measure(ref::gigabytes(base + adapter), "GB");
+  ctx.measure("base", ref::gigabytes(base), "GB");  // the series' "4 GB" holds only for a scale-free format: an xfail
   ctx.measure("bits_per_weight", q.bits_per_param(), "count");
   ctx.assumption("4-bit format: " + q.name + " (" + std::to_string(q.bits_per_param()) + " bits per weight)");
   ctx.assumption("adapter state as in ch04.lora_gb (14 B per trainable parameter)");

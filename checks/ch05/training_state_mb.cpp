@@ -18,7 +18,7 @@ static void training_state_mb(claimcheck::Context& ctx) {
   const auto bpp = static_cast<double>(ref::bytes_per_param(ref::mixed_precision_adamw_state()));
 
   // Verify.
-  ctx.measure(bpp * trainable / 1e6, "MB");
+  ctx.measure(ref::megabytes(bpp * trainable), "MB");
   ctx.assumption("16 B per trainable parameter (ch04.bytes_per_param), MB = 10^6 bytes; the frozen base is not state");
   ctx.alternative("14 B per adapter parameter (ch04.lora_gb's convention)",
                   static_cast<double>(ref::bytes_per_param(ref::lora_adapter_state())) * trainable / 1e6, "MB",
@@ -30,7 +30,7 @@ static void training_state_mb(claimcheck::Context& ctx) {
     // Measured: live bytes the counting allocator sees added by the LoRA parameters, their gradients and
     // AdamW's state, after one step on the LibTorch-built model (fp32 on the CPU: 4 + 4 + 4 + 4 bytes).
     const auto m = ch05::measure_qwen_lora(ctx);
-    ctx.measure("allocator", static_cast<double>(m.state_bytes) / 1e6, "MB");
+    ctx.measure("allocator", ref::megabytes(static_cast<double>(m.state_bytes)), "MB");
     ctx.detail("allocator_breakdown_bytes", {{"lora_parameters", m.lora_param_bytes}, {"gradients", m.grad_bytes},
                                              {"adamw_state", m.optimizer_bytes}, {"total", m.state_bytes}});
     ctx.detail("step_seconds", m.step_seconds);

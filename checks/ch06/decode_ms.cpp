@@ -16,7 +16,7 @@ static void decode_ms(claimcheck::Context& ctx) {
   // Verify.
   ctx.measure(seconds * 1e3, "ms");
   ctx.measure("tokens_per_s", 1.0 / seconds, "token/s");
-  ctx.measure("weight_bytes", bytes / 1e9, "GB");
+  ctx.measure("weight_bytes", ref::gigabytes(bytes), "GB");
   ctx.assumption("batch 1; every bf16 weight read once per token, the whole embedding table included; "
                  "KV cache reads ignored (short context); bandwidth = the spec's peak");
   ref::DecodeModel row;

@@ -1,5 +1,7 @@
 #include "claimcheck/ref/ledger.h"
 
+#include "fault.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -17,12 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli_faults.py): a wrong ledger must make
-// the claims built on it fail, as a wrong kernel does. Read on every call (a test sets it per process).
-bool ledger_fault(const char* name) {
-  const char* f = std::getenv("CLAIMCHECK_FAULT");
-  return f != nullptr && std::strcmp(f, name) == 0;
-}
+bool ledger_fault(const char* name) { return answer_key_fault(name); }
 
 [[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
   throw SpecError(file + ": field '" + field + "': " + what);
@@ -827,5 +824,8 @@ double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m) {
 }
 
 double prefill_flops(std::int64_t params, std::int64_t tokens) { return 2.0 * params * tokens; }
+
+double gigabytes(double bytes) { return bytes / (ledger_fault("ledger_gib_for_gb") ? 1073741824.0 : 1e9); }
+double megabytes(double bytes) { return bytes / (ledger_fault("ledger_gib_for_gb") ? 1048576.0 : 1e6); }
 
 }  // namespace claimcheck::ref

@@ -1,5 +1,7 @@
 #include "claimcheck/ref/stats.h"
 
+#include "fault.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -24,7 +26,7 @@ Interval wilson_interval(double p, std::int64_t n, double z) {
 
 namespace {
 bool covers(std::int64_t k, std::int64_t n, double p, bool wilson, double z) {
-  const double ph = static_cast<double>(k) / n;
+  const double ph = answer_key_fault("stats_integer_division") ? static_cast<double>(k / n) : static_cast<double>(k) / n;
   const Interval i = wilson ? wilson_interval(ph, n, z) : wald_interval(ph, n, z);
   return i.lo <= p && p <= i.hi;
 }
@@ -88,7 +90,8 @@ BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, in
 
 double two_proportion_p_value(double p1, std::int64_t n1, double p2, std::int64_t n2) {
   const double pooled = (p1 * n1 + p2 * n2) / (n1 + n2);
-  const double se = std::sqrt(pooled * (1 - pooled) * (1.0 / n1 + 1.0 / n2));
+  const double var = pooled * (1 - pooled) * (1.0 / n1 + 1.0 / n2);
+  const double se = answer_key_fault("stats_se_without_sqrt") ? var : std::sqrt(var);
   const double zstat = std::fabs(p1 - p2) / se;
   return std::erfc(zstat / std::sqrt(2.0));
 }

@@ -209,4 +209,9 @@ struct DecodeModel {
 double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m);
 double prefill_flops(std::int64_t params, std::int64_t tokens);  // 2 x params x tokens
 
+// ---- units --------------------------------------------------------------------
+// The series' GB and MB are decimal (10^9 and 10^6 bytes), as are transformers' and the GPU makers' figures.
+double gigabytes(double bytes);
+double megabytes(double bytes);
+
 }  // namespace claimcheck::ref

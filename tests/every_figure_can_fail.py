@@ -1,0 +1,52 @@
+"""Every stated figure (a claim's `value` and each `also`) that runs here has been turned by something: a fault planted
+in the code under test or in the ledger (cli_faults.py), or its stated value moved (cli_mutation.py; an expected
+failure moved onto the measured value). The runs of those tests are recorded in --flips DIR; this test lists the
+figures none of them turned and fails when the list is not empty. A figure whose claim cannot run on this machine
+(it needs a GPU, or is not implemented) is listed apart, with the reason, and does not count."""
+import glob
+import json
+import os
+import sys
+
+from clitest import args, load, run
+
+a = args()
+if not a.flips or not glob.glob(os.path.join(a.flips, "*.jsonl")):
+    print(f"no record in {a.flips}: run the planted-fault and mutation tests first (ctest runs them as this test's "
+          "fixture)")
+    sys.exit(1)
+
+turned = {}  # (claim, statement) -> what turned it
+for path in sorted(glob.glob(os.path.join(a.flips, "*.jsonl"))):
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            for name in rec["turned"]:
+                turned.setdefault((rec["claim"], name), rec["origin"])
+
+listing = json.loads(run(a.claimcheck, "list", "--json", "--root", a.root).stdout)
+runnable = {c["id"]: c["runnable"] for c in listing}
+
+figures, apart = [], []
+exp = os.path.join(a.root, "expected")
+for path in sorted(glob.glob(os.path.join(exp, "ch0*", "*.json"))):
+    d = load(path)
+    if "pending" in d:
+        apart.append(f"{d['id']}: not implemented ({d['pending']})")
+        continue
+    for name, s in [("value", d)] + list(d.get("also", {}).items()):
+        if "compare" not in s and "variants" not in s:
+            continue
+        if runnable.get(d["id"], "yes") != "yes":
+            apart.append(f"{d['id']}.{name}: {runnable[d['id']]}")
+        else:
+            figures.append((d["id"], name))
+
+never = [f for f in figures if f not in turned]
+print(f"{len(figures)} stated figures run here; {len(figures) - len(never)} turned by a fault or a move; "
+      f"{len(apart)} apart")
+for claim, name in never:
+    print(f"NEVER TURNED: {claim}.{name}")
+for line in apart:
+    print(f"apart: {line}")
+sys.exit(1 if never else 0)
