@@ -1,4 +1,5 @@
 // claimcheck list | run | account | compare — the command line (design.md).
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "compare.h"
 #include "errors.h"
 #include "expected.h"
+#include "module.h"
 #include "outcome.h"
 #include "probe.h"
 #include "records.h"
@@ -252,6 +254,15 @@ int cmd_run(const Args& a) {
 
   const HardwareInfo hw = probe_hardware();
   Capabilities caps(&hw);
+  // The LibTorch checks module is loaded before anything runs, and only when a check in it will run here.
+  for (const auto& id : ids) {
+    const CheckInfo* c = cat.at(id).pending ? nullptr : find_check(id);
+    if (c && in_unloaded_module(*c) &&
+        std::none_of(c->needs.begin(), c->needs.end(), [&](Requirement r) { return caps.missing(r).has_value(); })) {
+      load_module(id);
+      break;
+    }
+  }
   json run_config = {{"command", "run"},
                      {"chapters", sel.chapters},
                      {"claims", sel.claims},

@@ -84,6 +84,9 @@ json environment_record() {
   const std::string tv = torch_version();
   if (tv.empty()) {
     env["libtorch"] = "not built with LibTorch";
+  } else if (!torch_info_loaded()) {
+    // No check of this run used LibTorch: its module (and LibTorch) stayed unloaded; the version is the build's.
+    env["libtorch"] = {{"version", tv}, {"loaded", "no: no check of this run uses LibTorch (module.h)"}};
   } else {
     // at::show_config(): compiler, BLAS (MKL / OpenBLAS), oneDNN, OpenMP, CPU capability, CUDA, as lines.
     const std::string cfg_text = torch_config();

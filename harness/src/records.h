@@ -28,8 +28,9 @@ nlohmann::json build_records(const RecordInputs& in);
 
 // Environment pieces, also used by `claimcheck list`.
 nlohmann::json environment_record();
-std::string torch_version();   // "" when not built with LibTorch (torch_info*.cpp)
-std::string torch_config();    // at::show_config(), "" without LibTorch
+std::string torch_version();   // "" when not built with LibTorch (module.cpp; torch_info.cpp once loaded)
+std::string torch_config();    // at::show_config(), "" while LibTorch's code is not in the process
+bool torch_info_loaded();      // whether it is (the LibTorch checks module loaded, or linked)
 // Runs argv (no shell; claimcheck/base/process.h) with stderr discarded: its stdout with trailing newlines and
 // spaces trimmed; nullopt when it cannot be started or exits non-zero.
 std::optional<std::string> run_command(const std::vector<std::string>& argv);

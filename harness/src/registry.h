@@ -14,6 +14,7 @@ struct CheckInfo {
   std::string file;
   int line = 0;
   std::vector<Requirement> needs;
+  bool in_module = false;  // a check of the LibTorch module (module.h): fn stays null until it is loaded
 };
 
 std::vector<CheckInfo>& registry();

@@ -307,6 +307,11 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
       return r;
     }
   }
+  if (!check->fn) {  // a module check whose module the run did not load (cli.cpp loads it first)
+    r.status = Status::error;
+    r.reason = "the check of '" + e.id + "' is in the LibTorch checks module, which is not loaded";
+    return r;
+  }
   ContextImpl ctx(e, in, r);
   try {
     check->fn(ctx);

@@ -1,11 +1,12 @@
-// LibTorch facts for the environment record. Deliberately light headers:
-// <torch/torch.h> stays out of the harness.
+// LibTorch facts for the environment record, compiled into the LibTorch checks module (module.h): loading it
+// hands them to the harness. Deliberately light headers: <torch/torch.h> stays out of the harness.
 #include <ATen/Version.h>
 #include <torch/version.h>
 
-#include "records.h"
+#include "module.h"
 
-namespace claimcheck {
-std::string torch_version() { return TORCH_VERSION; }
-std::string torch_config() { return at::show_config(); }
-}  // namespace claimcheck
+namespace {
+std::string version() { return TORCH_VERSION; }
+std::string config() { return at::show_config(); }
+[[maybe_unused]] const bool registered = (claimcheck::detail::set_torch_info(&version, &config), true);
+}  // namespace
