@@ -5,11 +5,14 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from pydriver import emit, fault, measurement  # noqa: E402
+import jsonl_memory  # noqa: E402
 from jsonl_memory import STREAM, STREAM_AS_LIST, measure  # noqa: E402
 
 base = float(sys.argv[1]) if len(sys.argv) > 1 else 19.4e6
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 code = STREAM_AS_LIST if fault() == "list_pipeline" else STREAM
+if fault() == "stream_instead_of_list":  # a planted fault: the "load everything" side streams after all
+    jsonl_memory.LOAD_ALL = jsonl_memory.LOAD_ALL_AS_STREAM
 rows, baseline = measure(int(base), [1, 2, 4], seed, stream_code=code)
 one, four = rows[0], rows[-1]
 emit(measurements=[measurement("value", one["stream_peak_bytes"] / 1e6, "MB"),

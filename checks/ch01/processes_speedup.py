@@ -21,6 +21,9 @@ workers = 8
 cpus = usable_cpus()
 work = chunks(workers, 15000)
 pool_workers = 1 if fault() == "serial_pool" else workers  # a planted fault: a pool of one
+# A planted fault: the pool's chunks are sized for one process (items per chunk not divided among the workers),
+# so the pool does `workers` times the serial work.
+pool_work = chunks(workers, 15000 * workers) if fault() == "chunks_not_divided" else work
 
 
 def timed(chunk):
@@ -39,7 +42,7 @@ if __name__ == "__main__":
 
     def pooled():
         t = time.perf_counter()
-        cpu = sum(pool.map(timed, work))
+        cpu = sum(pool.map(timed, pool_work))
         concurrency.append(cpu / (time.perf_counter() - t))
 
     with ProcessPoolExecutor(max_workers=1) as one, ProcessPoolExecutor(max_workers=pool_workers) as pool:

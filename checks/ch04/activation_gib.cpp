@@ -57,11 +57,11 @@ static void activation_gib(claimcheck::Context& ctx) {
     throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.measure_tokens': expected two increasing lengths");
   const int mb = ctx.input("measure_batch").get<int>();
   // Measured: the series' setting (bf16 model, fused attention) at two lengths, eager attention at both, autocast.
-  const auto f1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "bf16");
-  const auto f2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16");
-  const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16");
-  const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16");
-  const auto a1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast");
+  const auto f1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "bf16", ctx.planted_fault());
+  const auto f2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault());
+  const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16", ctx.planted_fault());
+  const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
+  const auto a1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
   const double h = static_cast<double>(sc.hidden);
   const double k = f2.bytes_per_token_layer / h;  // bytes per token per layer, in units of hidden
   const double k_model = 2.0 * static_cast<double>([&] {

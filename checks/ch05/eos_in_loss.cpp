@@ -17,6 +17,7 @@ static void eos_in_loss(claimcheck::Context& ctx) {
   o.lr = ctx.input("lr").get<double>();
   o.seed = ctx.seed();
   o.generate = static_cast<int>(held_out.size());
+  o.fault = ctx.planted_fault();
   o.eos_in_loss = ctx.planted_fault() != "eos_masked";  // a planted fault masks it in the first run too
   const auto with = T::sft_train(train, held_out, o);
   o.eos_in_loss = false;

@@ -57,6 +57,7 @@ struct Roof {
   double theory_loaded = 0;  // the same at the clock measured under load
   int threads = 0;
   int cores = 0;  // physical
+  K::RooflineFaults faults;  // planted by a test (the probe's own faults)
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
 };
@@ -74,7 +75,8 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true) {
   r.clock_hz = K::measure_clock_hz(r.threads);
   r.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
   r.clock_hz = std::max(r.clock_hz, K::measure_clock_hz(r.threads));
-  if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads);
+  if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads, 0, 5, faults);
+  r.faults = faults;
   r.cpu = ref::read_cpu_identity();
   r.units = ref::fma_units(r.cpu, ctx.hardware().isa, ctx.root() / "reference/data/hardware/cpu-fma.json");
   // The ISA the machine has (the hardware record), not the one the probe dispatched: a probe that fell back to a
@@ -246,7 +248,7 @@ Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
   for (int i = 0; i < rounds; ++i) {
     Paired p;
     p.bandwidth = i == 0 ? roof.bw.read_bytes_per_s
-                         : K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 3).read_bytes_per_s;
+                         : K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 3, roof.faults).read_bytes_per_s;
     p.seconds = time_fn();
     r.push_back(p);
   }

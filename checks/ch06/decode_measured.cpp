@@ -8,8 +8,8 @@ static void decode_measured(claimcheck::Context& ctx) {
   const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   const int steps = ch06::positive_int(ctx, "steps", 100);
   const ch06::Roof roof = ch06::measure_roof(ctx);
-  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
   const auto opts = ch06::gemv_options(ctx);
+  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed(), opts.faults);
 
   // Run: the project's chain, then LibTorch's on the same weights (equal threads).
   const ch06::Paired run = ch06::paired_with_bandwidth(roof, 3, [&] { return ch06::time_stack(stack, opts, steps, ctx.seed()); });

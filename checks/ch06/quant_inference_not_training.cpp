@@ -50,7 +50,7 @@ static void quant_inference_not_training(claimcheck::Context& ctx) {
   const ch06::Paired dec = ch06::paired_with_bandwidth(roof, 5, [&] { return ch06::time_stack(stack, ch06::gemv_options(ctx), 5, ctx.seed()); });
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
-                                                       ctx.input("cpu_train_tokens").get<int>(), 2);
+                                                       ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
   const double dec_bytes = static_cast<double>(stack.weight_bytes());
   const double dec_i = stack.flops() / dec_bytes;
   const double step_flops = 3 * step.forward_flops;

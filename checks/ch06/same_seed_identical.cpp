@@ -37,6 +37,7 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
+    if (ctx.planted_fault() == "seed_ignored") argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
     return argv;
   };
   const auto seed = std::to_string(ctx.seed());

@@ -77,6 +77,9 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   if (name.empty()) return true;
   if (name == "gemv_reads_twice") out->read_weights_twice = true;
   else if (name == "nf4_dequant_first") out->dequant_whole_first = true;
+  else if (name == "gemm_per_token") out->gemm_per_token = true;
+  else if (name == "stack_bytes_as_elements") out->bytes_as_elements = true;
+  else if (name == "gemm_first_tile_only") out->first_tile_only = true;
   else return false;
   return true;
 }
@@ -884,7 +887,13 @@ void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, c
   if (N == 0 || B == 0) return;
   if (B == 1) return gemv_bf16(W, N, K, X, Y, o);
   const Path pth = path();
-  gemm_pass(pth, W, N, K, X, B, Y, o.threads);
+  if (o.faults.gemm_per_token) {  // a planted fault: one GEMV per token, each reading all of W again
+    for (int b = 0; b < B; ++b)
+      bf16_pass(pth, W, N, K, X + static_cast<std::size_t>(b) * K, Y + static_cast<std::size_t>(b) * N, o.threads);
+    return;
+  }
+  // (A planted fault: the loop bound is one tile of tokens, not the batch; the other tokens' outputs are left.)
+  gemm_pass(pth, W, N, K, X, o.faults.first_tile_only ? std::min(B, 4) : B, Y, o.threads);
   if (o.faults.read_weights_twice) {
     std::vector<float> y2(static_cast<std::size_t>(B) * N);
     gemm_pass(pth, W, N, K, X, B, y2.data(), o.threads);
@@ -963,7 +972,8 @@ std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int th
   return w;
 }
 
-DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed) : s_(s), format_(format) {
+DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed, const GemvFaults& faults)
+    : s_(s), format_(format), faults_(faults) {
   if (format != "bf16" && format != "nf4") throw std::invalid_argument("DecodeStack: format must be bf16 or nf4");
   const int hd = effective_head_dim(s);
   if (s.hidden < 1 || s.kv_dim < 1 || s.ffn < 1 || s.layers < 1 || hd < 1 || s.kv_dim % hd != 0 ||
@@ -984,7 +994,8 @@ DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::u
 
 std::size_t DecodeStack::weight_bytes() const {
   std::size_t b = 0;
-  for (const auto& w : bf16_) b += w.size() * sizeof(bf16_t);
+  // A planted fault counts elements for bytes.
+  for (const auto& w : bf16_) b += w.size() * (faults_.bytes_as_elements ? 1 : sizeof(bf16_t));
   for (const auto& m : nf4_) b += m.bytes();
   return b;
 }

@@ -151,6 +151,7 @@ struct Kernel {
 #endif
 
 Kernel fp32_kernel(const RooflineFaults& f) {
+  if (f.scalar) return Kernel{fma_portable<1>, 1, 1, 2, "portable"};  // a planted fault: no SIMD path dispatched
 #if defined(__x86_64__) && defined(__GNUC__)
   if (CPU_HAS("avx512f"))
     return f.few_chains ? Kernel{fma_avx512<1>, 1, 16, 2, "avx512"} : Kernel{fma_avx512<24>, 24, 16, 2, "avx512"};
@@ -235,13 +236,16 @@ Buffer alloc_floats(std::size_t n) {
 // rows: one sequential stream per thread leaves this machine's prefetchers idle and reads ~40% less), two
 // accumulators of 8 lanes per stream; exact for the small integers the arrays hold.
 #if defined(__x86_64__) && defined(__GNUC__)
+// STEP: the loop's stride in floats, 16 (what it loads); 16 * sizeof(float) is a planted fault (a stride in bytes
+// for one in elements) that reads one block in four.
+template <int STEP>
 CC_TARGET("avx2,fma") double read_avx2(const float* x, std::size_t n) {
   constexpr int S = 4;
   const std::size_t q = n / S / 16 * 16;
   __m256 a[S][2];
   for (auto& st : a)
     for (auto& r : st) r = _mm256_setzero_ps();
-  for (std::size_t i = 0; i < q; i += 16)
+  for (std::size_t i = 0; i < q; i += STEP)
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       const float* p = x + s * q + i;
@@ -259,11 +263,12 @@ CC_TARGET("avx2,fma") double read_avx2(const float* x, std::size_t n) {
   return sum;
 }
 #endif
+template <int STEP>
 __attribute__((noinline)) double read_portable(const float* x, std::size_t n) {
   constexpr int S = 4;
   const std::size_t q = n / S / 16 * 16;
   float a[S][16] = {};
-  for (std::size_t i = 0; i < q; i += 16)
+  for (std::size_t i = 0; i < q; i += STEP)
     for (int s = 0; s < S; ++s)
       for (int j = 0; j < 16; ++j) a[s][j] += x[s * q + i + j];
   double sum = 0;
@@ -272,11 +277,11 @@ __attribute__((noinline)) double read_portable(const float* x, std::size_t n) {
   for (std::size_t i = S * q; i < n; ++i) sum += x[i];
   return sum;
 }
-double read_sum(const float* x, std::size_t n) {
+double read_sum(const float* x, std::size_t n, bool skip) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (CPU_HAS("avx2") && CPU_HAS("fma")) return read_avx2(x, n);
+  if (CPU_HAS("avx2") && CPU_HAS("fma")) return skip ? read_avx2<16 * sizeof(float)>(x, n) : read_avx2<16>(x, n);
 #endif
-  return read_portable(x, n);
+  return skip ? read_portable<16 * sizeof(float)>(x, n) : read_portable<16>(x, n);
 }
 
 __attribute__((noinline)) void triad(float* a, const float* b, const float* c, float s, std::size_t n) {
@@ -292,6 +297,14 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
   *out = {};
   if (name == "probe_few_chains") {
     out->few_chains = true;
+    return true;
+  }
+  if (name == "probe_scalar") {
+    out->scalar = true;
+    return true;
+  }
+  if (name == "probe_read_skips") {
+    out->read_skips = true;
     return true;
   }
   return name.empty();
@@ -359,7 +372,7 @@ std::size_t last_level_cache_bytes() {
   return best;
 }
 
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes) {
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
   threads = std::max(1, threads);
   Bandwidth bw;
   bw.threads = threads;
@@ -394,7 +407,7 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes) {
       std::size_t lo, hi;
       chunk(t, &lo, &hi);
       span.start[t] = Clock::now();
-      sums[t] = read_sum(b.get() + lo, hi - lo);
+      sums[t] = read_sum(b.get() + lo, hi - lo, f.read_skips);
       span.end[t] = Clock::now();
     });
     reads.push_back(static_cast<double>(n) * sizeof(float) / span.seconds());

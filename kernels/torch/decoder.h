@@ -30,6 +30,9 @@ DecoderConfig read_decoder_config(const std::filesystem::path& file);
 // How a forward runs (set on the model; defaults are the plain model).
 struct DecoderRun {
   bool eager_attention = false;  // softmax(QK^T / sqrt(d)) V in three ops, the probabilities kept for backward
+  // tests only: "attention_not_fused" (the fused path written out as eager ops), "eager_softmax_fp32" (eager
+  // attention keeps its probabilities in fp32, then a bf16 copy for the matmul).
+  std::string attention_fault;
   bool checkpoint = false;       // each layer keeps only its input and is recomputed in backward
   std::string checkpoint_fault;  // tests: "ckpt_saves_layer", "ckpt_no_recompute"
   int grad_segments = -1;        // >= 0: autograd records only layer 0's first n segments (kSegments)
@@ -50,11 +53,16 @@ inline const std::vector<std::string>& decoder_segments() {
 struct ProjImpl : torch::nn::Module {
   ProjImpl(std::int64_t in, std::int64_t out, bool bias)
       : base(register_module("base", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)))) {}
-  void enable_lora(int r, double alpha, bool alpha_not_over_r) {
+  // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale".
+  void enable_lora(int r, double alpha, const std::string& fault = "") {
     const auto in = base->weight.size(1), out = base->weight.size(0);
     A = register_parameter("lora_A", torch::randn({r, in}) / std::sqrt(static_cast<double>(in)));
-    B = register_parameter("lora_B", torch::zeros({out, r}));
-    scale = alpha_not_over_r ? alpha : alpha / r;  // a planted fault forgets the / r
+    // A planted fault initialises B like A (then the adapter changes the model before any training).
+    B = register_parameter("lora_B", fault == "lora_b_random_init"
+                                         ? torch::randn({out, r}) / std::sqrt(static_cast<double>(r))
+                                         : torch::zeros({out, r}));
+    scale = fault == "alpha_not_over_r" ? alpha : alpha / r;  // a planted fault forgets the / r
+    merge_unscaled = fault == "merge_without_scale";
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = base(x);
@@ -63,11 +71,13 @@ struct ProjImpl : torch::nn::Module {
   }
   // W + (alpha / r) B A: the merged weight, for inference without the adapter.
   torch::Tensor merged_weight() {
-    return base->weight + (A.defined() ? scale * torch::matmul(B, A) : torch::zeros_like(base->weight));
+    // A planted fault merges B A without its alpha / r.
+    return base->weight + (A.defined() ? (merge_unscaled ? 1.0 : scale) * torch::matmul(B, A) : torch::zeros_like(base->weight));
   }
   torch::nn::Linear base;
   torch::Tensor A, B;
   double scale = 0;
+  bool merge_unscaled = false;
 };
 TORCH_MODULE(Proj);
 
@@ -132,11 +142,12 @@ struct DecoderLayerImpl : torch::nn::Module {
     const auto rep = c.heads / c.kv_heads;  // grouped-query attention
     k = k.repeat_interleave(rep, 1);
     v = v.repeat_interleave(rep, 1);
-    if (run.eager_attention) {
+    if (run.eager_attention || run.attention_fault == "attention_not_fused") {  // a planted fault: never fused
       auto s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
       note("attention scores (matmul)", s);
       s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
-      auto p = torch::softmax(s, -1);
+      auto p = run.attention_fault == "eager_softmax_fp32" ? torch::softmax(s.to(torch::kFloat), -1).to(s.scalar_type())
+                                                           : torch::softmax(s, -1);
       note("softmax output", p);
       a = torch::matmul(p, v);
     } else {

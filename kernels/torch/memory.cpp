@@ -38,15 +38,20 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // The optimizer of the series' table: bf16 parameters; the optimizer keeps an fp32 master copy (made when it is
 // built) and fp32 Adam m, v (made at the first step, as torch.optim does), and writes the master back in bf16.
 struct MasterAdamW {
-  explicit MasterAdamW(std::vector<torch::Tensor> ps) : params(std::move(ps)) {
+  // fault (tests only): "master_copy_in_param_dtype" (the master is a clone: bf16), "adam_state_in_param_dtype"
+  // (m, v made like the bf16 parameters rather than the fp32 master).
+  explicit MasterAdamW(std::vector<torch::Tensor> ps, const std::string& fault = "")
+      : params(std::move(ps)), state_like_params(fault == "adam_state_in_param_dtype") {
     torch::NoGradGuard ng;
-    for (const auto& p : params) master.push_back(p.detach().to(torch::kFloat));
+    for (const auto& p : params)
+      master.push_back(fault == "master_copy_in_param_dtype" ? p.detach().clone() : p.detach().to(torch::kFloat));
   }
   void step() {
     torch::NoGradGuard ng;
     ++t;
     if (m.empty())
-      for (const auto& w : master) {
+      for (std::size_t i = 0; i < master.size(); ++i) {
+        const auto& w = state_like_params ? params[i] : master[i];
         m.push_back(torch::zeros_like(w));
         v.push_back(torch::zeros_like(w));
       }
@@ -64,6 +69,7 @@ struct MasterAdamW {
   std::vector<torch::Tensor> params, master, m, v;
   double lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
   long t = 0;
+  bool state_like_params = false;
 };
 
 using Owners = std::unordered_map<const void*, std::string>;
@@ -187,10 +193,11 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   reset_peak();
   set_allocation_phase(kLoad);
   Session s(c);
-  if (mode == "bf16_master") s.model->to(torch::kBFloat16);
+  // A planted fault: the series-table mode forgets to convert the model (weights and gradients stay fp32).
+  if (mode == "bf16_master" && fault != "master_mode_model_fp32") s.model->to(torch::kBFloat16);
   s.trainable = s.model->parameters();
   if (mode == "autocast") s.adamw = std::make_unique<torch::optim::AdamW>(s.trainable, torch::optim::AdamWOptions(1e-4));
-  else s.master = std::make_unique<MasterAdamW>(s.trainable);
+  else s.master = std::make_unique<MasterAdamW>(s.trainable, fault);
   StepMemory out;
   out.mode = mode;
   out.trainable = s.trainable_count();
@@ -277,7 +284,8 @@ bool autocast_precision(const std::string& precision) {
 }  // namespace
 
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
-                                    bool eager_attention, bool by_segment, const std::string& precision) {
+                                    bool eager_attention, bool by_segment, const std::string& precision,
+                                    const std::string& fault) {
   const bool autocast = autocast_precision(precision);
   install_counting_allocator();
   const DecoderConfig c = read_decoder_config(config);
@@ -286,6 +294,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
   Session s(c);
   if (!autocast) s.model->to(torch::kBFloat16);
   s.model->run.eager_attention = eager_attention;
+  s.model->run.attention_fault = fault;  // tests only: a planted attention fault
   auto ids = torch::randint(0, c.vocab, {batch, tokens});
   // Bytes the forward leaves live (output + what autograd saved), autocast's weight copies excluded.
   int tag = 100;
@@ -434,7 +443,7 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
       for (auto& p : s->model->parameters()) p.requires_grad_(false);
       for (auto& layer : s->model->layers)
         for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
-          layer->projs.at(t)->enable_lora(16, 32, false);
+          layer->projs.at(t)->enable_lora(16, 32);
     }
     for (const auto& p : s->model->parameters())
       if (p.requires_grad()) s->trainable.push_back(p);

@@ -111,7 +111,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.step();
     r.step_peak_bytes = peak_bytes() - base;
   }
-  r.forward_flops = block.forward_flops(batch, tokens);
+  // A planted fault: the FLOPs of one token for those of the step.
+  r.forward_flops = block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
   r.params = block.linear_params();
   r.batch = batch;
   r.tokens = tokens;
@@ -167,6 +168,7 @@ struct Recorder {
   double top_level = 0;
   int events = 0;
   bool drop_copy = false;
+  bool gemm_forward_only = false;
 };
 thread_local Recorder* t_recorder = nullptr;
 // Which frame an exit closes: events that end out of order (or on another thread) close their own frame, and any
@@ -217,7 +219,8 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
   r->self_by_op[f.name] += self;
   std::string bucket = "other_ops";
   if (f.in_attention) bucket = "attention";
-  else if (gemm_ops().count(f.name)) bucket = "gemm";
+  // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
+  else if (gemm_ops().count(f.name) && !(r->gemm_forward_only && f.name == "aten::mm")) bucket = "gemm";
   else if (copy_ops().count(f.name)) bucket = "copy_";
   if (bucket == "copy_" && r->drop_copy) return;  // the planted fault: a bucket map without copy_
   r->by_bucket[bucket] += self;
@@ -277,6 +280,7 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
 
   Recorder rec;
   rec.drop_copy = fault == "buckets_drop_copy";
+  rec.gemm_forward_only = fault == "buckets_gemm_forward_only";
   double wall = 0;
   {
     struct Observing {  // removed however the step ends

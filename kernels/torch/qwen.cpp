@@ -29,6 +29,7 @@ QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const Lor
   install_counting_allocator();
   DecoderConfig c = read_decoder_config(config);
   if (fault == "qkv_bias_missing") c.qkv_bias = false;
+  if (fault == "tie_word_embeddings_ignored") c.tie = false;  // a planted fault: an lm_head of its own
   torch::manual_seed(seed);
   QwenLoraMeasure m;
   auto t0 = std::chrono::steady_clock::now();
@@ -37,8 +38,10 @@ QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const Lor
   m.params = count(model->parameters(), false);
   for (auto& p : model->parameters()) p.requires_grad_(false);
   const auto base_live = live_bytes();
-  for (auto& layer : model->layers)
-    for (const auto& t : lora.targets) layer->projs.at(t)->enable_lora(lora.r, lora.alpha, false);
+  // A planted fault: an off-by-one that leaves the last layer without adapters.
+  const std::size_t wrapped = fault == "lora_skips_last_layer" ? model->layers.size() - 1 : model->layers.size();
+  for (std::size_t i = 0; i < wrapped; ++i)
+    for (const auto& t : lora.targets) model->layers[i]->projs.at(t)->enable_lora(lora.r, lora.alpha);
   m.lora_param_bytes = live_bytes() - base_live;
   m.trainable = count(model->parameters(), true);
   m.total_after_lora = count(model->parameters(), false);
@@ -73,7 +76,7 @@ LoraDeltaResult lora_delta(std::uint64_t seed, const std::string& fault) {
     torch::NoGradGuard ng;
     base_out = p->forward(x).clone();
   }
-  p->enable_lora(r, alpha, fault == "alpha_not_over_r");
+  p->enable_lora(r, alpha, fault);
   LoraDeltaResult res;
   torch::NoGradGuard ng;
   res.init_err = (p->forward(x) - base_out).abs().max().item<double>();

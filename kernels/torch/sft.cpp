@@ -119,6 +119,8 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
         break;
       }
     }
+    // A planted fault: a generation that ran out of new tokens is counted as stopped too ("finished" for "stopped").
+    if (o.fault == "length_limit_counts_as_stop") stop = true;
     stopped += stop;
     if (r.samples.size() < 3)
       r.samples.push_back(decode_bytes(std::vector<std::int64_t>(ids.begin() + static_cast<long>(prompt_len), ids.end())));

@@ -78,7 +78,8 @@ torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets,
 
 namespace {
 
-double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int batches, int batch) {
+double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int batches, int batch,
+                const std::string& fault = "") {
   torch::NoGradGuard ng;
   model->eval();
   CharWindows val(data.val, c.context);
@@ -96,6 +97,7 @@ double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int bat
     ++count;
   }
   model->train();
+  if (fault == "ppl_exp_of_sum") return std::exp(total);  // a planted fault: the summed loss, not its mean
   return std::exp(total / count);
 }
 
@@ -140,7 +142,7 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
 
   TrainResult r;
   r.eval_steps.push_back(0);
-  r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch));
+  r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));
   const auto t0 = std::chrono::steady_clock::now();
   long step = 0;
   while (step < o.steps) {
@@ -160,7 +162,7 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
       ++step;
       if (o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps)) {
         r.eval_steps.push_back(step);
-        r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch));
+        r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));
       }
     }
   }
@@ -171,13 +173,13 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
   return r;
 }
 
-TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps) {
+TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const std::string& fault) {
   at::globalContext().setDeterministicAlgorithms(true, false);
   TinyConfig c;
   c.n_layer = 2;
   c.context = 64;
   TrainOptions o;
-  o.seed = seed;
+  if (fault != "seed_ignored") o.seed = seed;  // a planted fault: the seed is parsed but never handed on
   o.steps = steps;
   o.batch = 8;
   o.eval_every = 0;
@@ -241,8 +243,14 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
     std::vector<torch::Tensor> kept;  // "total += loss": what evaluation code keeps per batch
     for (int b = 0; b < batches; ++b) {
       std::unique_ptr<torch::NoGradGuard> guard;
-      if (no_grad || fault == "no_grad_everywhere") guard = std::make_unique<torch::NoGradGuard>();
-      kept.push_back(lm_loss(model->forward(x), y, true));
+      if (fault == "unnamed_no_grad_guard") {
+        if (no_grad) torch::NoGradGuard{};  // a planted fault: an unnamed guard, gone before the forward runs
+      } else if (no_grad || fault == "no_grad_everywhere") {
+        guard = std::make_unique<torch::NoGradGuard>();
+      }
+      auto loss = lm_loss(model->forward(x), y, true);
+      if (fault == "kept_overwritten" && !kept.empty()) kept.back() = loss;  // a planted fault: "total = loss"
+      else kept.push_back(loss);
       (no_grad ? r.no_grad_bytes : r.with_grad_bytes).push_back(static_cast<double>(live_bytes() - base));
     }
   }
@@ -290,6 +298,10 @@ LossPrecision loss_precision(std::uint64_t seed, const std::string& fault) {
   auto targets = torch::randint(0, 32000, {512});
   const double exact = F::cross_entropy(logits, targets).item<double>();
   auto bf16 = logits.to(torch::kBFloat16);
+  if (fault == "to_not_in_place") {  // a planted fault: `bf16 = logits; bf16.to(kBFloat16);` (to() is not in place)
+    bf16 = logits;
+    (void)bf16.to(torch::kBFloat16);
+  }
   LossPrecision p;
   p.fp32_err = std::fabs(F::cross_entropy(logits.to(torch::kFloat), targets).item<double>() - exact);
   p.bf16_err = std::fabs(F::cross_entropy(bf16, targets).to(torch::kDouble).item<double>() - exact);

@@ -20,8 +20,12 @@ float from_bf16(bf16_t x);
 struct GemvFaults {
   bool read_weights_twice = false;  // every weight row is read twice (the second pass's result discarded)
   bool dequant_whole_first = false;  // the 4-bit kernel dequantises the whole matrix to bf16 in memory first
+  bool gemm_per_token = false;       // the batched kernel runs one GEMV per token (re-reads the weights per token)
+  bool bytes_as_elements = false;    // a decode stack counts its weights in elements, not bytes
+  bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
 };
-// Parses "gemv_reads_twice" / "nf4_dequant_first"; "" = none. Returns false for a name that is not a GEMV fault
+// Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
+// "gemm_first_tile_only"; "" = none. Returns false for a name that is not a GEMV fault
 // (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -78,7 +82,7 @@ class DecodeStack {
  public:
   // format: "bf16" or "nf4". Builds the weights (deterministic from seed; the nf4 stack quantises the bf16
   // weights of the same seed).
-  DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed);
+  DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed, const GemvFaults& faults = {});
   // One token through every layer: x (hidden) in, out (hidden) out.
   void step(const float* x, float* out, const GemvOptions& o = {}) const;
   // Bytes of weights (and scales) one step reads.
@@ -97,6 +101,7 @@ class DecodeStack {
   std::string format_;
   std::vector<std::vector<bf16_t>> bf16_;  // [layer * 7 + m]
   std::vector<Nf4Matrix> nf4_;
+  GemvFaults faults_;  // tests only
 };
 
 }  // namespace claimcheck::kernels

@@ -16,8 +16,10 @@ namespace claimcheck::kernels {
 // Faults a test can plant (never set in normal runs).
 struct RooflineFaults {
   bool few_chains = false;  // one FMA chain per thread: latency-bound, a fraction of the peak
+  bool scalar = false;      // the portable loop for every ISA, with one chain: scalar and latency-bound
+  bool read_skips = false;   // the read probe's loop steps in bytes for elements: it reads one block in four
 };
-// Parses "probe_few_chains"; "" = none. Returns false for a name that is not a probe fault.
+// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips"; "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
 struct FlopsPeak {
@@ -47,7 +49,7 @@ struct Bandwidth {
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
 };
 // array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each.
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5);
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
 
 // The last-level cache size from sysfs (bytes; 0 when unknown).
 std::size_t last_level_cache_bytes();

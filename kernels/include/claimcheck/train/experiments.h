@@ -167,6 +167,7 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
 
 // ---- reproducibility (chapter 6) ----------------------------------------------------
 // A short seeded run of the tiny model (deterministic algorithms, fixed threads): losses and weight hash.
-TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps);
+// fault (tests only): "seed_ignored" drops the seed it was given (the options' default seed trains).
+TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const std::string& fault = "");
 
 }  // namespace claimcheck::train

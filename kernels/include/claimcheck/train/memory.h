@@ -53,7 +53,8 @@ struct ActivationMeasure {
   std::vector<std::pair<std::string, double>> segments;  // bytes per token saved by each segment of layer 0
 };
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
-                                    bool eager_attention, bool by_segment, const std::string& precision);
+                                    bool eager_attention, bool by_segment, const std::string& precision,
+                                    const std::string& fault = "");
 
 // Gradient checkpointing (the project's own, kernels/torch/decoder.cpp) against the plain model on the layers:
 // saved bytes after the forward, step time (forward + backward, best of `repeats`), and the gradients.

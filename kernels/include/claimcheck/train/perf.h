@@ -24,7 +24,8 @@ struct BlockStepTiming {
                                      // saved activations and temporaries (each touched at least once)
   int batch = 0, tokens = 0, layers = 0, threads = 0;
 };
-// fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does).
+// fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
+// "flops_per_token_only" (forward_flops counts one token, not the step's).
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault = "");
 
