@@ -7,7 +7,8 @@ With --flips DIR the figures each run turned are recorded for every_figure_can_f
 import os
 import shutil
 
-from clitest import Flips, Tally, args, copy_expected, expected_failures, load, move_onto_measured, run, save
+from clitest import (Flips, Tally, args, copy_expected, expected_failures, load, move_onto_measured, run, save,
+                     turned)
 
 a = args()
 t = Tally()
@@ -60,8 +61,7 @@ for path, d, name in cases:
     r, claims = flips.run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, "--root", a.root,
                           origin="stated value moved by 50%")
     what = f"{d['id']}{'' if name is None else '.' + name} moved to {target['value']}"
-    turned = [m["name"] for m in claims.get(d["id"], {}).get("details", {}).get("measurements", []) if m.get("ok") is False]
-    t.check(r.returncode == 1 and r.stdout.startswith("FAIL") and (name or "value") in turned,
+    t.check(r.returncode == 1 and r.stdout.startswith("FAIL") and (name or "value") in turned(claims.get(d["id"], {})),
             f"{what}: exit {r.returncode}, {r.stdout.strip()} {r.stderr.strip()}")
     save(path, original)
 

@@ -24,6 +24,18 @@ def run(binary, *argv, env=None):
     return subprocess.run([binary, *argv], capture_output=True, text=True, env=e, timeout=600)
 
 
+def statements(d):
+    """An expected file's statements as (name, statement): the claim's own `value`, then each `also`."""
+    return [("value", d)] + list(d.get("also", {}).items())
+
+
+def turned(claim):
+    """The names of a reported claim's statements that did not come out as their expected file says: a comparison
+    that should hold and failed, or an expected failure that held."""
+    return [m["name"] for m in claim.get("details", {}).get("measurements", [])
+            if m.get("compared") and m.get("ok") == ("expected_failure" in m)]
+
+
 class Flips:
     """The stated figures (a claim's `value` and each `also`) a test's runs turned: a figure that should hold and
     failed under a planted fault or a moved value, or an expected failure that passed once its stated value was moved
@@ -46,9 +58,7 @@ class Flips:
         if self.path:
             with open(self.path, "a", encoding="utf-8") as f:
                 for c in claims.values():
-                    turned = [m["name"] for m in c.get("details", {}).get("measurements", [])
-                              if m.get("compared") and m.get("ok") == ("expected_failure" in m)]
-                    f.write(json.dumps({"claim": c["id"], "status": c["status"], "turned": turned,
+                    f.write(json.dumps({"claim": c["id"], "status": c["status"], "turned": turned(c),
                                         "origin": origin}) + "\n")
         return r, claims
 
@@ -62,25 +72,24 @@ def expected_failures(exp, want):
             d = load(path)
             if d.get("pending") is True:
                 continue
-            for name, s in [("value", d)] + list(d.get("also", {}).items()):
+            for name, s in statements(d):
                 if (d.get("expect") if name == "value" else s.get("expect")) == "xfail" and want(d, name, s):
                     yield path, d, name, s
 
 
 def move_onto_measured(a, t, flips, exp, path, d, name, only=(), tries=1):
     """An expected failure is one because of its stated figure: moved onto what the check measured (to the stated
-    step, for `rounded`), the statement passes and the run fails as an unexpected pass. Returns False when the
-    claim does not run here."""
+    step, for `rounded`), the statement passes and the run fails as an unexpected pass."""
     r, claims = flips.run(a.claimcheck, "run", "--claim", d["id"], *only, "--expected", exp, origin="xfail as stated")
     c = claims.get(d["id"])
     if r.returncode == 77 or c is None or c["status"] == "skip":
         print(f"skipping {d['id']}.{name}: {r.stdout.strip()}")
-        return False
+        return
     t.check(c["status"] == "xfail", f"{d['id']} as stated: {c['status']}, {r.stdout.strip()}")
     got = [m for m in c["details"]["measurements"] if m["name"] == name and m.get("compared")]
     t.check(len(got) == 1, f"{d['id']}.{name}: not among the report's measurements")
     if len(got) != 1:
-        return True
+        return
     original = load(path)
     for attempt in range(tries):
         m = load(path)
@@ -93,13 +102,12 @@ def move_onto_measured(a, t, flips, exp, path, d, name, only=(), tries=1):
                               origin="xfail moved onto the measured value")
         save(path, original)
         c = claims.get(d["id"], {})
-        turned = any(m["name"] == name and m.get("ok") for m in c.get("details", {}).get("measurements", []))
-        if (r.returncode == 1 and c.get("status") == "xpass" and turned) or attempt + 1 == tries:
+        held = name in turned(c)
+        if (r.returncode == 1 and c.get("status") == "xpass" and held) or attempt + 1 == tries:
             break
         got = [m for m in c.get("details", {}).get("measurements", []) if m["name"] == name] or got  # noisy: again
-    t.check(r.returncode == 1 and c.get("status") == "xpass" and turned,
+    t.check(r.returncode == 1 and c.get("status") == "xpass" and held,
             f"{d['id']}.{name} moved onto the measured {target['value']}: exit {r.returncode}, {r.stdout.strip()}")
-    return True
 
 
 def copy_expected(root):

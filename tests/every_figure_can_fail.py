@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from clitest import args, load, run
+from clitest import args, load, run, statements
 
 a = args()
 if not a.flips or not glob.glob(os.path.join(a.flips, "*.jsonl")):
@@ -34,7 +34,7 @@ for path in sorted(glob.glob(os.path.join(exp, "ch0*", "*.json"))):
     if "pending" in d:
         apart.append(f"{d['id']}: not implemented ({d['pending']})")
         continue
-    for name, s in [("value", d)] + list(d.get("also", {}).items()):
+    for name, s in statements(d):
         if "compare" not in s and "variants" not in s:
             continue
         if runnable.get(d["id"], "yes") != "yes":
