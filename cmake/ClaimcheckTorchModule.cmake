@@ -8,7 +8,7 @@
 #
 # claimcheck_write_torch_manifest(OUTPUT <file.cpp> SOURCES <files>...)
 #   Writes claimcheck::torch_module_manifest(): for each CLAIMCHECK_REGISTER(fn).claim("id").needs(...)... of the
-#   sources, its id, function, file, line and requirements, as the registrar records them (__FILE__ is the
+#   sources, its id, function, file, line, requirements and part (.part("measured")), as the registrar records them (__FILE__ is the
 #   absolute source path CMake compiles). Loading the module checks every registration against it.
 
 function(claimcheck_split_checks)
@@ -60,6 +60,10 @@ function(claimcheck_write_torch_manifest)
         message(FATAL_ERROR "${f}:${line}: the registration of '${fn}' states no .claim(\"id\")")
       endif()
       set(id "${CMAKE_MATCH_1}")
+      set(part "")
+      if(stmt MATCHES "\\.part\\(\"([a-z]+)\"\\)")
+        set(part "${CMAKE_MATCH_1}")
+      endif()
       string(REGEX MATCHALL "\\.needs\\([ \t\r\n]*(::)?(claimcheck::)?Requirement::[a-z]+" needs "${stmt}")
       set(reqs "")
       foreach(n IN LISTS needs)
@@ -67,7 +71,7 @@ function(claimcheck_write_torch_manifest)
         list(APPEND reqs "claimcheck::Requirement::${n}")
       endforeach()
       list(JOIN reqs ", " reqs)
-      string(APPEND rows "      {\"${id}\", \"${fn}\", \"${f}\", ${line}, {${reqs}}},\n")
+      string(APPEND rows "      {\"${id}\", \"${fn}\", \"${f}\", ${line}, {${reqs}}, \"${part}\"},\n")
       math(EXPR offset "${offset} + ${end}")
       string(SUBSTRING "${rest}" ${end} -1 rest)
     endwhile()

@@ -60,10 +60,11 @@ PLANTED = [
     ("gemm_first_tile_only", "ch06.prefill_ms"),
     ("probe_scalar", "ch06.decode_intensity"), ("probe_scalar", "ch06.quant_inference_not_training"),
     # Planted in the answer key (reference/src/ledger.cpp): a wrong ledger fails the claims built on it.
-    ("ledger_kv_ignores_gqa", "ch06.kv_cache"), ("ledger_tied_counted_twice", "ch05.qwen_params"),
-    ("ledger_tied_counted_twice", "ch05.lora_fraction"), ("ledger_lora_qv_only", "ch04.lora_gb"),
+    # The analytic part of a claim with a LibTorch part suffices (the ledger is its analytic side): no module load.
+    ("ledger_kv_ignores_gqa", "ch06.kv_cache", "analytic"), ("ledger_tied_counted_twice", "ch05.qwen_params", "analytic"),
+    ("ledger_tied_counted_twice", "ch05.lora_fraction", "analytic"), ("ledger_lora_qv_only", "ch04.lora_gb"),
     ("ledger_lora_qv_only", "ch04.lora_trainable"), ("ledger_lora_qv_only", "ch04.qlora_gb"),
-    ("ledger_lora_qv_only", "ch05.lora_fraction"), ("ledger_qwen2_no_bias", "ch05.qwen_params"),
+    ("ledger_lora_qv_only", "ch05.lora_fraction", "analytic"), ("ledger_qwen2_no_bias", "ch05.qwen_params", "analytic"),
     # Planted in the statistics of the answer key (reference/src/stats.cpp).
     ("stats_se_without_sqrt", "ch02.ci95_5pt"), ("stats_integer_division", "ch02.ci95_80"),
     # GiB for the series' GB (and MiB for MB): their analytic parts suffice.

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def args():
@@ -52,14 +53,16 @@ class Flips:
         """`claimcheck run ARGV` with a report in a temporary folder; returns (the completed process, the report's
         claims by id, or {} when none was written)."""
         with tempfile.TemporaryDirectory(prefix="cc_flips_") as d:
+            start = time.monotonic()
             r = run(binary, *argv, "--report", d, env=env)
+            seconds = round(time.monotonic() - start, 2)
             path = os.path.join(d, "report.json")
             claims = {c["id"]: c for c in load(path)["claims"]} if os.path.exists(path) else {}
         if self.path:
             with open(self.path, "a", encoding="utf-8") as f:
                 for c in claims.values():
                     f.write(json.dumps({"claim": c["id"], "status": c["status"], "turned": turned(c),
-                                        "origin": origin}) + "\n")
+                                        "origin": origin, "seconds": seconds}) + "\n")
         return r, claims
 
 

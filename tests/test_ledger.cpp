@@ -380,3 +380,20 @@ TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
   EXPECT_EQ(ref::count_params(parse(cfg_of("olmo", R"("clip_qkv": 8.0)"))).total(),
             ref::count_params(parse(cfg_of("olmo"))).total());
 }
+
+TEST(Ledger, GptShapeCountsAsGpt2IsPublished) {
+  // GPT-2 small: 124,439,808 parameters with its lm_head tied to the token embedding (the ledger's shape is untied).
+  const ref::GptShape g = ref::parse_gpt_shape(
+      R"({"vocab": 50257, "d_model": 768, "n_layer": 12, "n_head": 12, "d_ff": 3072, "context": 1024})", "gpt2");
+  EXPECT_EQ(ref::gpt_params(g) - g.vocab * g.d_model, 124439808);
+  for (const char* bad : {R"({"vocab": 128, "d_model": 130, "n_layer": 4, "n_head": 4, "d_ff": 512, "context": 128})",
+                          R"({"vocab": 128, "d_model": 128, "n_layer": 0, "n_head": 4, "d_ff": 512, "context": 128})",
+                          R"({"vocab": 128, "d_model": 128, "n_head": 4, "d_ff": 512, "context": 128})", "[1]", "{"}) {
+    try {
+      ref::parse_gpt_shape(bad, "tiny.json");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const ref::SpecError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("tiny.json: field '", 0), 0u) << e.what();
+    }
+  }
+}

@@ -21,13 +21,14 @@ TEST(TorchModule, ManifestMatchesTheRegistrations) {
   std::set<std::string> files;
   for (const auto& m : manifest) {
     files.insert(m.file);
-    const CheckInfo* c = find_check(m.id);
+    const CheckInfo* c = find_part(m.id, m.part);
     ASSERT_NE(c, nullptr) << m.id << " (" << m.file << ":" << m.line << "): in the manifest, not registered";
     EXPECT_EQ(c->fn_name, m.fn_name) << m.id;
     EXPECT_EQ(c->file, m.file) << m.id;
     EXPECT_EQ(c->line, m.line) << m.id;
     EXPECT_EQ(c->needs, m.needs) << m.id;
     EXPECT_NE(c->fn, nullptr) << m.id;
+    EXPECT_EQ(c->part, m.part) << m.id;
   }
   // Every registration from one of the module's sources is in the manifest.
   std::size_t from_module = 0;

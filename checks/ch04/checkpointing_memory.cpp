@@ -1,14 +1,11 @@
 // ch04.checkpointing_memory — 「gradient checkpointing 换 16.5 → 1 GiB」 (Llama-3-8B, B = 1, T = 4096)
 // Analytic part: with checkpointing each layer keeps only its input. Measured part: the project's checkpointing
-// (kernels/torch/decoder.cpp) on the Llama-shaped decoder, saved bytes per token per layer with and without.
+// (kernels/torch/decoder.cpp) on the Llama-shaped decoder, saved bytes per token per layer with and without:
+// checkpointing_memory.measured.cpp.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
-
-#if CLAIMCHECK_WITH_TORCH
-#include "claimcheck/train/memory.h"
-#endif
 
 namespace ref = claimcheck::ref;
 
@@ -30,26 +27,5 @@ static void checkpointing_memory(claimcheck::Context& ctx) {
   ctx.assumption("checkpoint = each layer's bf16 input (B x T x hidden); everything else is recomputed in backward");
   ctx.alternative("peak during backward", (kept + one_layer) / GiB, "GiB",
                   "the checkpoints plus one layer's recomputed activations");
-#if CLAIMCHECK_WITH_TORCH
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("the measured part: not selected (the run asked for other kinds)");
-    return;
-  }
-  const auto small = ctx.input_path("measure_config");
-  const ref::ModelConfig sc = ref::load_model_config(small);
-  const int mb = ctx.input("measure_batch").get<int>(), mt = ctx.input("measure_tokens").get<int>();
-  const auto r = claimcheck::train::checkpointing(small, ctx.seed(), mb, mt, 0, "bf16", ctx.planted_fault());
-  const double h = static_cast<double>(sc.hidden);
-  const double scale = static_cast<double>(cfg.hidden) * static_cast<double>(cfg.layers) * static_cast<double>(batch) *
-                       static_cast<double>(tokens) / GiB;
-  ctx.measure("measured_k_checkpointed", r.saved_checkpointed / h, "count");
-  ctx.measure("measured_extrapolated", r.saved_checkpointed / h * scale, "GiB");
-  ctx.measure("measured_reduction", r.saved_plain / r.saved_checkpointed, "x");
-  ctx.detail("measured_bytes_per_token_layer", {{"plain", r.saved_plain}, {"checkpointed", r.saved_checkpointed}});
-  ctx.assumption("measured on " + small.filename().string() + " in bf16, batch " + std::to_string(mb) + ", " +
-                 std::to_string(mt) + " tokens: bytes the layers' forward leaves live with autograd minus without");
-#else
-  ctx.pending("measured with the project's checkpointing: not built with LibTorch");
-#endif
 }
 CLAIMCHECK_REGISTER(checkpointing_memory).claim("ch04.checkpointing_memory");

@@ -1,8 +1,7 @@
 // ch05.lora_fraction — 「Qwen2.5-0.5B：可训练 8.80M（1.78%）」 (r = 16)
-// States which denominator 1.78 % uses: the base model's parameters.
+// States which denominator 1.78 % uses: the base model's parameters. Measured part: lora_fraction.measured.cpp.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-#include "qwen_lora.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,17 +24,5 @@ static void lora_fraction(claimcheck::Context& ctx) {
                  " on all seven linear projections; denominator = the base model's parameters");
   ctx.alternative("denominator = base + adapter (PEFT's print_trainable_parameters)", 100.0 * trainable / (base + trainable),
                   "%", "PEFT counts the adapter in 'all params'");
-#if CLAIMCHECK_WITH_TORCH
-  if (ctx.part_selected("measured")) {
-    // Measured: requires_grad parameters of the LibTorch-built model after the project's LoRA wraps the targets.
-    const auto m = ch05::measure_qwen_lora(ctx);
-    ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
-    ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
-  } else {
-    ctx.pending("the measured part: not selected (the run asked for other kinds)");
-  }
-#else
-  ctx.pending("trainable count on the LibTorch-built model: not built with LibTorch");
-#endif
 }
 CLAIMCHECK_REGISTER(lora_fraction).claim("ch05.lora_fraction");

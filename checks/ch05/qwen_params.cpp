@@ -1,10 +1,10 @@
 // ch05.qwen_params — 「Qwen2.5-0.5B：494M 参数」
 // Analytic part: the ledger's count from the config. Measured part: the count on the decoder built in LibTorch by
-// the code under test, which reads the same config.json itself (it shares no code with the ledger). Both are also
+// the code under test, which reads the same config.json itself (it shares no code with the ledger):
+// qwen_params.measured.cpp. Both are also
 // compared with the published count of the checkpoint (expected file).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-#include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,20 +25,5 @@ static void qwen_params(claimcheck::Context& ctx) {
   ctx.assumption("tied embeddings count once; q/k/v biases included (Qwen2)");
   ctx.alternative("non-embedding parameters", static_cast<double>(p.total() - p.embedding) / 1e6, "M params",
                   "what the model card calls non-embedding");
-#if CLAIMCHECK_WITH_TORCH
-  if (ctx.part_selected("measured")) {
-    // Measured: the architecture built in LibTorch from the same config (random initialisation, no weights).
-    const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, {"q_proj"}}, ctx.seed(), 8,
-                                                        ctx.planted_fault());
-    ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
-    ctx.measure("built_exact", static_cast<double>(m.params), "params");
-    ctx.measure("built_minus_config", static_cast<double>(m.params - p.total()), "params");
-    ctx.detail("build_seconds", m.build_seconds);
-  } else {
-    ctx.pending("the measured part: not selected (the run asked for other kinds)");
-  }
-#else
-  ctx.pending("counted on the architecture built in LibTorch: not built with LibTorch");
-#endif
 }
 CLAIMCHECK_REGISTER(qwen_params).claim("ch05.qwen_params");

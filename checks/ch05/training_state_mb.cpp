@@ -1,7 +1,7 @@
 // ch05.training_state_mb — 「训练状态 141 MB——CPU 都能微调」 (Qwen2.5-0.5B LoRA r = 16: 16 B x trainable)
+// Measured part: training_state_mb.measured.cpp.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-#include "qwen_lora.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,20 +25,5 @@ static void training_state_mb(claimcheck::Context& ctx) {
                   "no bf16 copy of the adapter");
   ctx.alternative("fp32 AdamW on CPU (weights, grads, m, v in fp32)", 16 * trainable / 1e6, "MB",
                   "also 16 B: the figure does not depend on mixed precision");
-#if CLAIMCHECK_WITH_TORCH
-  if (ctx.part_selected("measured")) {
-    // Measured: live bytes the counting allocator sees added by the LoRA parameters, their gradients and
-    // AdamW's state, after one step on the LibTorch-built model (fp32 on the CPU: 4 + 4 + 4 + 4 bytes).
-    const auto m = ch05::measure_qwen_lora(ctx);
-    ctx.measure("allocator", ref::megabytes(static_cast<double>(m.state_bytes)), "MB");
-    ctx.detail("allocator_breakdown_bytes", {{"lora_parameters", m.lora_param_bytes}, {"gradients", m.grad_bytes},
-                                             {"adamw_state", m.optimizer_bytes}, {"total", m.state_bytes}});
-    ctx.detail("step_seconds", m.step_seconds);
-  } else {
-    ctx.pending("the measured part: not selected (the run asked for other kinds)");
-  }
-#else
-  ctx.pending("bytes counted by the allocator after one AdamW step: not built with LibTorch");
-#endif
 }
 CLAIMCHECK_REGISTER(training_state_mb).claim("ch05.training_state_mb");

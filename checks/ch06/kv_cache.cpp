@@ -1,12 +1,8 @@
 // ch06.kv_cache — 「显存四块：… KV cache（131 KB / token）」 (Llama-3-8B, bf16)
-// Analytic from the config; measured: a bf16 cache for N tokens allocated by the LibTorch decoder code (K and V
-// per layer, shaped from the config as the model reads it), counted by the allocator, per token.
+// Analytic from the config; measured (kv_cache.measured.cpp): a bf16 cache for N tokens allocated by the LibTorch
+// decoder code (K and V per layer, shaped from the config as the model reads it), counted by the allocator, per token.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
-
-#if CLAIMCHECK_WITH_TORCH
-#include "claimcheck/train/perf.h"
-#endif
 
 namespace ref = claimcheck::ref;
 
@@ -25,21 +21,5 @@ static void kv_cache(claimcheck::Context& ctx) {
                   bytes * static_cast<double>(cfg.heads) / static_cast<double>(cfg.kv_heads) / 1e3, "KB",
                   "what the cache would cost with multi-head attention");
   ctx.alternative("in KiB", bytes / 1024, "KiB", "the same bytes in binary units");
-#if CLAIMCHECK_WITH_TORCH
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("an allocated cache, counted (run with --label measured)");
-    return;
-  }
-  const int tokens = ctx.input("tokens").get<int>();
-  const auto m = claimcheck::train::allocate_kv_cache(ctx.input_path("config"), tokens, ctx.planted_fault());
-  ctx.measure("measured", static_cast<double>(m.bytes) / tokens / 1e3, "KB");
-  ctx.detail("allocated", {{"bytes", m.bytes}, {"tokens", m.tokens}, {"tensors", m.tensors}, {"layers", m.layers},
-                           {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}});
-  ctx.assumption("measured: " + std::to_string(m.tensors) + " bf16 tensors [1, " + std::to_string(m.kv_heads) + ", " +
-                 std::to_string(tokens) + ", " + std::to_string(m.head_dim) + "] allocated through the counting "
-                 "allocator (" + std::to_string(m.bytes) + " bytes), divided by the tokens");
-#else
-  ctx.pending("an allocated cache needs LibTorch (this build has none)");
-#endif
 }
 CLAIMCHECK_REGISTER(kv_cache).claim("ch06.kv_cache");

@@ -1,15 +1,12 @@
 // ch06.quant_inference_not_training — 「量化对推理有效、对训练用处不大，根本原因就是 decode 在 ridge 左边、训练在右边」
 // Analytic on Llama-3-8B and the H100 card; measured here: a decode step of a Llama-3-8B-shaped layer on the GEMV
 // kernels and a training step of a Llama-shaped block in LibTorch, each placed against this machine's measured
-// ridge (intensity = FLOPs over the bytes the step must touch) and each timed against the roof that should bound it.
-#include "ch06_roofline.h"
+// ridge (intensity = FLOPs over the bytes the step must touch) and each timed against the roof that should bound it:
+// quant_inference_not_training.measured.cpp.
+#include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
-
-#if CLAIMCHECK_WITH_TORCH
-#include "claimcheck/train/perf.h"
-#endif
 
 namespace ref = claimcheck::ref;
 
@@ -37,49 +34,5 @@ static void quant_inference_not_training(claimcheck::Context& ctx) {
                   "4x the intensity, still far left of the ridge: decode stays memory-bound and gets faster");
   ctx.alternative("training step of 512 tokens", 6.0 * params * 512 / train_bytes, "FLOP/byte",
                   "even a short step sits right of the ridge");
-#if CLAIMCHECK_WITH_TORCH
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("both steps placed against this machine's ridge (run with --label measured)");
-    return;
-  }
-  // Measured part.
-  const ch06::Roof roof = ch06::measure_roof(ctx);
-  ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
-  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
-  // Five rounds, the median: with three, two full runs read 1.73 and 1.77x (the bound is 1.5x).
-  const ch06::Paired dec = ch06::paired_with_bandwidth(roof, 5, [&] { return ch06::time_stack(stack, ch06::gemv_options(ctx), 5, ctx.seed()); });
-  const double t_dec = dec.seconds;
-  const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
-                                                       ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
-  const double dec_bytes = static_cast<double>(stack.weight_bytes());
-  const double dec_i = stack.flops() / dec_bytes;
-  const double step_flops = 3 * step.forward_flops;
-  const double train_i = step_flops / static_cast<double>(step.step_peak_bytes);
-  const double dec_vs_mem = t_dec / (dec_bytes / dec.bandwidth);
-  const double train_vs_comp = step.step_s / (step_flops / roof.peak.flops_per_s);
-  ctx.measure_bool("measured_decode_left", dec_i < roof.ridge());
-  ctx.measure_bool("measured_train_right", roof.ridge() < train_i);
-  ctx.measure("measured_decode_intensity", dec_i, "FLOP/byte");
-  ctx.measure("measured_train_intensity", train_i, "FLOP/byte");
-  ctx.measure("measured_ridge", roof.ridge(), "FLOP/byte");
-  ctx.measure("decode_time_over_bytes_roof", dec_vs_mem, "ratio");
-  ctx.measure("train_time_over_compute_roof", train_vs_comp, "ratio");
-  ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart(
-                             "decode and training on this CPU", roof,
-                             nlohmann::json::array({ch06::roofline_point("decode step (bf16, batch 1)", dec_i, stack.flops() / t_dec),
-                                                    ch06::roofline_point("training step (fp32 block)", train_i,
-                                                                         step_flops / step.step_s)})));
-  ctx.assumption("measured decode: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layer(s), bf16, batch 1: "
-                 "FLOPs over the weight bytes, and its time against those bytes over the bandwidth of the same moment "
-                 "(the memory roof explains it)");
-  ctx.assumption("measured training: " + std::to_string(step.layers) + " layers of " +
-                 ctx.input_path("train_config").filename().string() + ", fp32, " + std::to_string(step.tokens) +
-                 " tokens, forward + backward + AdamW: 3x the forward's FLOPs over the allocator's peak bytes in the "
-                 "step (weights, gradients, AdamW state, activations: each touched at least once, so the intensity "
-                 "is at most this)");
-#else
-  ctx.pending("the measured training step needs LibTorch (this build has none)");
-#endif
 }
 CLAIMCHECK_REGISTER(quant_inference_not_training).claim("ch06.quant_inference_not_training");

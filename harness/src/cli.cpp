@@ -220,6 +220,12 @@ int cmd_list(const Args& a) {
           runnable = std::string("skips: needs ") + to_string(r) + " (" + *why + ")";
           break;
         }
+      if (const CheckInfo* part = find_part(id, "measured"); part && runnable == "yes")
+        for (Requirement r : part->needs)
+          if (auto why = caps.missing(r)) {
+            runnable = std::string("partly: its measured part needs ") + to_string(r) + " (" + *why + ")";
+            break;
+          }
     } else {
       runnable = "error: no check registered";
     }
@@ -256,9 +262,7 @@ int cmd_run(const Args& a) {
   Capabilities caps(&hw);
   // The LibTorch checks module is loaded before anything runs, and only when a check in it will run here.
   for (const auto& id : ids) {
-    const CheckInfo* c = cat.at(id).pending ? nullptr : find_check(id);
-    if (c && in_unloaded_module(*c) &&
-        std::none_of(c->needs.begin(), c->needs.end(), [&](Requirement r) { return caps.missing(r).has_value(); })) {
+    if (!cat.at(id).pending && needs_module(id, sel.labels, caps)) {
       load_module(id);
       break;
     }

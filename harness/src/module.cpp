@@ -40,6 +40,7 @@ void declare_module(const std::string& file_name, const std::vector<ModuleCheck>
     info.file = m.file;
     info.line = m.line;
     info.needs = m.needs;
+    info.part = m.part;
     info.in_module = true;
     registry().push_back(std::move(info));
   }
@@ -74,12 +75,12 @@ void load_module(const std::string& claim) {
     throw InputError(what + " cannot be loaded: " + err +
                      " (rebuild the target claimcheck, which builds it beside the executable)");
   }
-  // The module's registrars appended their checks: each fills the stub of the same id, then goes.
+  // The module's registrars appended their checks: each fills the stub of the same id and part, then goes.
   std::vector<CheckInfo> loaded(std::make_move_iterator(reg.begin() + static_cast<std::ptrdiff_t>(before)),
                                 std::make_move_iterator(reg.end()));
   reg.resize(before);
   for (const auto& m : loaded) {
-    auto stub = std::find_if(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.in_module && c.id == m.id; });
+    auto stub = std::find_if(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.in_module && c.id == m.id && c.part == m.part; });
     if (stub == reg.end() || stub->fn != nullptr)
       throw InputError(what + " registers '" + m.id + "' (" + m.file + ":" + std::to_string(m.line) +
                        "), which the executable's manifest does not list: a stale build; rebuild the target claimcheck");

@@ -21,6 +21,7 @@ struct ModuleCheck {
   const char* file;
   int line;
   std::vector<Requirement> needs;
+  const char* part = "";  // "measured" for a part registered apart from its claim's check
 };
 
 // Registers the manifest's checks as stubs; `file_name` is the module's, found beside the executable.

@@ -50,6 +50,11 @@ CheckBuilder& CheckBuilder::claim(const std::string& id) {
   return *this;
 }
 
+CheckBuilder& CheckBuilder::part(const std::string& kind) {
+  registry()[index_].part = kind;
+  return *this;
+}
+
 CheckBuilder& CheckBuilder::needs(Requirement r) {
   registry()[index_].needs.push_back(r);
   return *this;
@@ -63,20 +68,29 @@ CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int 
 }  // namespace detail
 
 void validate_registry() {
-  std::map<std::string, const CheckInfo*> seen;
+  std::map<std::pair<std::string, std::string>, const CheckInfo*> seen;
   for (const auto& c : registry()) {
     const std::string where = c.file + ":" + std::to_string(c.line);
     if (c.id.empty()) input_error(where, "claim", "check '" + c.fn_name + "' is registered without .claim(id)");
-    auto [it, fresh] = seen.emplace(c.id, &c);
+    if (!c.part.empty() && c.part != "measured")
+      input_error(where, "part", "'" + c.part + "' is not a part a check registers apart (measured)");
+    auto [it, fresh] = seen.emplace(std::make_pair(c.id, c.part), &c);
     if (!fresh)
-      input_error(where, "claim", "'" + c.id + "' is already registered at " + it->second->file + ":" +
+      input_error(where, "claim", "'" + c.id + "'" + (c.part.empty() ? "" : " (its " + c.part + " part)") +
+                                      " is already registered at " + it->second->file + ":" +
                                       std::to_string(it->second->line));
   }
+  for (const auto& c : registry())
+    if (!c.part.empty() && !seen.count({c.id, ""}))
+      input_error(c.file + ":" + std::to_string(c.line), "claim",
+                  "the " + c.part + " part of '" + c.id + "' is registered without a check of the claim");
 }
 
-const CheckInfo* find_check(const std::string& id) {
+const CheckInfo* find_check(const std::string& id) { return find_part(id, ""); }
+
+const CheckInfo* find_part(const std::string& id, const std::string& kind) {
   for (const auto& c : registry())
-    if (c.id == id) return &c;
+    if (c.id == id && c.part == kind) return &c;
   return nullptr;
 }
 

@@ -15,12 +15,16 @@ struct CheckInfo {
   int line = 0;
   std::vector<Requirement> needs;
   bool in_module = false;  // a check of the LibTorch module (module.h): fn stays null until it is loaded
+  std::string part;        // "" for a claim's check; "measured" for its measured part registered apart (check.h)
 };
 
 std::vector<CheckInfo>& registry();
-// The check registered for `id`, or nullptr. Throws if an id is registered twice.
+// The check registered for `id` (its `part` empty), or nullptr.
 const CheckInfo* find_check(const std::string& id);
-// Throws InputError naming file:line for a check registered without .claim() or twice.
+// The part `kind` of `id` registered apart from its check (.part("measured")), or nullptr.
+const CheckInfo* find_part(const std::string& id, const std::string& kind);
+// Throws InputError naming file:line for a check registered without .claim() or twice, a part other than
+// "measured", or a part without a check of its claim.
 void validate_registry();
 
 bool parse_requirement(const std::string& s, Requirement* out);

@@ -12,6 +12,7 @@
 #include "claimcheck/base/sha256.h"
 #include "claimcheck/io.h"
 #include "errors.h"
+#include "module.h"
 #include "records.h"
 #include "registry.h"
 #include "units.h"
@@ -148,14 +149,7 @@ class ContextImpl final : public Context {
   json records() const override { return in_.records ? in_.records() : json(nullptr); }
   const fs::path& root() const override { return in_.root; }
   const std::string& planted_fault() const override { return in_.planted_fault; }
-  bool part_selected(const std::string& kind) const override {
-    bool any_kind = false;
-    for (const auto& l : in_.selected_labels) {
-      if (l == kind) return true;
-      any_kind |= std::find(known_kinds().begin(), known_kinds().end(), l) != known_kinds().end();
-    }
-    return !any_kind;
-  }
+  bool part_selected(const std::string& kind) const override { return kind_selected(in_.selected_labels, kind); }
 
   fs::path keep_file(const std::string& name) override {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
@@ -277,6 +271,29 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 
 }  // namespace
 
+bool kind_selected(const std::vector<std::string>& labels, const std::string& kind) {
+  bool any_kind = false;
+  for (const auto& l : labels) {
+    if (l == kind) return true;
+    any_kind |= std::find(known_kinds().begin(), known_kinds().end(), l) != known_kinds().end();
+  }
+  return !any_kind;
+}
+
+namespace {
+bool runs_here(const CheckInfo& c, Capabilities& caps) {
+  return std::none_of(c.needs.begin(), c.needs.end(), [&](Requirement r) { return caps.missing(r).has_value(); });
+}
+}  // namespace
+
+bool needs_module(const std::string& id, const std::vector<std::string>& labels, Capabilities& caps) {
+  const CheckInfo* check = find_check(id);
+  if (!check || !runs_here(*check, caps)) return false;
+  if (in_unloaded_module(*check)) return true;
+  const CheckInfo* part = find_part(id, "measured");
+  return part && kind_selected(labels, "measured") && in_unloaded_module(*part) && runs_here(*part, caps);
+}
+
 ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilities& caps) {
   ClaimResult r = base_result(e);
   const auto t0 = std::chrono::steady_clock::now();
@@ -312,9 +329,24 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     r.reason = "the check of '" + e.id + "' is in the LibTorch checks module, which is not loaded";
     return r;
   }
+  const CheckInfo* part = find_part(e.id, "measured");
   ContextImpl ctx(e, in, r);
   try {
     check->fn(ctx);
+    if (part) {
+      std::optional<std::string> lacks;
+      for (Requirement req : part->needs)
+        if (!lacks)
+          if (auto why = caps.missing(req)) lacks = std::string("needs ") + to_string(req) + ": " + *why;
+      if (!ctx.part_selected("measured"))
+        ctx.pending("the measured part: not selected (the run asked for other kinds)");
+      else if (lacks)
+        ctx.pending("the measured part " + *lacks);
+      else if (!part->fn)
+        throw std::runtime_error("the measured part of '" + e.id + "' is in the LibTorch checks module, which is not loaded");
+      else
+        part->fn(ctx);
+    }
     if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
     judge(e, ctx.derived(), in.hardware, r);
     fold_outcome(r, e.xfail, e.xfail_reason);

@@ -50,7 +50,16 @@ struct RunContextInputs {
   std::filesystem::path artifact_dir;        // where keep_file() puts files (report/artifacts); empty: a temp folder
 };
 
-// Run one claim: its check (or its pending skip), then the comparisons with its expected file.
+// Whether a run selecting `labels` asks for work of this kind ("measured", "analytic", ...): false only when the
+// labels name kinds and not this one (Context::part_selected).
+bool kind_selected(const std::vector<std::string>& labels, const std::string& kind);
+
+// The module a run must load before `check` (or its measured part) runs: true when it, or its measured part
+// selected by `labels`, sits in the unloaded LibTorch module and its requirements are met here.
+bool needs_module(const std::string& id, const std::vector<std::string>& labels, Capabilities& caps);
+
+// Run one claim: its check (or its pending skip), its measured part registered apart when the run selects it,
+// then the comparisons with its expected file.
 ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilities& caps);
 
 }  // namespace claimcheck

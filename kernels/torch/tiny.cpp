@@ -61,8 +61,10 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
   int context_;
 };
 
-std::int64_t tiny_param_count(const TinyConfig& c) {
-  TinyGPT m(c);
+std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault) {
+  TinyConfig built = c;
+  if (fault == "extra_layer") built.n_layer += 1;
+  TinyGPT m(built);
   std::int64_t n = 0;
   for (const auto& p : m->parameters()) n += p.numel();
   return n;

@@ -477,6 +477,38 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
   return l;
 }
 
+GptShape parse_gpt_shape(const std::string& json_text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    fail(where, "(json)", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail(where, "(json)", "expected an object");
+  GptShape s;
+  s.vocab = positive_int(j, where, "vocab");
+  s.d_model = positive_int(j, where, "d_model");
+  s.n_layer = positive_int(j, where, "n_layer");
+  s.n_head = positive_int(j, where, "n_head");
+  s.d_ff = positive_int(j, where, "d_ff");
+  s.context = positive_int(j, where, "context");
+  if (s.d_model % s.n_head != 0)
+    fail(where, "n_head", std::to_string(s.n_head) + " does not divide d_model " + std::to_string(s.d_model));
+  return s;
+}
+
+std::int64_t gpt_params(const GptShape& s) {
+  using I = __int128;
+  const I d = s.d_model, ff = s.d_ff;
+  const I layer_norm = 2 * d;                                   // weight and bias
+  const I attention = (d * 3 * d + 3 * d) + (d * d + d);        // qkv, output projection
+  const I mlp = (d * ff + ff) + (ff * d + d);                   // fc1, fc2
+  const I per_layer = 2 * layer_norm + attention + mlp;
+  const I total = I{s.vocab} * d + I{s.context} * d + I{s.n_layer} * per_layer + layer_norm + d * I{s.vocab};
+  if (total >= (I{1} << 62)) fail("gpt shape", "(sizes)", "the parameter count passes 2^62");
+  return static_cast<std::int64_t>(total);
+}
+
 ParamCount count_params(const ModelConfig& c) {
   ParamCount p;
   p.embedding = c.vocab * c.hidden;

@@ -12,6 +12,7 @@
 //   }
 //   CLAIMCHECK_REGISTER(full_finetune_gb).claim("ch04.full_finetune_gb");
 //   CLAIMCHECK_REGISTER(attention_fp32).claim("ch02.attention_fp32").needs(Requirement::libtorch);
+//   CLAIMCHECK_REGISTER(kv_cache_allocated).claim("ch06.kv_cache").part("measured").needs(Requirement::libtorch);
 //
 // Registration is static (googletest / google-benchmark style): link check
 // objects directly (an OBJECT library) so the registrars are not dropped.
@@ -93,6 +94,11 @@ class CheckBuilder {
  public:
   CheckBuilder(CheckFn fn, const char* fn_name, const char* file, int line);
   CheckBuilder& claim(const std::string& id);
+  // Registers the function as the claim's measured part, apart from its check: the runner calls it after the
+  // check, on the same Context, when the run selects measured work and the part's requirements are met (else the
+  // part is listed as pending with the reason). A check whose analytic part needs no LibTorch keeps it in the
+  // executable and its LibTorch part in the module, so that `run --label analytic` never loads LibTorch.
+  CheckBuilder& part(const std::string& kind);
   CheckBuilder& needs(Requirement r);
 
  private:

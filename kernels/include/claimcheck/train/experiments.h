@@ -27,7 +27,8 @@ struct TinyConfig {
   int vocab = 128, d_model = 128, n_layer = 4, n_head = 4, d_ff = 512, context = 128;
   double init_std = 0.02;  // GPT-2's
 };
-std::int64_t tiny_param_count(const TinyConfig& c);  // counted on the built module
+// Counted on the built module. Planted fault "extra_layer": one block more than the config says.
+std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault = "");
 
 struct TrainOptions {
   ScheduleConfig schedule;

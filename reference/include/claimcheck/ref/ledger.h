@@ -111,6 +111,16 @@ struct ParamCount {
 };
 ParamCount count_params(const ModelConfig& c);
 
+// A GPT-2-style character model (chapter 3's tiny Transformer): learned token and position embeddings, pre-LN
+// blocks (LayerNorm with weight and bias, fused qkv and output projection, two-layer MLP, every Linear with a bias),
+// a final LayerNorm and an untied lm_head without bias. Throws SpecError naming `where` and the field on a
+// non-positive size, d_model not divisible by n_head, or a count past 2^62.
+struct GptShape {
+  std::int64_t vocab = 0, d_model = 0, n_layer = 0, n_head = 0, d_ff = 0, context = 0;
+};
+GptShape parse_gpt_shape(const std::string& json_text, const std::string& where);
+std::int64_t gpt_params(const GptShape& s);
+
 // LoRA as peft 0.21 places it (LoraConfig.target_modules): each adapted Linear or Embedding gets A (r x in) and
 // B (out x r); a fused expert tensor (Mixtral under "all-linear") A (r*E x in) and B (out x r*E).
 // Spellings: "all-linear" (every Linear of the layers, not lm_head); a list of module names, each matching a module

@@ -1,0 +1,22 @@
+// ch03.tiny_params, measured part: the project's tiny character Transformer (the one ch03's training runs use),
+// counted on the built LibTorch module.
+#include "claimcheck/check.h"
+
+#include <nlohmann/json.hpp>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "claimcheck/train/experiments.h"
+#endif
+
+static void tiny_params_built(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  const claimcheck::train::TinyConfig c;  // the training runs' model: V = 128, d = 128, 4 layers, d_ff = 512
+  ctx.measure("built", static_cast<double>(claimcheck::train::tiny_param_count(c, ctx.planted_fault())) / 1e3,
+              "K params");
+  ctx.detail("built_config", {{"vocab", c.vocab}, {"d_model", c.d_model}, {"n_layer", c.n_layer}, {"n_head", c.n_head},
+                              {"d_ff", c.d_ff}, {"context", c.context}});
+#else
+  (void)ctx;
+#endif
+}
+CLAIMCHECK_REGISTER(tiny_params_built).claim("ch03.tiny_params").part("measured").needs(claimcheck::Requirement::libtorch);

@@ -1,0 +1,97 @@
+// ch04.activation_gib, measured part: saved bytes per token per layer of the Llama-shaped decoder
+// (inputs.measure_config) under the counting allocator, per op, as k x hidden; k carried to the claim's model
+// (inputs.config: Llama-3-8B's hidden size and layers) at B x T.
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "claimcheck/train/memory.h"
+#endif
+
+namespace ref = claimcheck::ref;
+
+static void activation_gib_saved(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const auto batch = ctx.input("batch").get<std::int64_t>();
+  const auto tokens = ctx.input("tokens").get<std::int64_t>();
+  constexpr double GiB = 1073741824.0;
+  namespace train = claimcheck::train;
+  const auto small = ctx.input_path("measure_config");
+  const ref::ModelConfig sc = ref::load_model_config(small);
+  const auto lengths = ctx.input("measure_tokens").get<std::vector<int>>();
+  if (lengths.size() != 2 || lengths[0] <= 0 || lengths[1] <= lengths[0])
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.measure_tokens': expected two increasing lengths");
+  const int mb = ctx.input("measure_batch").get<int>();
+  // Measured: the series' setting (bf16 model, fused attention) at two lengths, eager attention at both, autocast.
+  const auto f1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "bf16", ctx.planted_fault());
+  const auto f2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault());
+  const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16", ctx.planted_fault());
+  const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
+  const auto a1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
+  const double h = static_cast<double>(sc.hidden);
+  const double k = f2.bytes_per_token_layer / h;  // bytes per token per layer, in units of hidden
+  const double k_model = 2.0 * static_cast<double>([&] {
+    std::int64_t e = 0;
+    for (const auto& t : ref::saved_per_layer(sc)) e += t.elements_per_token;
+    return e;
+  }()) / h;
+  const double extrapolated = k * static_cast<double>(cfg.hidden) * static_cast<double>(cfg.layers) *
+                              static_cast<double>(batch) * static_cast<double>(tokens) / GiB;
+  ctx.measure("measured_k", k, "count");
+  ctx.measure("measured_k_ledger_model", k_model, "count");
+  ctx.measure("measured_extrapolated", extrapolated, "GiB");
+  ctx.measure("measured_k_growth_with_T", f2.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
+  ctx.measure("measured_eager_k_growth_with_T", e2.bytes_per_token_layer / e1.bytes_per_token_layer, "ratio");
+  ctx.measure("measured_autocast_k", a1.bytes_per_token_layer / h, "count");
+  // Eager attention's T^2 term: the slope per token of context, against heads x 2 bytes (bf16 probabilities).
+  const double slope = (e2.bytes_per_token_layer - e1.bytes_per_token_layer) / (lengths[1] - lengths[0]);
+  ctx.measure("measured_eager_probability_bytes_per_context_token", slope / static_cast<double>(sc.heads), "B");
+  nlohmann::json seg = nlohmann::json::array();
+  for (const auto& [name, b] : f1.segments) seg.push_back({{"segment", name}, {"bytes_per_token", b}, {"k", b / h}});
+  ctx.detail("measured_segments_bf16", seg);
+  // Where measured and modelled k differ: the layer in four blocks, the ledger's tensors beside the bytes measured
+  // for the segments that save them (RoPE's shared cos, sin taken out).
+  {
+    const auto model = ref::saved_per_layer(sc);
+    std::map<std::string, double> meas;
+    for (const auto& [name, b] : f1.segments) meas[name] = b / h;
+    meas["rope"] -= f1.shared_bytes / (static_cast<double>(mb) * lengths[0]) / h;
+    struct Block { const char* name; std::vector<const char*> segments; std::vector<int> ledger; };
+    const std::vector<Block> blocks = {{"input RMSNorm -> q/k/v inputs", {"input_rmsnorm", "q_k_v_proj"}, {0, 1}},
+                                       {"RoPE, attention, o_proj", {"rope", "attention", "o_proj_residual"}, {2, 3, 4, 5}},
+                                       {"post RMSNorm -> gate/up inputs", {"post_rmsnorm", "gate_up_proj"}, {6, 7}},
+                                       {"SiLU x up, down_proj", {"silu_times_up", "down_proj_residual"}, {8, 9, 10}}};
+    nlohmann::json table = nlohmann::json::array();
+    for (const auto& b : blocks) {
+      double m = 0, l = 0;
+      nlohmann::json names = nlohmann::json::array();
+      for (const char* sgm : b.segments) m += meas[sgm];
+      for (int i : b.ledger) {
+        l += 2.0 * static_cast<double>(model.at(i).elements_per_token) / h;
+        names.push_back(model.at(i).name);
+      }
+      table.push_back({{"block", b.name}, {"measured_k", m}, {"ledger_k", l}, {"difference_k", m - l}, {"ledger_tensors", names}});
+    }
+    ctx.detail("measured_vs_ledger_by_block", table);
+  }
+  ctx.detail("measured_shared_bytes", f2.shared_bytes);
+  ctx.detail("measured_bytes_per_token_layer",
+             {{"bf16_sdpa", {{"T", lengths}, {"bytes", {f1.bytes_per_token_layer, f2.bytes_per_token_layer}}}},
+              {"bf16_eager", {{"T", lengths}, {"bytes", {e1.bytes_per_token_layer, e2.bytes_per_token_layer}}}},
+              {"autocast_sdpa", {{"T", lengths[0]}, {"bytes", a1.bytes_per_token_layer}}}});
+  ctx.assumption("measured on " + small.filename().string() + " (hidden " + std::to_string(sc.hidden) + ", " +
+                 std::to_string(sc.layers) + " layers), batch " + std::to_string(mb) + ", T = " +
+                 std::to_string(lengths[0]) + " and " + std::to_string(lengths[1]) +
+                 ": bytes the forward leaves live with autograd minus without, autocast weight copies excluded, per "
+                 "token per layer; k carries to Llama-3-8B because the shape ratios (FFN 3.5x, GQA 4) are the same");
+#else
+  (void)ctx;
+#endif
+}
+CLAIMCHECK_REGISTER(activation_gib_saved).claim("ch04.activation_gib").part("measured").needs(claimcheck::Requirement::libtorch);

@@ -1,0 +1,27 @@
+// ch05.qwen_params, measured part: the count on the decoder built in LibTorch by the code under test from the same
+// config.json (random initialisation, no weights), and its difference from the ledger's count.
+#include "claimcheck/check.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <nlohmann/json.hpp>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "claimcheck/train/experiments.h"
+#endif
+
+namespace ref = claimcheck::ref;
+
+static void qwen_params_built(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  const std::int64_t ledger = ref::count_params(ref::load_model_config(ctx.input_path("config"))).total();
+  const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, {"q_proj"}}, ctx.seed(), 8,
+                                                      ctx.planted_fault());
+  ctx.measure("built", static_cast<double>(m.params) / 1e6, "M params");
+  ctx.measure("built_exact", static_cast<double>(m.params), "params");
+  ctx.measure("built_minus_config", static_cast<double>(m.params - ledger), "params");
+  ctx.detail("build_seconds", m.build_seconds);
+#else
+  (void)ctx;
+#endif
+}
+CLAIMCHECK_REGISTER(qwen_params_built).claim("ch05.qwen_params").part("measured").needs(claimcheck::Requirement::libtorch);
