@@ -93,7 +93,8 @@ CONTROLLED = {"ch04.oom_attribution"}
 # over fewer than 16 seeds its bootstrap interval widens to take in the series' 0.14 (8 seeds: 0.044-0.149).
 shrink_ch06(exp)
 # A time or a speed is the figure of these: their faulty runs go in the part that runs alone.
-TIMED = ("ch06.", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute")
+TIMED = ("ch06.", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute",
+         "ch03.cpu_bf16_autocast")
 for fault, claim, *label in PLANTED:
     if a.part != "all" and claim.startswith(TIMED) != (a.part == "timed"):
         continue

@@ -100,3 +100,26 @@ TEST(Expected, TheShippedCatalogueLoads) {
   for (const auto& [id, e] : cat)
     for (const auto& s : e.statements) EXPECT_FALSE(s.compare.why.empty()) << id << " " << s.name;
 }
+
+// An expected failure on the machines of one variant (an ISA, a GPU): read with the variant, refused without its
+// reason or with another word than xfail / pass.
+TEST(Expected, VariantXfailIsThatVariants) {
+  auto variants = [](const std::string& name) {
+    return R"({"schema": 1, "id": "ch04.)" + name + R"(", "title": "t", "source": "s", "kind": ["measured"],
+  "requires": [], "value": 30, "unit": "x", "variants": [
+    {"when": "isa:avx512_bf16", "compare": {"rule": "bound", "max": 3, "why": "w"}},
+    {"when": "default", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}, "expect": "xfail", "xfail_reason": "r"}]})";
+  };
+  const Expected e = load_expected_file(write("vx", variants("vx")));
+  ASSERT_EQ(e.statements[0].variants.size(), 2u);
+  EXPECT_FALSE(e.statements[0].variants[0].xfail);
+  EXPECT_TRUE(e.statements[0].variants[1].xfail);
+  EXPECT_EQ(e.statements[0].variants[1].xfail_reason, "r");
+  EXPECT_FALSE(e.statements[0].xfail);
+  std::string no_reason = variants("vx2");
+  no_reason.erase(no_reason.find(R"(, "xfail_reason": "r")"), 21);
+  expect_error("vx2", no_reason, "variants[1].xfail_reason");
+  std::string other = variants("vx3");
+  other.replace(other.find(R"("expect": "xfail")"), 17, R"("expect": "maybe")");
+  expect_error("vx3", other, "variants[1].expect");
+}

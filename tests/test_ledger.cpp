@@ -225,6 +225,17 @@ TEST(Ledger, MixtureOfExpertsMatchesPublishedCounts) {
   const auto mx = cfg("reference/data/configs/mixtral-8x7b.json");
   EXPECT_DOUBLE_EQ(ref::decode_bytes_per_token(mx, {}), 2.0 * 12879925248);
   EXPECT_EQ(ref::kv_cache_bytes_per_token(mx), 131072);
+  // Activations follow the routing: per token per sparse layer, the attention part (4 hidden-wide norms' tensors,
+  // q and attention output 4096 each, k and v 1024 each) plus router logits and softmax (8 + 8), 2 routing weights,
+  // and for each of the 2 experts its input copy and output (4096 each) and gate, up, product (14336 each).
+  const std::int64_t attention = 4 * 4096 + 2 * 4096 + 2 * 1024;
+  const std::int64_t moe = 8 + 8 + 2 + 2 * (4096 + 4096 + 3 * 14336);
+  EXPECT_DOUBLE_EQ(ref::activation_bytes(mx, 1, 4096, {}), 2.0 * (attention + moe) * 4096 * 32);
+  // Qwen1.5-MoE: every layer sparse; 4 of 60 experts of 1408, a shared expert of 5632 with its sigmoid gate.
+  const auto qm = cfg("reference/data/configs/qwen1.5-moe-a2.7b.json");
+  const std::int64_t q_attention = 4 * 2048 + 2 * 2048 + 2 * 2048;
+  const std::int64_t q_moe = 60 + 60 + 4 + 4 * (2048 + 2048 + 3 * 1408) + 3 * 5632 + 2 + 2048;
+  EXPECT_DOUBLE_EQ(ref::activation_bytes(qm, 1, 1000, {}), 2.0 * (q_attention + q_moe) * 1000 * 24);
 }
 
 TEST(Ledger, TransformersDefaultsOfAbsentKeys) {

@@ -138,6 +138,15 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       Variant var;
       var.when = get_string(vs[i], file, vp + ".", "when");
       var.compare = parse_compare(field(vs[i], file, vp + ".", "compare"), file, vp + ".compare");
+      if (vs[i].contains("expect")) {
+        const std::string expect = get_string(vs[i], file, vp + ".", "expect");
+        if (expect == "xfail") {
+          var.xfail = true;
+          var.xfail_reason = get_string(vs[i], file, vp + ".", "xfail_reason");
+        } else if (expect != "pass") {
+          input_error(file, vp + ".expect", "'" + expect + "' is neither 'pass' nor 'xfail'");
+        }
+      }
       s.variants.push_back(var);
     }
     if (s.variants.back().when != "default") input_error(file, p + "variants", "the last variant must be 'default'");

@@ -17,6 +17,8 @@ inline constexpr int kExpectedSchema = 1;
 struct Variant {
   std::string when;       // "isa:avx512_bf16|isa:amx_bf16", "gpu", "no-gpu" or "default"
   Comparison compare;
+  bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement
+  std::string xfail_reason;   // its measured reason (on such a machine)
 };
 
 struct Statement {

@@ -87,9 +87,15 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
     r.reason = first_xpass;
   } else {
     r.status = first_xfail.empty() ? Status::pass : Status::xfail;
-    r.reason = first_xfail.empty() ? primary.verdict : first_xfail + "; the other comparisons held: " + primary.verdict;
-    for (const auto& m : r.measurements)
-      if (m.compared && &m != &primary && !m.expected_failure) r.reason += "; " + m.name + ": " + m.verdict;
+    if (first_xfail.empty()) {
+      r.reason = primary.verdict;
+    } else {
+      std::string held;  // the comparisons not marked as expected failures, the primary first (unnamed)
+      for (const auto& m : r.measurements)
+        if (m.compared && !m.expected_failure)
+          held += (held.empty() ? "" : "; ") + (&m == &primary ? "" : m.name + ": ") + m.verdict;
+      r.reason = first_xfail + "; the other comparisons held: " + held;
+    }
   }
 }
 

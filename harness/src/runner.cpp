@@ -234,6 +234,10 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       if (variant_matches(v.when, hw)) {
         s.compare = v.compare;
         r.details["variant"][s.name] = v.when;
+        if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
+          s.xfail = true;
+          s.xfail_reason = v.xfail_reason;
+        }
         break;
       }
     auto it = std::find_if(r.measurements.begin(), r.measurements.end(),

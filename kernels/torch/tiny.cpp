@@ -259,7 +259,13 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
   return r;
 }
 
-Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::string& fault) {
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::string& fault, int threads) {
+  const int threads_before = torch::get_num_threads();
+  if (threads > 0) torch::set_num_threads(threads);
+  struct Restore {
+    int n;
+    ~Restore() { torch::set_num_threads(n); }
+  } restore{threads_before};
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
   auto time_it = [&](bool autocast) {

@@ -1,6 +1,8 @@
 #include "claimcheck/ref/chat.h"
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,48 @@ namespace claimcheck::ref {
 namespace {
 const std::string kStart = "<|im_start|>", kEnd = "<|im_end|>";
 constexpr std::int64_t kStartId = 256, kEndId = 257, kIgnore = -100;
+
+// Renders one conversation, remembering the assistant contents' character spans; tokenises by scanning the string
+// and labels by offset.
+ChatTargets render(const std::vector<std::pair<std::string, std::string>>& messages) {
+  std::string text;
+  std::vector<std::pair<std::size_t, std::size_t>> answers;
+  for (const auto& [role, content] : messages) {
+    text += kStart + role + "\n";
+    const std::size_t begin = text.size();
+    text += content;
+    if (role == "assistant") answers.emplace_back(begin, text.size());
+    text += kEnd + "\n";
+  }
+  ChatTargets t;
+  auto in_answer = [&](std::size_t at) {
+    for (const auto& [b, e] : answers)
+      if (at >= b && at < e) return true;
+    return false;
+  };
+  auto closes_answer = [&](std::size_t at) {
+    for (const auto& [b, e] : answers)
+      if (at == e) return true;
+    return false;
+  };
+  for (std::size_t at = 0; at < text.size();) {
+    if (text.compare(at, kStart.size(), kStart) == 0 && !in_answer(at)) {
+      t.tokens.push_back(kStartId);
+      t.targets.push_back(kIgnore);
+      at += kStart.size();
+    } else if (text.compare(at, kEnd.size(), kEnd) == 0 && !in_answer(at)) {
+      t.tokens.push_back(kEndId);
+      t.targets.push_back(closes_answer(at) ? kEndId : kIgnore);
+      at += kEnd.size();
+    } else {
+      const auto byte = static_cast<std::int64_t>(static_cast<unsigned char>(text[at]));
+      t.tokens.push_back(byte);
+      t.targets.push_back(in_answer(at) ? byte : kIgnore);
+      ++at;
+    }
+  }
+  return t;
+}
 }  // namespace
 
 std::vector<ChatTargets> chatml_targets(const std::filesystem::path& jsonl) {
@@ -31,50 +75,49 @@ std::vector<ChatTargets> chatml_targets(const std::filesystem::path& jsonl) {
     }
     if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array())
       throw SpecError(where + ": field 'messages': missing");
-    // Render, remembering the assistant contents' character spans.
-    std::string text;
-    std::vector<std::pair<std::size_t, std::size_t>> answers;
+    std::vector<std::pair<std::string, std::string>> messages;
     for (const auto& m : j["messages"]) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
           !m["content"].is_string())
         throw SpecError(where + ": field 'messages[].role/content': missing or not a string");
-      text += kStart + m["role"].get<std::string>() + "\n";
-      const std::size_t begin = text.size();
-      text += m["content"].get<std::string>();
-      if (m["role"] == "assistant") answers.emplace_back(begin, text.size());
-      text += kEnd + "\n";
+      messages.emplace_back(m["role"].get<std::string>(), m["content"].get<std::string>());
     }
-    // Tokenise by scanning the string; label by offset.
-    ChatTargets t;
-    auto in_answer = [&](std::size_t at) {
-      for (const auto& [b, e] : answers)
-        if (at >= b && at < e) return true;
-      return false;
-    };
-    auto closes_answer = [&](std::size_t at) {
-      for (const auto& [b, e] : answers)
-        if (at == e) return true;
-      return false;
-    };
-    for (std::size_t at = 0; at < text.size();) {
-      if (text.compare(at, kStart.size(), kStart) == 0 && !in_answer(at)) {
-        t.tokens.push_back(kStartId);
-        t.targets.push_back(kIgnore);
-        at += kStart.size();
-      } else if (text.compare(at, kEnd.size(), kEnd) == 0 && !in_answer(at)) {
-        t.tokens.push_back(kEndId);
-        t.targets.push_back(closes_answer(at) ? kEndId : kIgnore);
-        at += kEnd.size();
-      } else {
-        const auto byte = static_cast<std::int64_t>(static_cast<unsigned char>(text[at]));
-        t.tokens.push_back(byte);
-        t.targets.push_back(in_answer(at) ? byte : kIgnore);
-        ++at;
-      }
-    }
+    ChatTargets t = render(messages);
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::vector<ChatTargets> chatml_targets(const std::vector<std::vector<std::pair<std::string, std::string>>>& convs) {
+  std::vector<ChatTargets> out;
+  out.reserve(convs.size());
+  for (const auto& c : convs) out.push_back(render(c));
+  return out;
+}
+
+AnswerEntropy answer_entropy(const std::vector<ChatTargets>& convs) {
+  std::map<std::vector<std::int64_t>, std::int64_t> answers;  // each conversation's targets, in order
+  std::map<std::int64_t, std::int64_t> tokens;
+  AnswerEntropy e;
+  for (const auto& c : convs) {
+    std::vector<std::int64_t> a;
+    for (std::int64_t t : c.targets)
+      if (t != kIgnore) a.push_back(t), ++tokens[t];
+    e.tokens += static_cast<std::int64_t>(a.size());
+    ++answers[a];
+  }
+  e.answers = static_cast<std::int64_t>(convs.size());
+  if (e.tokens == 0) throw SpecError("answer_entropy: field 'targets': no target token in " + std::to_string(convs.size()) +
+                                     " conversations");
+  auto entropy = [](const auto& counts, double n) {
+    double h = 0;
+    for (const auto& [k, c] : counts) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
+    return h;
+  };
+  e.unigram = entropy(tokens, static_cast<double>(e.tokens));
+  e.prompt_blind = entropy(answers, static_cast<double>(e.answers)) * static_cast<double>(e.answers) /
+                   static_cast<double>(e.tokens);
+  return e;
 }
 
 }  // namespace claimcheck::ref

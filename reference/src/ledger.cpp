@@ -807,13 +807,49 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& c) {
   return t;
 }
 
+std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c) {
+  std::vector<SavedTensor> t = saved_per_layer(c);
+  if (c.experts == 0) return t;
+  const auto dense_mlp = std::find_if(t.begin(), t.end(), [](const SavedTensor& s) {
+    return s.name.rfind("gate_proj output", 0) == 0 || s.name.rfind("c_fc output", 0) == 0;
+  });
+  t.erase(dense_mlp, t.end());  // the dense MLP's tensors (and what follows them) give way to the sparse block's
+  const std::int64_t k = c.experts_per_token, m = c.moe_intermediate;
+  t.push_back({"router logits (softmax input)", c.experts});
+  t.push_back({"router softmax output (top-k input)", c.experts});
+  t.push_back({"top-k routing weights", k});
+  t.push_back({"routed experts: gathered input copies (gate/up_proj input)", k * c.hidden});
+  t.push_back({"routed experts: gate_proj outputs (SiLU input)", k * m});
+  t.push_back({"routed experts: up_proj outputs", k * m});
+  t.push_back({"routed experts: SiLU(gate) * up (down_proj input)", k * m});
+  t.push_back({"routed experts: outputs (scaled by their routing weights)", k * c.hidden});
+  if (c.shared_expert_intermediate > 0) {
+    const std::int64_t s = c.shared_expert_intermediate;
+    t.push_back({"shared expert: gate_proj output (SiLU input)", s});
+    t.push_back({"shared expert: up_proj output", s});
+    t.push_back({"shared expert: SiLU(gate) * up (down_proj input)", s});
+    t.push_back({"shared expert gate (sigmoid input and output)", 2});
+    t.push_back({"shared expert output (scaled by its gate)", c.hidden});
+  }
+  return t;
+}
+
 double activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, const ActivationOptions& o) {
-  std::int64_t elems = 0;
-  for (const auto& t : saved_per_layer(c)) elems += t.elements_per_token;
-  if (o.silu_output_saved && c.mlp != ModelConfig::Mlp::plain) elems += c.intermediate;  // plain: saved already
-  double per_token_layer = static_cast<double>(elems) * o.bytes_per_element;
-  if (o.eager_attention_probs) per_token_layer += static_cast<double>(c.heads) * tokens * o.bytes_per_element;
-  return per_token_layer * static_cast<double>(batch) * tokens * c.layers;
+  auto per_token_layer = [&](const std::vector<SavedTensor>& saved, std::int64_t silu_width) {
+    std::int64_t elems = 0;
+    for (const auto& t : saved) elems += t.elements_per_token;
+    if (o.silu_output_saved && c.mlp != ModelConfig::Mlp::plain) elems += silu_width;  // plain: saved already
+    double b = static_cast<double>(elems) * o.bytes_per_element;
+    if (o.eager_attention_probs) b += static_cast<double>(c.heads) * tokens * o.bytes_per_element;
+    return b;
+  };
+  const std::int64_t sparse = c.sparse_layers(), dense = c.layers - sparse;
+  double per_token = per_token_layer(saved_per_layer(c), c.intermediate) * static_cast<double>(dense);
+  if (sparse > 0)
+    per_token += per_token_layer(saved_per_sparse_layer(c),
+                                 c.experts_per_token * c.moe_intermediate + c.shared_expert_intermediate) *
+                 static_cast<double>(sparse);
+  return per_token * static_cast<double>(batch) * static_cast<double>(tokens);
 }
 
 double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, int bpe) {

@@ -69,8 +69,9 @@ struct Bf16Timing {
   double fp32_s = 0, bf16_autocast_s = 0;
   std::string dtype_inside_autocast;
 };
+// `threads` > 0: LibTorch's intra-op threads for both timings (restored after), 0: as they are.
 // fault "autocast_off": the autocast region never engages (the guard is set to false).
-Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "");
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "", int threads = 0);
 
 // The project's residual add (same_shape_add, what TinyGPT's blocks use) fed the series' example, ones(3) + ones(3, 1):
 // whether its shape assertion stopped it, and the shape it returned when it did not. fault "skip_shape_assertion":

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace claimcheck::ref {
@@ -18,5 +19,19 @@ struct ChatTargets {
 };
 // One entry per non-empty line of `jsonl`; throws SpecError naming the file, the line and the field.
 std::vector<ChatTargets> chatml_targets(const std::filesystem::path& jsonl);
+// The same for conversations in memory: each a list of (role, content).
+std::vector<ChatTargets> chatml_targets(const std::vector<std::vector<std::pair<std::string, std::string>>>& convs);
+
+// What a model that never looks at the prompt can reach on these targets, in nats per target token:
+// `prompt_blind` = the entropy of the answers' empirical distribution (each conversation's target tokens in order, as
+// one outcome) x answers / target tokens: the lowest mean loss of any model that predicts an answer without its
+// prompt (it may learn which answers occur, their lengths and their digits' order); `unigram` = the entropy of the
+// target tokens' marginal, what a model knowing only token frequencies reaches. A training loss below `prompt_blind`
+// on these conversations means the model used the prompt: it learned the mapping.
+struct AnswerEntropy {
+  double prompt_blind = 0, unigram = 0;
+  std::int64_t answers = 0, tokens = 0;
+};
+AnswerEntropy answer_entropy(const std::vector<ChatTargets>& convs);
 
 }  // namespace claimcheck::ref

@@ -186,12 +186,19 @@ struct SavedTensor {
   std::int64_t elements_per_token = 0;
 };
 std::vector<SavedTensor> saved_per_layer(const ModelConfig& c);
+// A sparse (mixture-of-experts) layer of `c`, as transformers' eager MoE blocks run it: the attention part as above;
+// the router's logits and the softmax over them (experts per token), the top-k routing weights; for each of the k
+// experts a token is routed to, the gathered copy of its input, gate and up outputs, their SwiGLU product and the
+// expert's output scaled by its weight; a shared expert (Qwen2-MoE) saves its own SwiGLU tensors, its sigmoid gate
+// and its output. Equals saved_per_layer(c) for a dense config.
+std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c);
 struct ActivationOptions {
   int bytes_per_element = 2;           // bf16 activations
   bool eager_attention_probs = false;  // keep the T x T softmax per head (eager attention)
   bool silu_output_saved = false;      // eager SiLU keeps its output as well as its input
 };
-// Bytes for B sequences of T tokens over all layers, without and with checkpointing (layer inputs only).
+// Bytes for B sequences of T tokens over all layers (dense and sparse ones each with their own tensors), without and
+// with checkpointing (layer inputs only).
 double activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, const ActivationOptions& o);
 double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, int bytes_per_element);
 
