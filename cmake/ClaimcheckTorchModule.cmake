@@ -8,8 +8,8 @@
 #
 # claimcheck_write_torch_manifest(OUTPUT <file.cpp> SOURCES <files>...)
 #   Writes claimcheck::torch_module_manifest(): for each CLAIMCHECK_REGISTER(fn).claim("id").needs(...)... of the
-#   sources, its id, function, file, line, requirements and part (.part("measured")), as the registrar records them (__FILE__ is the
-#   absolute source path CMake compiles). Loading the module checks every registration against it.
+#   sources, its id, function, file, line, requirements and part (.part("measured")), as the registrar records them
+#   (__FILE__ is the absolute source path CMake compiles). Loading the module checks every registration against it.
 
 function(claimcheck_split_checks)
   cmake_parse_arguments(ARG "" "CORE;TORCH" "SOURCES" ${ARGN})

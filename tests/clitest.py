@@ -14,6 +14,7 @@ def args():
     p.add_argument("--claimcheck", required=True)
     p.add_argument("--root", required=True)
     p.add_argument("--part", default="all", help="a test's part, where it has parts (cli_faults: timed, untimed)")
+    p.add_argument("--shard", default="0/1", help="K/N: the K-th of N shares of the part's runs (0-based)")
     p.add_argument("--flips", default=None,
                    help="a folder: record there which stated figures this test's runs turned (every_figure_can_fail.py)")
     return p.parse_args()

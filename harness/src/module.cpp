@@ -80,7 +80,8 @@ void load_module(const std::string& claim) {
                                 std::make_move_iterator(reg.end()));
   reg.resize(before);
   for (const auto& m : loaded) {
-    auto stub = std::find_if(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.in_module && c.id == m.id && c.part == m.part; });
+    auto stub = std::find_if(reg.begin(), reg.end(),
+                             [&](const CheckInfo& c) { return c.in_module && c.id == m.id && c.part == m.part; });
     if (stub == reg.end() || stub->fn != nullptr)
       throw InputError(what + " registers '" + m.id + "' (" + m.file + ":" + std::to_string(m.line) +
                        "), which the executable's manifest does not list: a stale build; rebuild the target claimcheck");
