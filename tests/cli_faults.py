@@ -145,7 +145,7 @@ for path, d, name, s in expected_failures(exp, lambda d, n, s: ("analytic" not i
     if runnable.get(d["id"], "yes") != "yes":
         print(f"skipping {d['id']}: {runnable[d['id']]}")
         continue
-    move_onto_measured(a, t, flips, exp, path, d, name, tries=2)
+    move_onto_measured(a, t, flips, exp, path, d, name, tries=3)
 
 if a.part == "timed" or shard != 0:
     shutil.rmtree(tmp)
