@@ -9,7 +9,7 @@
 static void cpu_bf16_autocast(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   // One thread for both: the slow-down per core. With all threads the ratio also carries how many cores the fp32
-  // BLAS gets and the bf16 fallback does not (one, here), and the machine's load: 54-118x on the 2-core VM.
+  // BLAS gets and the bf16 fallback does not (one, here), and the machine's load: 80-118x on the 2-core VM.
   const int size = ctx.input("size").get<int>();
   const auto t = claimcheck::train::cpu_bf16_autocast(ctx.seed(), size, 2, ctx.planted_fault(), 1);
   ctx.measure(t.bf16_autocast_s / t.fp32_s, "x");
