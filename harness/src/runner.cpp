@@ -285,9 +285,13 @@ bool kind_selected(const std::vector<std::string>& labels, const std::string& ki
 }
 
 namespace {
-bool runs_here(const CheckInfo& c, Capabilities& caps) {
-  return std::none_of(c.needs.begin(), c.needs.end(), [&](Requirement r) { return caps.missing(r).has_value(); });
+// "needs <requirement>: <why>" for the first requirement of `c` this build or machine lacks; nullopt when it runs here.
+std::optional<std::string> lacking(const CheckInfo& c, Capabilities& caps) {
+  for (Requirement r : c.needs)
+    if (auto why = caps.missing(r)) return std::string("needs ") + to_string(r) + ": " + *why;
+  return std::nullopt;
 }
+bool runs_here(const CheckInfo& c, Capabilities& caps) { return !lacking(c, caps); }
 }  // namespace
 
 bool needs_module(const std::string& id, const std::vector<std::string>& labels, Capabilities& caps) {
@@ -321,12 +325,10 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
   }
   r.check_location = check->file + ":" + std::to_string(check->line);
   if (!in.planted_fault.empty()) r.details["planted_fault"] = in.planted_fault;
-  for (Requirement req : check->needs) {
-    if (auto why = caps.missing(req)) {
-      r.status = Status::skip;
-      r.reason = std::string("needs ") + to_string(req) + ": " + *why;
-      return r;
-    }
+  if (auto why = lacking(*check, caps)) {
+    r.status = Status::skip;
+    r.reason = *why;
+    return r;
   }
   if (!check->fn) {  // a module check whose module the run did not load (cli.cpp loads it first)
     r.status = Status::error;
@@ -338,10 +340,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
   try {
     check->fn(ctx);
     if (part) {
-      std::optional<std::string> lacks;
-      for (Requirement req : part->needs)
-        if (!lacks)
-          if (auto why = caps.missing(req)) lacks = std::string("needs ") + to_string(req) + ": " + *why;
+      const auto lacks = lacking(*part, caps);
       if (!ctx.part_selected("measured"))
         ctx.pending("the measured part: not selected (the run asked for other kinds)");
       else if (lacks)
