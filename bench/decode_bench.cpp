@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -71,6 +73,33 @@ void BM_chain(benchmark::State& st, bool nf4) {
     benchmark::DoNotOptimize(out.data());
   }
   counters(st, static_cast<double>(s.weight_bytes()), s.flops());
+}
+
+// The chain's share of the read bandwidth, paired: each iteration runs one pass of the read probe and then one
+// decode step, back to back, so the drift of a shared machine (its bandwidth moves by tens of percent within an hour)
+// moves both sides of each pair. Manual time is the step's; share = median over the pairs of
+// (weight bytes / step time) / probe read bytes/s.
+void BM_chain_vs_read(benchmark::State& st) {
+  const K::DecodeStack& s = bf16_stack();
+  const auto x = input(s.shape().hidden, 1);
+  std::vector<float> out(s.shape().hidden);
+  const K::GemvOptions o{g_threads, {}};
+  const double bytes = static_cast<double>(s.weight_bytes());
+  std::vector<double> shares;
+  for (auto _ : st) {
+    const K::Bandwidth bw = K::measure_bandwidth(g_threads, std::size_t{256} << 20, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    s.step(x.data(), out.data(), o);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    benchmark::DoNotOptimize(out.data());
+    st.SetIterationTime(t);
+    shares.push_back(bytes / t / bw.read_bytes_per_s);
+  }
+  std::sort(shares.begin(), shares.end());
+  const std::size_t n = shares.size();
+  counters(st, bytes, s.flops());
+  st.counters["read_share"] = n == 0 ? 0.0 : n % 2 ? shares[n / 2] : (shares[n / 2 - 1] + shares[n / 2]) / 2;
+  st.counters["pairs"] = static_cast<double>(n);
 }
 
 void BM_libtorch_chain(benchmark::State& st) {
@@ -282,6 +311,10 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseManualTime();
   reg("decode/bf16_chain", BM_chain, false);
   reg("decode/nf4_chain", BM_chain, true);
+  benchmark::RegisterBenchmark("decode/bf16_chain_vs_read", BM_chain_vs_read)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(8);
   if (torch) reg("decode/libtorch_bf16_chain", BM_libtorch_chain);
   for (const auto& [N, Kd] : {std::pair{14336, 4096}, std::pair{4096, 14336}}) {
     const std::string shape = std::to_string(N) + "x" + std::to_string(Kd);

@@ -3,7 +3,8 @@
 is memory-bound, time per token = weight bytes / bandwidth; 4-bit weights read ~1/4 of the bytes in ~1/4 of the
 time), all measured in the same run, medians when repetitions were run:
   - the bf16 decode chain's (and each bf16 GEMV's) achieved bytes/s as a share of the read bandwidth (the roofline
-    probe's read-only reduction, bandwidth/read);
+    probe's read-only reduction, bandwidth/read); the chain's from decode/bf16_chain_vs_read's pairs (a probe pass
+    and a decode step back to back) where that ran;
   - the bf16 chain (and GEMVs) against LibTorch's bf16 at::matmul over the same weights at equal threads;
   - the NF4 chain's time over the bf16 chain's (bytes ratio in the detail);
   - the batched bf16 GEMM's GFLOP/s and time per token across the batch sweep.
@@ -11,6 +12,7 @@ Each row: name, ratio, detail (and the figures it came from).
 
 usage: bench_decode_ratios.py BENCH.json OUT.json"""
 import json
+import re
 import statistics
 import sys
 
@@ -23,6 +25,7 @@ def load_runs(data):
         name = b["run_name"] if "run_name" in b else b["name"]
         for suffix in ("/real_time", "/manual_time"):
             name = name.replace(suffix, "")
+        name = re.sub(r"/iterations:\d+", "", name)
         runs.setdefault(name, []).append(b)
     return runs
 
@@ -50,7 +53,22 @@ def rows_from(data):
     bf = med("decode/bf16_chain", "real_time")
     bf_bps = med("decode/bf16_chain", "bytes/s")
     bf_bytes = med("decode/bf16_chain", "bytes")
-    if bf_bps and bw:
+    paired = [r["read_share"] for r in runs.get("decode/bf16_chain_vs_read", []) if "read_share" in r]
+    if paired:
+        # Each repetition's median over (probe pass, decode step) pairs run back to back; the row is their median.
+        share = statistics.median(paired)
+        pairs = int(sum(r.get("pairs", 0) for r in runs["decode/bf16_chain_vs_read"]))
+        rows.append({
+            "name": "bf16 decode chain bytes/s as a share of the read bandwidth",
+            "ratio": share, "paired": True, "pairs": pairs, "chain_ms": bf, "read_gbps": bw / 1e9 if bw else None,
+            "spread": (max(paired) - min(paired)) / share if len(paired) > 1 and share else 0.0,
+            "detail": (f"median of {pairs} read-probe pass / decode step pairs run back to back; repetitions' "
+                       f"medians {', '.join(f'{p:.2f}' for p in paired)}"
+                       + (f"; unpaired: {bf_bytes / 1e6:.0f} MB in {bf:.1f} ms = {bf_bps / 1e9:.1f} GB/s vs the read "
+                          f"bandwidth {bw / 1e9:.1f} GB/s" if bf_bps and bw else "")
+                       + f" ({threads} threads, {ctx.get('simd_path', '?')})"),
+        })
+    elif bf_bps and bw:
         rows.append({
             "name": "bf16 decode chain bytes/s as a share of the read bandwidth",
             "ratio": bf_bps / bw, "gbps": bf_bps / 1e9, "read_gbps": bw / 1e9, "chain_ms": bf,

@@ -224,9 +224,10 @@ void parallel_rows(int N, int chunk, int threads, const std::function<void(int, 
       fn(c * chunk, std::min(N, (c + 1) * chunk));
   });
 }
-// Chunk of rows: ~256 KiB of weights, a multiple of 4 rows, at most N / (4 * threads) so every thread gets work.
-int row_chunk(int N, std::size_t row_bytes, int threads) {
-  long c = static_cast<long>((256u << 10) / std::max<std::size_t>(row_bytes, 1));
+// Chunk of rows: ~`bytes` of weights (256 KiB unless said), a multiple of 4 rows, at most N / (4 * threads) so every
+// thread gets work.
+int row_chunk(int N, std::size_t row_bytes, int threads, std::size_t bytes = 256u << 10) {
+  long c = static_cast<long>(bytes / std::max<std::size_t>(row_bytes, 1));
   c = std::min<long>(c, std::max(1, N / (4 * std::max(1, threads))));
   c = std::max<long>(4, (c + 3) / 4 * 4);
   return static_cast<int>(c);
@@ -321,8 +322,10 @@ CC_AVX2 CC_INLINE __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 }
 
 // xs: x split in groups of 16 (evens, odds); x: natural order, for the tail past K & ~15.
+// Rows r, r + s, ..., r + (R - 1) s: four rows a quarter of a chunk apart read as four long streams (each row's
+// successor in its stream is the next row in memory), not four 8 KiB runs restarted every block.
 template <int R>
-CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r, float* y) {
+CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r, long s, float* y) {
   const long Km = K & ~15L;
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 ae[R], ao[R];
@@ -331,7 +334,7 @@ CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs,
   for (int i = 0; i < R; ++i) {
     ae[i] = _mm256_setzero_ps();
     ao[i] = _mm256_setzero_ps();
-    w[i] = W + (r + i) * K;
+    w[i] = W + (r + i * s) * K;
   }
   for (long k = 0; k < Km; k += 16) {
     const __m256 xe = _mm256_loadu_ps(xs + k), xo = _mm256_loadu_ps(xs + k + 8);
@@ -350,18 +353,21 @@ CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs,
     tail[i] = t;
   }
   if constexpr (R == 4) {
-    const __m128 s = hsum4x8(_mm256_add_ps(ae[0], ao[0]), _mm256_add_ps(ae[1], ao[1]), _mm256_add_ps(ae[2], ao[2]),
-                             _mm256_add_ps(ae[3], ao[3]));
-    _mm_storeu_ps(y + r, _mm_add_ps(s, _mm_loadu_ps(tail)));
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm_add_ps(hsum4x8(_mm256_add_ps(ae[0], ao[0]), _mm256_add_ps(ae[1], ao[1]),
+                                         _mm256_add_ps(ae[2], ao[2]), _mm256_add_ps(ae[3], ao[3])),
+                                 _mm_loadu_ps(tail)));
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) y[r + i * s] = out[i];
   } else {
     #pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) y[r + i] = hsum8(_mm256_add_ps(ae[i], ao[i])) + tail[i];
+    for (int i = 0; i < R; ++i) y[r + i * s] = hsum8(_mm256_add_ps(ae[i], ao[i])) + tail[i];
   }
 }
 CC_AVX2 void bf16_rows_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) bf16_block_avx2<4>(W, K, xs, x, r, y);
-  for (; r < r1; ++r) bf16_block_avx2<1>(W, K, xs, x, r, y);
+  const int q = (r1 - r0) / 4;
+  for (int r = r0; r < r0 + q; ++r) bf16_block_avx2<4>(W, K, xs, x, r, q, y);
+  for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_avx2<1>(W, K, xs, x, r, 0, y);
 }
 
 // 32 nibble indices (bytes 0..15) -> 32 fp32 levels in four registers, lane order as Nf4Perm describes.
@@ -437,8 +443,10 @@ CC_AVX2 void nf4_rows_avx2(const std::uint8_t* P, const float* S, long K, const 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // ---- AVX-512 kernels (compiled everywhere, run where the CPU has AVX-512) --------------------------------------
 // xs: x split in groups of 32 (16 evens, 16 odds).
+// Rows r, r + s, ...: four long streams, as in the AVX2 kernel.
 template <int R>
-CC_AVX512 CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r, float* y) {
+CC_AVX512 CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r, long s,
+                                           float* y) {
   const long Km = K & ~31L;
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 ae[R], ao[R];
@@ -447,7 +455,7 @@ CC_AVX512 CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const float*
   for (int i = 0; i < R; ++i) {
     ae[i] = _mm512_setzero_ps();
     ao[i] = _mm512_setzero_ps();
-    w[i] = W + (r + i) * K;
+    w[i] = W + (r + i * s) * K;
   }
   for (long k = 0; k < Km; k += 32) {
     const __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
@@ -462,13 +470,13 @@ CC_AVX512 CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const float*
   for (int i = 0; i < R; ++i) {
     float t = _mm512_reduce_add_ps(_mm512_add_ps(ae[i], ao[i]));
     for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
-    y[r + i] = t;
+    y[r + i * s] = t;
   }
 }
 CC_AVX512 void bf16_rows_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) bf16_block_avx512<4>(W, K, xs, x, r, y);
-  for (; r < r1; ++r) bf16_block_avx512<1>(W, K, xs, x, r, y);
+  const int q = (r1 - r0) / 4;
+  for (int r = r0; r < r0 + q; ++r) bf16_block_avx512<4>(W, K, xs, x, r, q, y);
+  for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_avx512<1>(W, K, xs, x, r, 0, y);
 }
 // xs: x split in groups of 32, as for bf16: byte j of a 16-byte half holds weights 2j (low) and 2j+1 (high).
 template <int R>
@@ -520,7 +528,8 @@ void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y
     split_pairs(x, K, pth == kAvx512 ? 32 : 16, buf);
     xs = buf;
   }
-  const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
+  // 1 MiB chunks: four streams of 256 KiB each (see bf16_block_avx2).
+  const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads, 1u << 20);
   parallel_rows(N, chunk, threads, [&](int r0, int r1) {
 #if CC_X86
     if (pth == kAvx512) return bf16_rows_avx512(W, K, xs, x, r0, r1, y);
