@@ -99,8 +99,9 @@ TEST(Gemv, PathsAreKnown) {
 }
 
 TEST(Gemv, Bf16MatchesFp64OnOddShapes) {
-  const std::vector<Shape> shapes = {{1, 1}, {5, 17}, {13, 31}, {4, 16}, {37, 100}, {64, 256}, {130, 1001}, {7, 4099}, {9, 33},
-                                     {1003, 64}};  // 1003: chunks of 128 rows in four 32-row streams, a last one of 107
+  // 1003 x 64 at 2 threads: chunks of 128 rows read as four 32-row streams, a last chunk of 107 (26 each, 3 left).
+  const std::vector<Shape> shapes = {{1, 1},      {5, 17},    {13, 31}, {4, 16},  {37, 100}, {64, 256},
+                                     {130, 1001}, {7, 4099}, {9, 33},  {1003, 64}};
   for_each_path([&](const std::string&) {
     for (const auto& s : shapes) {
       SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));

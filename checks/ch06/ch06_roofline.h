@@ -288,6 +288,8 @@ struct SweepRun {
   Roof roof;
   std::vector<SweepPoint> points;
   Paired b1;
+  std::vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
+  K::GemvOptions opts;
 };
 inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1) {
   SweepRun s;
@@ -295,8 +297,10 @@ inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1) {
   s.Kd = positive_int(ctx, "cols", 65536);
   s.batches = batch_list(ctx, "batches", must_batch);
   s.roof = measure_roof(ctx);
-  const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
-  const auto opts = gemv_options(ctx);
+  s.W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
+  s.opts = gemv_options(ctx);
+  const auto& W = s.W;
+  const auto& opts = s.opts;
   s.points = batch_sweep(W, s.N, s.Kd, s.batches, opts, ctx.seed());
   const auto x = random_activations(static_cast<std::size_t>(s.Kd), ctx.seed());
   std::vector<float> y(static_cast<std::size_t>(s.N));

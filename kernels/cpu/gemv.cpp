@@ -325,7 +325,8 @@ CC_AVX2 CC_INLINE __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 // Rows r, r + s, ..., r + (R - 1) s: four rows a quarter of a chunk apart read as four long streams (each row's
 // successor in its stream is the next row in memory), not four 8 KiB runs restarted every block.
 template <int R>
-CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r, long s, float* y) {
+CC_AVX2 CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r, long s,
+                                         float* y) {
   const long Km = K & ~15L;
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 ae[R], ao[R];
