@@ -82,16 +82,7 @@ bool higher_is_better(const json& row) {
 std::string percent(double x) { return fmt(std::round(x * 1000) / 10) + " %"; }
 std::string signed_percent(double x) { return (x > 0 ? "+" : "") + percent(x); }
 
-std::string md_cell(const std::string& s, std::size_t max = 200) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;
-    else o += c == '\n' ? ' ' : c;
-  }
-  if (o.size() <= max) return o;
-  while (max > 0 && (static_cast<unsigned char>(o[max]) & 0xC0) == 0x80) --max;  // not inside a UTF-8 character
-  return o.substr(0, max) + "…";
-}
+std::string md_cell_short(const std::string& s) { return md_cell(s, 200); }
 
 std::string figure_text(const json& v, const json& unit) {
   if (v.is_null()) return "—";
@@ -351,7 +342,7 @@ std::string compare_markdown(const json& c) {
     if (!changed++) o << "| claim | OLD | NEW | change | reason |\n|---|---|---|---|---|\n";
     o << "| `" << e["id"].get<std::string>() << "` | " << e["old"].get<std::string>() << " | "
       << e["new"].get<std::string>() << " | " << (e["change"] == "regression" ? "**regression**" : e["change"].get<std::string>())
-      << " | " << md_cell(e["reason"].get<std::string>()) << " |\n";
+      << " | " << md_cell_short(e["reason"].get<std::string>()) << " |\n";
   }
   o << (changed ? "\n" : "None.\n\n");
   if (!same.empty()) o << "Unchanged (" << count("claims", "unchanged") << "): " << same << "\n\n";
@@ -361,11 +352,11 @@ std::string compare_markdown(const json& c) {
   if (c["figures"].empty()) o << "None.\n\n";
   else o << "| claim | figure | OLD | NEW | move | tolerance |\n|---|---|---|---|---|---|\n";
   for (const auto& f : c["figures"]) {
-    std::string tol = md_cell(f["tolerance"].get<std::string>());
+    std::string tol = md_cell_short(f["tolerance"].get<std::string>());
     if (f["regression"].get<bool>()) tol = "**" + tol + "**";
-    o << "| `" << f["claim"].get<std::string>() << "` | " << md_cell(f["figure"].get<std::string>()) << " | "
+    o << "| `" << f["claim"].get<std::string>() << "` | " << md_cell_short(f["figure"].get<std::string>()) << " | "
       << figure_text(f["old"], f["unit"]) << " | " << figure_text(f["new"], f["unit"]) << " | "
-      << (f["move"].is_number() ? signed_percent(f["move"].get<double>()) : md_cell(f.value("note", "—"))) << " | "
+      << (f["move"].is_number() ? signed_percent(f["move"].get<double>()) : md_cell_short(f.value("note", "—"))) << " | "
       << tol << " |\n";
   }
   if (!c["figures"].empty()) o << "\n";
@@ -385,9 +376,9 @@ std::string compare_markdown(const json& c) {
   for (const auto& b : c["benchmarks"]) {
     std::string v = b["verdict"];
     if (b["regression"].get<bool>()) v = "**" + v + " (regression)**";
-    if (b.contains("why")) v += ": " + md_cell(b["why"].get<std::string>());
+    if (b.contains("why")) v += ": " + md_cell_short(b["why"].get<std::string>());
     auto num = [](const json& x) { return x.is_number() ? fmt(x.get<double>()) : std::string("—"); };
-    o << "| " << md_cell(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"]) << " | "
+    o << "| " << md_cell_short(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"]) << " | "
       << (b["move"].is_number() ? signed_percent(b["move"].get<double>()) : "—") << " | "
       << (b["threshold"].is_number() ? percent(b["threshold"].get<double>()) : "—") << " | " << v
       << " |\n";

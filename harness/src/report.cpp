@@ -48,6 +48,17 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
+std::string md_cell(const std::string& s, std::size_t max) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;  // table cell, no emphasis
+    else o += c == '\n' ? ' ' : c;
+  }
+  if (o.size() <= max) return o;
+  while (max > 0 && (static_cast<unsigned char>(o[max]) & 0xC0) == 0x80) --max;  // not inside a UTF-8 character
+  return o.substr(0, max) + "…";
+}
+
 namespace {
 
 std::string value_text(const json& v, const std::string& unit) {
@@ -92,15 +103,6 @@ std::string summary_line(const Summary& s) {
   return o.str();
 }
 
-std::string md_cell(std::string s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;  // table cell, no emphasis
-    else if (c == '\n') o += ' ';
-    else o += c;
-  }
-  return o;
-}
 
 
 // An inline SVG line chart for details.curve: {title, x_label, y_label, log_x, series: [{name, y, x?}],

@@ -36,5 +36,8 @@ std::vector<std::unique_ptr<ReportWriter>> all_writers();  // json, md, html, ju
 void write_report(const std::filesystem::path& dir, const Report& r);
 
 std::string html_escape(const std::string& s);
+// A Markdown table cell: |, * and _ escaped, newlines as spaces; longer than `max` bytes, cut (at a UTF-8
+// character boundary) with an ellipsis.
+std::string md_cell(const std::string& s, std::size_t max = std::string::npos);
 
 }  // namespace claimcheck
