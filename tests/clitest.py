@@ -150,6 +150,31 @@ def shrink_ch06(exp):
         save(os.path.join(exp, rel), d)
 
 
+def shrink_long(exp, root):
+    """Three long LibTorch runs on smaller work in the expected copy `exp`, the same
+    for the report test and the planted faults; the report test's full run, which allows no FAIL, is the control
+    that each passes so without a fault. Each claim's full figure is its own ctest.
+    - ch04.fsdp_per_gpu: FSDP2 over the same 8 ranks, of a Llama of the same family 4x narrower (hidden 128, 2
+      layers, a 2K vocabulary, GQA ratio 4): the stated figure is the ledger's, and the measured shard fraction is
+      1/8 whatever the size (its step took 13.7 s per rank with the scaled config, 1.6 s with this one).
+    - ch05.eos_in_loss: 60 SFT steps instead of 300 (with the end token in the loss every held-out generation
+      stops by then; without it none does).
+    - ch04.activation_gib: saved bytes counted at T = 32 and 128 instead of 64 and 256 (the bytes per token are the
+      same, 48.07 x hidden; the eager attention's growth with T, which the planted unfused attention turns, reads
+      1.065 instead of 1.127, against an rtol of 0.01)."""
+    cfg = load(os.path.join(root, "reference", "data", "configs", "llama-scaled-ch04.json"))
+    cfg.update(hidden_size=128, intermediate_size=448, num_attention_heads=4, num_key_value_heads=1,
+               num_hidden_layers=2, vocab_size=2048)
+    cfg["_source"] = "tests/clitest.py: llama-scaled-ch04.json narrowed for the report test and the planted faults"
+    tiny = os.path.join(os.path.dirname(exp), "llama-tiny-fsdp.json")
+    save(tiny, cfg)
+    for rel, changes in (("ch04/fsdp_per_gpu.json", {"measure_config": tiny}), ("ch05/eos_in_loss.json", {"steps": 60}),
+                         ("ch04/activation_gib.json", {"measure_tokens": [32, 128]})):
+        d = load(os.path.join(exp, rel))
+        d["inputs"].update(changes)
+        save(os.path.join(exp, rel), d)
+
+
 class Tally:
     def __init__(self):
         self.passed = 0
