@@ -144,7 +144,7 @@ def shrink_ch06(exp):
     """Chapter 6's measured checks on smaller work in the expected copy `exp` (a planted fault moves each figure by
     2x or more; the report test is about the report): each claim's full figure is its own ctest."""
     for rel, changes in (("ch06/ridge_measured.json", {"batches": [1, 8, 64]}), ("ch06/decode_measured.json", {"layers": 1}),
-                         ("ch06/decode_4bit.json", {"layers": 1, "steps": 3}), ("ch06/mfu.json", {"repeats": 1})):
+                         ("ch06/decode_4bit.json", {"layers": 1, "steps": 3})):
         d = load(os.path.join(exp, rel))
         d["inputs"].update(changes)
         save(os.path.join(exp, rel), d)
