@@ -268,8 +268,16 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
   } restore{threads_before};
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  // A planted fault: oneDNN switched off (as `torch.backends.mkldnn.flags(enabled=False)` does), so the bf16 matmul
+  // falls back to ATen's own loops and a CPU's bf16 instructions go unused.
+  const bool onednn_before = at::globalContext().userEnabledMkldnn();
+  struct RestoreOnednn {
+    bool on;
+    ~RestoreOnednn() { at::globalContext().setUserEnabledMkldnn(on); }
+  } restore_onednn{onednn_before};
   auto time_it = [&](bool autocast) {
     compat::set_cpu_autocast(autocast && fault != "autocast_off");
+    at::globalContext().setUserEnabledMkldnn(autocast && fault == "onednn_off" ? false : onednn_before);
     auto out = torch::matmul(a, b);  // warm-up (and the dtype seen inside)
     double best = 1e30;
     for (int i = 0; i < repeats; ++i) {

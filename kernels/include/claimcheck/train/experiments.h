@@ -70,7 +70,8 @@ struct Bf16Timing {
   std::string dtype_inside_autocast;
 };
 // `threads` > 0: LibTorch's intra-op threads for both timings (restored after), 0: as they are.
-// fault "autocast_off": the autocast region never engages (the guard is set to false).
+// fault "autocast_off": the autocast region never engages (the guard is set to false); "onednn_off": oneDNN is
+// switched off inside it, so the bf16 matmul runs ATen's emulating loops even where the CPU has bf16 instructions.
 Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "", int threads = 0);
 
 // The project's residual add (same_shape_add, what TinyGPT's blocks use) fed the series' example, ones(3) + ones(3, 1):
