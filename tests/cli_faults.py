@@ -11,7 +11,7 @@ import tempfile
 import shutil
 
 from clitest import (Flips, Tally, args, copy_expected, expected_failures, load, move_onto_measured, run, save,
-                     shrink_ch06, shrink_long)
+                     smaller_work)
 
 a = args()
 t = Tally()
@@ -120,11 +120,9 @@ for r in d["inputs"]["runs"]:
         r["tokens"] = 128
 save(oom, d)
 CONTROLLED = {"ch04.oom_attribution"}
-# Chapter 6's measured checks with smaller work (each fault moves its figure by 2x or more). Not the seed spread:
+# Long measured runs on smaller work (tests/clitest.py: the report test passes them so). Not the seed spread:
 # over fewer than 16 seeds its bootstrap interval widens to take in the series' 0.14 (8 seeds: 0.044-0.149).
-shrink_ch06(exp)
-# FSDP over a narrower Llama, the end-token SFT for 60 steps (tests/clitest.py): the report test passes them so.
-shrink_long(exp, a.root)
+smaller_work(exp, a.root)
 # A time or a speed is the figure of these (or one of their figures): their faulty runs go in the part that runs
 # alone. Chapter 6's seeds, KV bytes and ledger figures are not times.
 TIMED = ("ch06.decode_measured", "ch06.decode_4bit", "ch06.decode_intensity", "ch06.ridge_measured",

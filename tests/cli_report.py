@@ -8,7 +8,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from clitest import Tally, args, copy_expected, load, run, shrink_ch06, shrink_long
+from clitest import Tally, args, copy_expected, load, run, smaller_work
 
 a = args()
 t = Tally()
@@ -25,8 +25,7 @@ d["inputs"]["steps"] = 40
 d["compare"]["max"] = 1e6
 d["compare"]["why"] = "cli_report.py: a short budget; the claim's own ctest runs the full one"
 json.dump(d, open(os.path.join(quick, "ch03", "ppl_one_minute.json"), "w"))
-shrink_ch06(quick)
-shrink_long(quick, a.root)
+smaller_work(quick, a.root)
 start = time.monotonic()
 r = run(cc, "run", "--report", out, "--quiet", "--expected", quick, "--root", a.root)
 t.check(r.returncode == 0, f"full run exits 0: {r.returncode} {r.stdout[-400:]} {r.stderr}")

@@ -103,8 +103,6 @@ std::string summary_line(const Summary& s) {
   return o.str();
 }
 
-
-
 // An inline SVG line chart for details.curve: {title, x_label, y_label, log_x, series: [{name, y, x?}],
 // band: {lo, hi, x?}} — loss curves on a log x-axis with the seed band shaded, as the series advises.
 std::string svg_curve(const json& c) {
