@@ -565,9 +565,10 @@ void consume(const float* p) { asm volatile("" : : "r"(p) : "memory"); }
 
 // ---- batched bf16 (skinny GEMM) ---------------------------------------------------------------------------------
 // Two regimes.
-//  - Small batches (B <= kDirectMaxB): the GEMV's own streaming form. Two weight rows are converted in registers
+//  - Small batches (B <= kDirectMaxB): the GEMV's own streaming form. Weight rows are converted in registers
 //    (the even/odd trick) and each converted vector meets up to four activation rows (pre-split the same way):
-//    2 x 4 accumulators, every weight read once from memory, a horizontal sum per output at the end.
+//    2 x 4 accumulators on AVX2, 4 x 4 on AVX-512 (its 32 registers), every weight read once from memory, a
+//    horizontal sum per output at the end.
 //  - Larger batches: weights packed once per (k block, 16 output columns) into fp32 k-major panels
 //    [kc][16]; a 6 x 16 register tile (6 activation rows broadcast, 12 accumulators) runs over the panel,
 //    BLIS-style; outputs accumulated in Y across k blocks. Compute-bound at the FMA rate for large B.
@@ -627,6 +628,61 @@ CC_AVX2 void direct_rows_avx2(const bf16_t* W, long K, const float* XS, const fl
     default: break;
   }
 }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers, as above
+// The same on 16 lanes (XS: X rows split in groups of 32): 32 zmm registers hold R x NB accumulators, the R
+// rows' converted halves and one activation row's, so four weight rows (four streams) meet four activation rows.
+template <int R, int NB>
+CC_AVX512 CC_INLINE void direct_tile_avx512(const bf16_t* W, long K, const float* XS, const float* X, int r, int b0,
+                                            float* Y, long N) {
+  const long Km = K & ~31L;
+  const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512 acc[R][NB];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
+  for (long k = 0; k < Km; k += 32) {
+    __m512 we[R], wo[R];
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512i v = _mm512_loadu_si512(w[i] + k);
+      we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
+    }
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      const float* xs = XS + (b0 + j) * K + k;
+      const __m512 xe = _mm512_loadu_ps(xs), xo = _mm512_loadu_ps(xs + 16);
+      #pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wo[i], xo, _mm512_fmadd_ps(we[i], xe, acc[i][j]));
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      float t = _mm512_reduce_add_ps(acc[i][j]);
+      for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
+      Y[(b0 + j) * N + r + i] = t;
+    }
+}
+template <int R>
+CC_AVX512 void direct_rows_avx512(const bf16_t* W, long K, const float* XS, const float* X, int B, int r, float* Y,
+                                  long N) {
+  int b = 0;
+  for (; b + 4 <= B; b += 4) direct_tile_avx512<R, 4>(W, K, XS, X, r, b, Y, N);
+  switch (B - b) {
+    case 3: direct_tile_avx512<R, 3>(W, K, XS, X, r, b, Y, N); break;
+    case 2: direct_tile_avx512<R, 2>(W, K, XS, X, r, b, Y, N); break;
+    case 1: direct_tile_avx512<R, 1>(W, K, XS, X, r, b, Y, N); break;
+    default: break;
+  }
+}
+#pragma GCC diagnostic pop
 #endif
 
 // Panel [kc][16] of W^T: rows n0 .. n0+15 (zero past N), k0 .. k0+kc-1, as fp32.
@@ -750,10 +806,17 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
 #if CC_X86
   if (pth != kPortable && B <= kDirectMaxB) {
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
-    for (int b = 0; b < B; ++b) split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
+    const int group = pth == kAvx512 ? 32 : 16;
+    for (int b = 0; b < B; ++b)
+      split_pairs(X + static_cast<long>(b) * K, K, group, &xs[static_cast<std::size_t>(b) * K]);
     const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
     parallel_rows(N, chunk, threads, [&](int r0, int r1) {
       int r = r0;
+      if (pth == kAvx512) {
+        for (; r + 4 <= r1; r += 4) direct_rows_avx512<4>(W, K, xs.data(), X, B, r, Y, N);
+        for (; r < r1; ++r) direct_rows_avx512<1>(W, K, xs.data(), X, B, r, Y, N);
+        return;
+      }
       for (; r + 2 <= r1; r += 2) direct_rows_avx2<2>(W, K, xs.data(), X, B, r, Y, N);
       for (; r < r1; ++r) direct_rows_avx2<1>(W, K, xs.data(), X, B, r, Y, N);
     });
