@@ -479,19 +479,38 @@ CC_AVX512 void bf16_rows_avx512(const bf16_t* W, long K, const float* xs, const 
   for (int r = r0; r < r0 + q; ++r) bf16_block_avx512<4>(W, K, xs, x, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_avx512<1>(W, K, xs, x, r, 0, y);
 }
-// xs: x split in groups of 32, as for bf16: byte j of a 16-byte half holds weights 2j (low) and 2j+1 (high).
+// The AVX-512 NF4 kernel's order: within each run of 16 weights, lane 2j holds weight j and lane 2j+1 weight
+// 8 + j. Eight packed bytes (16 nibbles, weight n in nibble n) broadcast to every 64-bit lane and shifted right by
+// 4j per 32-bit lane leave in lane 2j nibble j of the low half and in lane 2j+1 nibble 8 + j of the high half;
+// vpermps reads only an index's low four bits, so no mask is needed. The indices cost a broadcast load and one
+// shift per 16 weights, and the shuffle unit does only the table lookups.
+void nf4_order_avx512(const float* x, int K, float* out) {  // K: a multiple of 64 (the format's blocks)
+  for (int g = 0; g + 16 <= K; g += 16)
+    for (int j = 0; j < 8; ++j) {
+      out[g + 2 * j] = x[g + j];
+      out[g + 2 * j + 1] = x[g + 8 + j];
+    }
+}
+// The 16 levels of the 16 weights in q[0..8), in that order.
+CC_AVX512 CC_INLINE __m512 nf4_lookup16(const std::uint8_t* q, __m512i shifts, __m512 table) {
+  long long v;
+  std::memcpy(&v, q, sizeof v);
+  return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi64(v), shifts), table);
+}
+// Rows r, r + st, r + 2 st, ...: far-apart streams, as in the bf16 kernels.
 template <int R>
 CC_AVX512 CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r,
-                                          float* y) {
+                                          long st, float* y) {
   const __m512 table = _mm512_loadu_ps(kNf4);
+  const __m512i shifts = _mm512_set_epi32(28, 28, 24, 24, 20, 20, 16, 16, 12, 12, 8, 8, 4, 4, 0, 0);
   __m512 acc[R];
   const std::uint8_t* p[R];
   const float* s[R];
   #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc[i] = _mm512_setzero_ps();
-    p[i] = P + (r + i) * K / 2;
-    s[i] = S + (r + i) * K / 64;
+    p[i] = P + (r + i * st) * K / 2;
+    s[i] = S + (r + i * st) * K / 64;
   }
   const long nb = K / 64;
   for (long b = 0; b < nb; ++b) {
@@ -500,23 +519,22 @@ CC_AVX512 CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const float* S,
     const __m512 x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48);
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512i q0 = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[i] + b * 32)));
-      const __m512i q1 = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[i] + b * 32 + 16)));
-      __m512 s0 = _mm512_mul_ps(_mm512_permutexvar_ps(q0, table), x0);
-      __m512 s1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), table), x1);
-      s0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(q1, table), x2, s0);
-      s1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), table), x3, s1);
-      acc[i] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), _mm512_set1_ps(s[i][b]), acc[i]);
+      const std::uint8_t* q = p[i] + b * 32;
+      __m512 t = _mm512_mul_ps(nf4_lookup16(q, shifts, table), x0);
+      t = _mm512_fmadd_ps(nf4_lookup16(q + 8, shifts, table), x1, t);
+      t = _mm512_fmadd_ps(nf4_lookup16(q + 16, shifts, table), x2, t);
+      t = _mm512_fmadd_ps(nf4_lookup16(q + 24, shifts, table), x3, t);
+      acc[i] = _mm512_fmadd_ps(t, _mm512_set1_ps(s[i][b]), acc[i]);
     }
   }
   #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) y[r + i] = _mm512_reduce_add_ps(acc[i]);
+  for (int i = 0; i < R; ++i) y[r + i * st] = _mm512_reduce_add_ps(acc[i]);
 }
 CC_AVX512 void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r0, int r1,
                                float* y) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) nf4_block_avx512<4>(P, S, K, xs, r, y);
-  for (; r < r1; ++r) nf4_block_avx512<1>(P, S, K, xs, r, y);
+  const int q = (r1 - r0) / 4;
+  for (int r = r0; r < r0 + q; ++r) nf4_block_avx512<4>(P, S, K, xs, r, q, y);
+  for (int r = r0 + 4 * q; r < r1; ++r) nf4_block_avx512<1>(P, S, K, xs, r, 0, y);
 }
 #pragma GCC diagnostic pop
 #endif  // CC_X86
@@ -544,7 +562,7 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   const float* xs = x;
   if (pth != kPortable) {
     float* buf = scratch_floats(0, W.K);
-    if (pth == kAvx512) split_pairs(x, W.K, 32, buf);
+    if (pth == kAvx512) nf4_order_avx512(x, W.K, buf);
     else nf4_order_avx2(x, W.K, buf);
     xs = buf;
   }
