@@ -100,8 +100,9 @@ PLANTED = [
     ("ledger_gib_for_gb", "ch04.qlora_gb", "analytic"), ("ledger_gib_for_gb", "ch04.fsdp_per_gpu", "analytic"),
     ("ledger_gib_for_gb", "ch06.decode_ms", "analytic"), ("ledger_gib_for_gb", "ch05.training_state_mb"),
 ]
-# Faults that only a variant of the claim can see: planted where this machine runs that variant. Without bf16
-# instructions the matmul emulates bf16 anyway, and that variant's figures are turned by cli_mutation.py's move.
+# Faults that only a variant of the claim can see: planted where this machine runs that variant (the ISAs are the
+# variant's `when` in expected/ch03/cpu_bf16_autocast.json). Without bf16 instructions the matmul emulates bf16
+# anyway; there the default variant's expected failure is turned by the move onto the measured value below.
 NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16")}
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}
