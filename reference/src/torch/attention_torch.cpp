@@ -1,6 +1,10 @@
 // LibTorch's attention and broadcasting, behind plain types. Version differences live in base's torch_compat.h.
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
 #include <ATen/Parallel.h>
 
 #include "claimcheck/base/torch_compat.h"
@@ -29,6 +33,25 @@ bool torch_available() { return true; }
 std::string torch_attention_api() { return std::string(compat::kSdpaName) + " (LibTorch " + TORCH_VERSION + ")"; }
 
 std::string torch_version() { return TORCH_VERSION; }
+
+double torch_sdpa_cuda_bf16_seconds(const AttnShape& s, bool causal, int repeats) {
+  if (!at::hasCUDA()) throw std::runtime_error("LibTorch " TORCH_VERSION " sees no CUDA device");
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  const at::Tensor q = at::randn({s.B, s.H, s.T, s.D}, opts), k = at::randn({s.B, s.H, s.T, s.D}, opts),
+                   v = at::randn({s.B, s.H, s.T, s.D}, opts);
+  auto call = [&] { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal); };
+  call().sum().item<float>();  // warm-up (kernel selection, workspace), the queue drained
+  std::vector<double> t;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    at::Tensor o;
+    for (int i = 0; i < 10; ++i) o = call();
+    o.sum().item<float>();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 std::string torch_attention_backend(const AttnShape& s) {
   auto q = at::zeros({s.B, s.H, s.T, s.D}, at::kFloat);

@@ -16,6 +16,7 @@ bool torch_available() { return false; }
 std::string torch_attention_api() { return "none (not built with LibTorch)"; }
 std::string torch_version() { return ""; }
 std::string torch_attention_backend(const AttnShape&) { return "none"; }
+double torch_sdpa_cuda_bf16_seconds(const AttnShape&, bool, int) { none(); }
 std::vector<float> torch_attention(const float*, const float*, const float*, const AttnShape&) { none(); }
 std::vector<double> torch_attention(const double*, const double*, const double*, const AttnShape&) { none(); }
 void torch_set_threads(int) {}

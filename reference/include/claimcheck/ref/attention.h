@@ -20,6 +20,11 @@ void attention_fp64(const double* q, const double* k, const double* v, double* o
 std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s);
 std::vector<double> torch_attention(const double* q, const double* k, const double* v, const AttnShape& s);
 bool torch_available();
+// LibTorch's CUDA scaled-dot-product attention (its flash kernel for causal bf16 on Hopper), the GPU competitor:
+// seconds per call on random bf16 [B, H, T, D] data, the median of `repeats` timings of 10 back-to-back calls
+// (host clock, the queue drained by a read of the result). Throws std::runtime_error where LibTorch has no CUDA
+// device (a CPU build of it, no GPU) or there is no LibTorch.
+double torch_sdpa_cuda_bf16_seconds(const AttnShape& s, bool causal, int repeats);
 std::string torch_attention_api();  // which LibTorch function ran
 std::string torch_version();        // "2.15.0+cu132"; "" without LibTorch
 // The kernel ATen's scaled_dot_product_attention picks for fp32 causal inputs of this shape on the CPU:
