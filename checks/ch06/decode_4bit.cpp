@@ -1,6 +1,7 @@
 // ch06.decode_4bit — 「4-bit 量化字节 1/4、时间也 1/4」 (decode is bytes / bandwidth)
 // Analytic on Llama-3-8B under the format named in the expected file; measured here: the same Llama-3-8B-shaped
 // stack decoded with bf16 weights and with NF4 weights (one fp32 absmax per 64, dequantised in registers).
+#include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -29,6 +30,34 @@ static void decode_4bit(claimcheck::Context& ctx) {
     return;
   }
 
+  if (ch06::gpu::present(ctx)) {  // both chains of the GPU form (gpu_layers + lm_head) on kernels/cuda's GEMVs
+    namespace G = ch06::gpu;
+    const ch06::K::DecodeShape shape = G::shape(ctx, G::chain_layers(ctx));
+    const int vocab = G::chain_vocab(ctx), steps = std::max(20, ch06::positive_int(ctx, "steps", 100));
+    ch06::K::GemvFaults faults;
+    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+    G::C::GpuDecodeChain c16(shape, vocab, "bf16", ctx.seed(), claimcheck::usable_cpus(), faults),
+        c4(shape, vocab, "nf4", ctx.seed(), claimcheck::usable_cpus(), faults);
+    double t16 = 1e300, t4 = 1e300;
+    for (int i = 0; i < 3; ++i) {
+      t16 = std::min(t16, c16.time_graph(steps));
+      t4 = std::min(t4, c4.time_graph(steps));
+    }
+    const double byte_ratio = G::shape_bytes(shape, vocab, true) / G::shape_bytes(shape, vocab, false);
+    ctx.measure("time_ratio", t4 / t16, "ratio");
+    ctx.measure_bool("nf4_faster", t4 < t16);
+    ctx.measure("measured_byte_ratio", byte_ratio, "ratio");
+    ctx.measure("time_ratio_over_byte_ratio", t4 / t16 / byte_ratio, "ratio");
+    ctx.measure("nf4_gb_s", c4.weight_bytes() / t4 / 1e9, "GB/s");
+    ctx.measure("bf16_gb_s", c16.weight_bytes() / t16 / 1e9, "GB/s");
+    ctx.detail("ms", {{"bf16", t16 * 1e3}, {"nf4", t4 * 1e3}, {"bf16_mb", c16.weight_bytes() / 1e6},
+                      {"nf4_mb", c4.weight_bytes() / 1e6}, {"device", G::C::device_summary()}});
+    ctx.assumption("measured on " + G::C::device_summary() + ": " + std::to_string(shape.layers) + " Llama-3-8B-shaped "
+                   "layers and the lm_head, each chain's step in a CUDA graph, the best of 3 interleaved medians of " +
+                   std::to_string(steps) + " replays; NF4 = 4 bits + one fp32 absmax per 64 weights (" +
+                   std::to_string(byte_ratio) + " of bf16's bytes), dequantised in registers");
+    return;
+  }
   // Measured part: both stacks from the same seed (the NF4 one quantises the bf16 weights), interleaved.
   const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   const int steps = ch06::positive_int(ctx, "steps", 100);

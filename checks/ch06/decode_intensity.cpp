@@ -2,6 +2,7 @@
 // Analytic on Llama-3-8B and the H100 card; measured here on one Llama-3-8B up_proj-shaped bf16 matrix: batch 1
 // runs at the bandwidth roof (its time is its bytes over the measured read bandwidth), and a batch of B tokens
 // costs about what one costs until the knee, so per-token time falls about B-fold.
+#include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -27,6 +28,33 @@ static void decode_intensity(claimcheck::Context& ctx) {
                   "FLOP/byte", "the lookup moves bytes but does no multiply-adds");
   if (!ctx.part_selected("measured")) {
     ctx.pending("batch 1 against the bandwidth roof, measured here (run with --label measured)");
+    return;
+  }
+
+  if (ch06::gpu::present(ctx)) {  // one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B
+    namespace G = ch06::gpu;
+    const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
+    const G::Roof roof = G::measure_roof(ctx);
+    ch06::K::GemvFaults faults;
+    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+    const auto sweep = G::C::layer_batch_sweep(G::shape(ctx, 1), batches, 20, faults);
+    const G::C::SweepPoint& p1 = sweep.front();
+    const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
+    ctx.measure("b1_vs_bandwidth_roof", p1.seconds / (p1.bytes / roof.read), "ratio");
+    ctx.measure_bool("measured_memory_bound", p1.flops / roof.peak < p1.bytes / roof.read);
+    ctx.measure("per_token_speedup_b4", p1.seconds / (p4.seconds / 4), "ratio");
+    nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
+    for (const auto& p : sweep) {
+      pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops / p.bytes, p.flops / p.seconds));
+      rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
+    }
+    ctx.detail("sweep", rows);
+    ctx.detail("roof", G::roof_json(roof));
+    ctx.detail("roofline", G::chart("batch 1 to " + std::to_string(batches.back()) + " of one Llama layer on " + roof.device,
+                                    roof, 0, pts));
+    ctx.assumption("measured on " + roof.device + ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
+                   "cublasGemmEx (bf16, fp32 accumulation), the median of 20 runs per batch; batch 1 against its bytes "
+                   "over the read probe's bandwidth");
     return;
   }
 

@@ -2,6 +2,7 @@
 // Analytic on the series' card; measured here: T tokens through one Llama-3-8B-shaped layer's seven GEMMs on the
 // project's batched bf16 kernel, against FLOPs over the measured FMA peak (compute-bound) and bytes over the
 // measured bandwidth (far below). The GPU form comes with issue 10.
+#include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -36,6 +37,32 @@ static void prefill_ms(claimcheck::Context& ctx) {
     return;
   }
 
+  if (ch06::gpu::present(ctx)) {  // T tokens through gpu_layers Llama layers and the lm_head, GEMMs through cuBLAS
+    namespace G = ch06::gpu;
+    const int T = ch06::positive_int(ctx, "tokens", 65536), layers = G::chain_layers(ctx), vocab = G::chain_vocab(ctx);
+    const ch06::K::DecodeShape shape = G::shape(ctx, 1);
+    const G::Roof roof = G::measure_roof(ctx);
+    ch06::K::GemvFaults faults;
+    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+    const G::C::SweepPoint layer = G::C::layer_batch_sweep(shape, {T}, 5, faults).front();
+    const G::C::GemmResult head = G::C::gemm_bf16_cublas(vocab, T, shape.hidden, 5);
+    const double t = layers * layer.seconds + head.seconds;
+    const double flops = layers * layer.flops + head.flops;
+    const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
+    ctx.derive("flops_over_peak", flops / roof.peak * 1e3, "ms");
+    ctx.measure("measured_ms", t * 1e3, "ms");
+    ctx.measure("measured_time_over_bytes_roof", t / (bytes / roof.read), "ratio");
+    ctx.measure("measured_share_of_peak", flops / t / roof.peak, "ratio");
+    ctx.detail("roof", G::roof_json(roof));
+    ctx.detail("roofline", G::chart("prefill of " + std::to_string(T) + " tokens on " + roof.device, roof, 0,
+                                    nlohmann::json::array({ch06::roofline_point("prefill T=" + std::to_string(T),
+                                                                                flops / bytes, flops / t)})));
+    ctx.assumption("measured on " + roof.device + ": " + std::to_string(T) + " tokens through one Llama-3-8B-shaped "
+                   "layer's seven GEMMs (cuBLAS, bf16), its median time x " + std::to_string(layers) + " layers, plus the " +
+                   std::to_string(vocab) + "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
+                   "against the bf16 GEMM peak measured at 8192^3");
+    return;
+  }
   // Measured part: one layer, T tokens after a warm-up, three rounds each paired with a peak probed just before it.
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   shape.layers = 1;

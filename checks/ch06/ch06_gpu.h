@@ -1,0 +1,84 @@
+// Chapter 6's measured claims on a CUDA GPU (issue 10): the forms the checks take where the probe found a device.
+// The roofs are measured here (the read-only reduction over 4 GiB, validated against its closed form; the bf16
+// GEMM peak through cuBLAS, validated against fp64 dot products); the kernels are kernels/cuda's. The stated
+// figures stay the series' (the H100's); the laws are judged against this device's measured roofs.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ch06_roofline.h"
+#include "claimcheck/kernels/cuda/decode.h"
+#include "claimcheck/kernels/cuda/probes.h"
+#include "claimcheck/kernels/cuda/stream.h"
+#include "claimcheck/ref/ledger.h"
+
+namespace ch06::gpu {
+namespace C = claimcheck::kernels::cuda;
+
+// The GPU form runs where the probe found a CUDA device (in a build with CUDA).
+inline bool present(claimcheck::Context& ctx) { return ctx.hardware().gpu.has_value(); }
+
+struct Roof {
+  double read = 0, copy = 0, peak = 0;  // bytes/s, bytes/s (read + written), FLOP/s
+  double theory_bw = 0;                 // the probe's 2 x memory clock x bus width
+  double gemm_rel_err = 0;
+  bool read_exact = false;
+  std::string device;
+  double ridge() const { return peak / read; }
+};
+
+inline Roof measure_roof(claimcheck::Context& ctx, bool with_peak = true) {
+  Roof r;
+  r.device = C::device_summary();
+  r.theory_bw = ctx.hardware().gpu->theoretical_bandwidth;
+  const C::ReadResult rd = C::read_bandwidth(std::size_t(4) << 30, 10);
+  r.read_exact = std::fabs(rd.sum - rd.expected_sum) <= 0.5;  // the closed form of the fill: every element read
+  r.read = rd.bytes / rd.seconds;
+  const C::CopyResult cp = C::copy_bandwidth(std::size_t(2) << 30, 10);
+  if (!cp.valid) throw std::runtime_error("the GPU copy probe's destination differs from its source");
+  r.copy = cp.bytes / cp.seconds;
+  if (with_peak) {
+    const C::GemmResult g = C::gemm_bf16_cublas(8192, 8192, 8192, 20);
+    r.gemm_rel_err = g.max_rel_err;
+    if (g.max_rel_err > 1e-2)
+      throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(g.max_rel_err));
+    r.peak = g.flops / g.seconds;
+  }
+  return r;
+}
+
+inline nlohmann::json roof_json(const Roof& r) {
+  return {{"device", r.device},           {"read_gb_s", r.read / 1e9},
+          {"copy_gb_s", r.copy / 1e9},    {"theoretical_gb_s", r.theory_bw / 1e9},
+          {"bf16_gemm_tflops", r.peak / 1e12}, {"ridge_flop_per_byte", r.peak > 0 ? r.ridge() : 0.0},
+          {"gemm_max_rel_err", r.gemm_rel_err}};
+}
+inline nlohmann::json chart(const std::string& title, const Roof& r, double theory_peak, const nlohmann::json& points) {
+  return {{"title", title}, {"peak_flops", r.peak}, {"bandwidth", r.read}, {"theoretical_peak_flops", theory_peak},
+          {"points", points}};
+}
+
+inline K::DecodeShape shape(claimcheck::Context& ctx, int layers) {
+  K::DecodeShape d;
+  d.hidden = positive_int(ctx, "hidden", 65536);
+  d.kv_dim = positive_int(ctx, "kv_dim", 65536);
+  d.ffn = positive_int(ctx, "ffn", 262144);
+  d.layers = layers;
+  return d;
+}
+// The decode chain's size on the GPU: inputs.gpu_layers (32, Llama-3-8B's) and inputs.gpu_vocab (its lm_head).
+inline int chain_layers(claimcheck::Context& ctx) { return positive_int(ctx, "gpu_layers", 128); }
+inline int chain_vocab(claimcheck::Context& ctx) { return positive_int(ctx, "gpu_vocab", 1 << 20); }
+
+// The bytes a chain of this shape reads, from the shape alone (2 per bf16 weight; NF4: half a byte per weight and
+// 4 bytes per 64): the figure the kernel's own count must equal.
+inline double shape_bytes(const K::DecodeShape& d, int vocab, bool nf4) {
+  const double w = d.layers * (2.0 * d.hidden * d.hidden + 2.0 * d.kv_dim * d.hidden + 3.0 * d.ffn * d.hidden) +
+                   static_cast<double>(vocab) * d.hidden;
+  return nf4 ? w / 2 + w / 64 * 4 : 2 * w;
+}
+
+}  // namespace ch06::gpu
