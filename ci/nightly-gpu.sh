@@ -1,24 +1,48 @@
 #!/usr/bin/env bash
-# The nightly GPU job: build with CUDA (the project's kernels for sm_90a) against the host's pip torch (LibTorch
-# 2.x, the torch that ci/setup-python.sh picks: the host's python3), run every claim the GPU allows, publish
-# report-gpu/. Run from the repository root on a GPU host.
-# Without a GPU, GPU checks report "skip" with the reason; they never pass.
+# The nightly GPU job (issue 10): build with CUDA (the project's kernels for sm_90a) against the host's pip torch
+# (LibTorch 2.x, the torch that ci/setup-python.sh picks: the host's python3), only the targets the GPU run needs,
+# in parallel; run the CUDA tests (host-side and on the device), every claim, and the GPU benchmarks; publish
+# report-gpu/ (report.html, report.json, report.md, junit.xml, the benchmark JSON and its rows). Run from the
+# repository root on a GPU host. Without a GPU, GPU checks and tests report "skip" with the reason; never pass.
+# Budget: 8 minutes, build included, on a 16-core H200 host. CLAIMCHECK_NIGHTLY_BENCH=0 leaves the benchmarks out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+stage() { echo "nightly-gpu: $1 ($(( $(date +%s) - start )) s)"; }
 py=$(bash ci/setup-python.sh)
 # Header-only packages the host may lack (nlohmann-json, CLI11, OpenSSL's headers), unpacked with
 # `dpkg -x pkg.deb third_party/` where a host has none of its own.
 extra=()
 [ -d third_party/usr ] && extra+=("-DCMAKE_PREFIX_PATH=$PWD/third_party/usr" "-DOPENSSL_ROOT_DIR=$PWD/third_party/usr")
-cmake --preset cuda -DCLAIMCHECK_PYTHON="$py" "${extra[@]}"
-cmake --build build-cuda -j"$(nproc)"
+cmake --preset cuda -DCLAIMCHECK_PYTHON="$py" "${extra[@]}" >/dev/null
+stage configured
+# What the GPU run needs: the CLI (and its LibTorch checks module), the seeded-run driver of ch06.same_seed_identical,
+# the CUDA tests, the GPU benchmark.
+targets=(claimcheck claimcheck_seeded_run claimcheck_cuda_tests claimcheck_cuda_selftest)
+[ "${CLAIMCHECK_NIGHTLY_BENCH:-1}" != 0 ] && targets+=(claimcheck_bench_gpu)
+cmake --build build-cuda -j"$(nproc)" --target "${targets[@]}"
+stage built
 # The previous night's report.json, kept outside the checkout (actions/checkout cleans the workspace; a
 # self-hosted runner keeps its home). CLAIMCHECK_PREVIOUS_DIR moves it.
 previous=${CLAIMCHECK_PREVIOUS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/report-gpu-previous}
 status=0
-ctest --test-dir build-cuda --output-on-failure --no-tests=error -j4 || status=$?
+mkdir -p report-gpu.new
+ctest --test-dir build-cuda -L cuda --output-on-failure --no-tests=error || status=$?
+stage "cuda tests (exit $status)"
+rows=()
+if [ -x build-cuda/claimcheck_bench_gpu ]; then
+  build-cuda/claimcheck_bench_gpu --benchmark_repetitions=3 --benchmark_min_time=0.05 \
+    --benchmark_out=report-gpu.new/bench_gpu.json --benchmark_out_format=json || status=$?
+  python3 ci/bench_gpu_ratios.py report-gpu.new/bench_gpu.json report-gpu.new/bench_rows_gpu.json || status=$?
+  [ -s report-gpu.new/bench_rows_gpu.json ] && rows=(--benchmarks report-gpu.new/bench_rows_gpu.json)
+  stage benchmarks
+fi
 stamp=$(mktemp)
-build-cuda/claimcheck run --report report-gpu || status=$?
+build-cuda/claimcheck run --report report-gpu "${rows[@]}" || status=$?
+# The benchmark JSON beside the report it fed.
+[ -d report-gpu ] && cp report-gpu.new/* report-gpu/ 2>/dev/null || true
+rm -rf report-gpu.new
+stage "claims (exit $status)"
 echo "report: $PWD/report-gpu/report.html"
 # What changed since the previous night, when this run wrote a report: report-gpu/compare.md and compare.json.
 # A regression (exit 1) or an unreadable previous report (exit 2) fails the job when nothing else has; the exit
@@ -35,4 +59,5 @@ if [ -n "$(find report-gpu/report.json -newer "$stamp" 2>/dev/null)" ]; then
   mkdir -p "$previous" && cp report-gpu/report.json "$previous/report.json"
 fi
 rm -f "$stamp"
+stage "done (exit $status)"
 exit $status

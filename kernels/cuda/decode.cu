@@ -249,6 +249,12 @@ struct GpuDecodeChain::Impl {
   cublasHandle_t blas = nullptr;
   cudaGraphExec_t graph[2] = {nullptr, nullptr};  // ours, cuBLAS's
 
+  ~Impl() {
+    for (auto& g : graph)
+      if (g) cudaGraphExecDestroy(g);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
   bool nf4() const { return format == "nf4"; }
   int fused_of(int layer, int j) const { return layer * 4 + j; }
 
@@ -338,6 +344,10 @@ struct GpuDecodeChain::Impl {
     cudaGraphExec_t& g = graph[cublas ? 1 : 0];
     if (g) return g;
     cudaGraph_t raw = nullptr;
+    // One eager run first: every kernel and cuBLAS call meets the device (module loading, heuristics) outside capture.
+    if (cublas) enqueue_cublas(stream);
+    else enqueue_ours(stream);
+    check(cudaStreamSynchronize(stream), "decode step before capture");
     check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     try {
       if (cublas) enqueue_cublas(stream);
@@ -348,10 +358,11 @@ struct GpuDecodeChain::Impl {
       throw;
     }
     check(cudaStreamEndCapture(stream, &raw), "cudaStreamEndCapture");
-    const cudaError_t e = cudaGraphInstantiate(&g, raw, 0);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, raw, 0);
     cudaGraphDestroy(raw);
     check(e, "cudaGraphInstantiate");
-    return g;
+    return g = exec;
   }
 };
 
@@ -446,13 +457,7 @@ GpuDecodeChain::GpuDecodeChain(const DecodeShape& s, int vocab, const std::strin
   check(cudaDeviceSynchronize(), "GpuDecodeChain upload");
 }
 
-GpuDecodeChain::~GpuDecodeChain() {
-  if (!impl_) return;
-  for (auto& g : impl_->graph)
-    if (g) cudaGraphExecDestroy(g);
-  if (impl_->blas) cublasDestroy(impl_->blas);
-  if (impl_->stream) cudaStreamDestroy(impl_->stream);
-}
+GpuDecodeChain::~GpuDecodeChain() = default;  // Impl owns the stream, the cuBLAS handle and the graphs
 
 const std::vector<MatShape>& GpuDecodeChain::plan() const { return impl_->plan; }
 
@@ -471,7 +476,8 @@ double GpuDecodeChain::flops() const { return plan_flops(impl_->plan); }
 void GpuDecodeChain::step(const float* x, float* hidden_out, float* logits) {
   Impl& m = *impl_;
   const int H = m.s.hidden;
-  check(cudaMemcpy(m.x_in.as<float>(), x, H * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy (x)");
+  // On the chain's stream: a non-blocking stream does not wait for the legacy stream's copies.
+  check(cudaMemcpyAsync(m.x_in.as<float>(), x, H * sizeof(float), cudaMemcpyHostToDevice, m.stream), "cudaMemcpyAsync (x)");
   m.enqueue_ours(m.stream);
   check(cudaStreamSynchronize(m.stream), "decode step");
   check(cudaMemcpy(hidden_out, m.h.as<float>(), H * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy (h)");

@@ -79,16 +79,23 @@ struct Blas {
   cudaStream_t s = nullptr;
   DevBuf ws;
   Blas() {
-    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-    check_blas(cublasCreate(&h), "cublasCreate");
-    check_blas(cublasSetStream(h, s), "cublasSetStream");
-    ws = DevBuf(std::size_t(64) << 20);
-    check_blas(cublasSetWorkspace(h, ws.as<void>(), ws.bytes()), "cublasSetWorkspace");
+    try {
+      check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+      check_blas(cublasCreate(&h), "cublasCreate");
+      check_blas(cublasSetStream(h, s), "cublasSetStream");
+      ws = DevBuf(std::size_t(64) << 20);
+      check_blas(cublasSetWorkspace(h, ws.as<void>(), ws.bytes()), "cublasSetWorkspace");
+    } catch (...) {
+      release();
+      throw;
+    }
   }
-  ~Blas() {
+  void release() {
     if (h) cublasDestroy(h);
     if (s) cudaStreamDestroy(s);
+    h = nullptr, s = nullptr;
   }
+  ~Blas() { release(); }
 };
 
 }  // namespace
@@ -100,6 +107,8 @@ CopyResult copy_bandwidth(std::size_t bytes, int repeats) {
   DevBuf src(n * sizeof(uint4)), dst(n * sizeof(uint4));
   detail::fill_uniform_bf16(src.as<__nv_bfloat16>(), n * 8, 12345u, 1.f);
   check(cudaMemset(dst.as<void>(), 0, dst.bytes()), "cudaMemset");
+  // The fill and the memset ran on the legacy stream; the copies below run on a non-blocking one.
+  check(cudaDeviceSynchronize(), "copy_bandwidth fill");
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
   cudaStream_t s = nullptr;

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Turns a Google Benchmark JSON of claimcheck_bench_gpu into the report's benchmark rows (chapter 6 on the GPU,
+issue 10's speed targets), all measured in the same run (CUDA events), medians when repetitions were run:
+  - the bf16 decode chain (CUDA graph) bytes/s as a share of the read probe's bandwidth (target >= 0.90);
+  - the bf16 decode chain against the same chain through cuBLAS, both in CUDA graphs (target >= 1.0, goal 1.19);
+    and the two eager (no graph);
+  - the NF4 chain's time over the bf16 chain's (target <= 0.30);
+  - the causal bf16 attention kernel against LibTorch's CUDA scaled_dot_product_attention (target >= 0.5, goal 0.7);
+  - cuBLAS's bf16 GEMM at 8192^3 (the compute roof) in TFLOP/s, and the ridge it makes with the read bandwidth.
+A benchmark that stopped with an error (no CUDA device) gives no row; with no row at all the output is [].
+Each row: name, ratio, detail (and the figures it came from).
+
+usage: bench_gpu_ratios.py BENCH.json OUT.json"""
+import json
+import re
+import statistics
+import sys
+
+
+def load_runs(data):
+    runs = {}
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b["name"]).replace("/manual_time", "")
+        name = re.sub(r"/iterations:\d+", "", name)
+        runs.setdefault(name, []).append(b)
+    return runs
+
+
+def rows_from(data):
+    runs = load_runs(data)
+    ctx = data.get("context", {})
+    device = ctx.get("device", "?")
+    torch = f"PyTorch {ctx.get('libtorch_version', '?')}"
+
+    def med(name, key="real_time"):
+        vals = [r[key] for r in runs.get(name, []) if key in r]
+        return statistics.median(vals) if vals else None
+
+    def spread(*names):
+        out = 0.0
+        for n in names:
+            vals = [r["real_time"] for r in runs.get(n, [])]
+            if len(vals) > 1:
+                out = max(out, (max(vals) - min(vals)) / statistics.median(vals))
+        return out
+
+    rows = []
+    read = med("gpu/bandwidth/read", "bytes/s")
+    chain = med("gpu/decode/bf16_chain_graph")
+    chain_bps = med("gpu/decode/bf16_chain_graph", "bytes/s")
+    chain_bytes = med("gpu/decode/bf16_chain_graph", "bytes")
+    if chain_bps and read:
+        rows.append({"name": "GPU bf16 decode chain (CUDA graph) bytes/s as a share of the read bandwidth",
+                     "ratio": chain_bps / read, "chain_ms": chain, "read_gbps": read / 1e9,
+                     "spread": spread("gpu/decode/bf16_chain_graph", "gpu/bandwidth/read"),
+                     "detail": f"{chain_bytes / 1e9:.2f} GB in {chain:.3f} ms = {chain_bps / 1e12:.2f} TB/s vs the read "
+                               f"probe's {read / 1e12:.2f} TB/s on {device} (target >= 0.90)"})
+    for mode in ("graph", "eager"):
+        ours, blas = med(f"gpu/decode/bf16_chain_{mode}"), med(f"gpu/decode/cublas_chain_{mode}")
+        if ours and blas:
+            rows.append({"name": f"GPU bf16 decode chain vs the cuBLAS chain ({'CUDA graphs' if mode == 'graph' else 'eager'})",
+                         "ratio": blas / ours, "custom_ms": ours, "cublas_ms": blas,
+                         "spread": spread(f"gpu/decode/bf16_chain_{mode}", f"gpu/decode/cublas_chain_{mode}"),
+                         "detail": f"ours {ours:.3f} ms vs cublasGemmEx {blas:.3f} ms per token on {device}"
+                                   + (" (target >= 1.0, goal 1.19)" if mode == "graph" else "")})
+    nf = med("gpu/decode/nf4_chain_graph")
+    nf_bytes = med("gpu/decode/nf4_chain_graph", "bytes")
+    if nf and chain:
+        rows.append({"name": "GPU NF4 decode chain time / bf16 decode chain time (CUDA graphs)", "ratio": nf / chain,
+                     "nf4_ms": nf, "bf16_ms": chain,
+                     "bytes_ratio": nf_bytes / chain_bytes if nf_bytes and chain_bytes else None,
+                     "spread": spread("gpu/decode/nf4_chain_graph", "gpu/decode/bf16_chain_graph"),
+                     "detail": f"nf4 {nf:.3f} ms vs bf16 {chain:.3f} ms" +
+                               (f"; bytes x{nf_bytes / chain_bytes:.3f}" if nf_bytes and chain_bytes else "") +
+                               " (target <= 0.30)"})
+    for T in (1024, 4096):
+        ours = med(f"gpu/attention/ours_causal_bf16/{T}")
+        sdpa = med(f"gpu/attention/sdpa_causal_bf16/{T}")
+        fl = med(f"gpu/attention/ours_causal_bf16/{T}", "FLOP/s")
+        if ours and sdpa:
+            rows.append({"name": f"GPU causal bf16 attention vs {torch} CUDA SDPA, H=32 D=128 T={T}",
+                         "ratio": sdpa / ours, "custom_ms": ours, "sdpa_ms": sdpa,
+                         "spread": spread(f"gpu/attention/ours_causal_bf16/{T}", f"gpu/attention/sdpa_causal_bf16/{T}"),
+                         "detail": f"ours {ours:.3f} ms ({fl / 1e12:.0f} TFLOP/s) vs SDPA {sdpa:.3f} ms on {device}"
+                                   + (" (target >= 0.5, goal 0.7)" if T == 4096 else "")})
+    peak = med("gpu/gemm/cublas_bf16_8192", "FLOP/s")
+    if peak and read:
+        rows.append({"name": "GPU ridge: cuBLAS bf16 GEMM 8192^3 over the read bandwidth (FLOP/byte)",
+                     "ratio": peak / read, "tflops": peak / 1e12, "read_gbps": read / 1e9,
+                     "detail": f"{peak / 1e12:.0f} TFLOP/s over {read / 1e12:.2f} TB/s on {device} (the H100 card's "
+                               f"ridge is 295)"})
+    return rows
+
+
+def main(src, dst):
+    with open(src) as f:
+        data = json.load(f)
+    rows = rows_from(data)
+    with open(dst, "w") as f:
+        json.dump(rows, f, indent=2)
+    for r in rows:
+        print(f"{r['name']}: {r['ratio']:.3f}  {r['detail']}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(*sys.argv[1:3])
