@@ -99,6 +99,9 @@ PLANTED = [
     ("ledger_gib_for_gb", "ch04.full_finetune_gb", "analytic"), ("ledger_gib_for_gb", "ch04.lora_gb", "analytic"),
     ("ledger_gib_for_gb", "ch04.qlora_gb", "analytic"), ("ledger_gib_for_gb", "ch04.fsdp_per_gpu", "analytic"),
     ("ledger_gib_for_gb", "ch06.decode_ms", "analytic"), ("ledger_gib_for_gb", "ch05.training_state_mb"),
+    # On a GPU only (elsewhere the claim is not runnable and is skipped here): the loss read after every step in
+    # both loops (kernels/torch/perf.cpp).
+    ("item_every_step", "ch03.item_sync"),
 ]
 # Faults that only a variant of the claim can see: planted where this machine runs that variant (the ISAs are the
 # variant's `when` in expected/ch03/cpu_bf16_autocast.json). Without bf16 instructions the matmul emulates bf16
@@ -129,7 +132,7 @@ smaller_work(exp, a.root)
 TIMED = ("ch06.decode_measured", "ch06.decode_4bit", "ch06.decode_intensity", "ch06.ridge_measured",
          "ch06.prefill_ms", "ch06.mfu", "ch06.backward_2x", "ch06.quant_inference_not_training",
          "ch06.profiler_buckets", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute",
-         "ch03.cpu_bf16_autocast")
+         "ch03.cpu_bf16_autocast", "ch03.item_sync")
 for fault, claim, *label in PLANTED:
     if a.part != "all" and claim.startswith(TIMED) != (a.part == "timed"):
         continue

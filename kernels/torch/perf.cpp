@@ -12,6 +12,8 @@
 #include <set>
 #include <stdexcept>
 
+#include <torch/cuda.h>
+
 #include "decoder.h"
 
 namespace claimcheck::train {
@@ -332,6 +334,67 @@ KvCacheMeasure allocate_kv_cache(const std::filesystem::path& config, int tokens
   m.bytes = live_bytes() - before;
   m.tensors = static_cast<std::int64_t>(cache.size());
   return m;
+}
+
+bool torch_cuda_available(std::string* why) {
+  if (torch::cuda::is_available()) return true;
+  if (why)
+    *why = std::string("LibTorch ") + TORCH_VERSION + " sees no CUDA device (no GPU, or a build that links only "
+           "libtorch_cpu: the cuda preset links LibTorch's CUDA libraries)";
+  return false;
+}
+
+ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rounds, const std::string& fault) {
+  if (fault != "" && fault != "item_every_step") throw std::invalid_argument("item_sync_timing: unknown fault '" + fault + "'");
+  if (steps < 1 || rare < 1 || rounds < 1) throw std::invalid_argument("item_sync_timing: steps, rare and rounds must be positive");
+  std::string why;
+  if (!torch_cuda_available(&why)) throw std::runtime_error(why);
+  ItemSyncTiming r;
+  r.steps = steps, r.rare = rare, r.rounds = rounds, r.width = 1024, r.layers = 4, r.batch = 128;
+  const torch::Device dev(torch::kCUDA);
+  torch::manual_seed(seed);
+  torch::nn::Sequential net;
+  for (int i = 0; i < r.layers; ++i) {
+    net->push_back(torch::nn::Linear(r.width, r.width));
+    net->push_back(torch::nn::ReLU());
+  }
+  net->push_back(torch::nn::Linear(r.width, 16));
+  net->to(dev);
+  torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4));
+  const torch::Tensor x = torch::randn({r.batch, r.width}, torch::TensorOptions().device(dev));
+  const torch::Tensor y = torch::randint(0, 16, {r.batch}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+  auto step = [&] {
+    opt.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  float sink = 0;
+  auto run = [&](int every) {
+    torch::cuda::synchronize();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) {
+      torch::Tensor loss = step();
+      if ((i + 1) % every == 0) sink += loss.item<float>();  // waits for every kernel queued so far
+    }
+    torch::cuda::synchronize();
+    return since(t0) / steps;
+  };
+  run(rare);  // warm-up: kernels loaded, the allocator's cache filled
+  const int rare_every = fault == "item_every_step" ? 1 : rare;
+  std::vector<double> every, rarely;
+  for (int k = 0; k < rounds; ++k) {
+    every.push_back(run(1));
+    rarely.push_back(run(rare_every));
+  }
+  std::sort(every.begin(), every.end());
+  std::sort(rarely.begin(), rarely.end());
+  r.every_step_s = every[every.size() / 2];
+  r.rare_step_s = rarely[rarely.size() / 2];
+  (void)sink;
+  r.device = "CUDA device 0 of " + std::to_string(torch::cuda::device_count());
+  return r;
 }
 
 }  // namespace claimcheck::train

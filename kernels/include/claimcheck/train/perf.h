@@ -68,4 +68,20 @@ struct KvCacheMeasure {
 // fault (tests): "kv_full_heads" (one cached head per query head, as if there were no GQA).
 KvCacheMeasure allocate_kv_cache(const std::filesystem::path& config, int tokens, const std::string& fault = "");
 
+// Chapter 3's loss.item() on a GPU (LibTorch CUDA): a small MLP (width x width Linear layers, ReLU, AdamW, cross
+// entropy on a fixed random batch) trained on the CUDA device, the loss read back to the host with .item() after
+// every step, and after every `rare`-th step only. Per-step times: the median over `rounds` interleaved rounds of
+// `steps` steps each (host clock, the queue drained before and after each round). Throws std::runtime_error with
+// the reason where LibTorch sees no CUDA device (a CPU-only LibTorch, or no GPU).
+struct ItemSyncTiming {
+  double every_step_s = 0;  // per step, .item() after each step
+  double rare_step_s = 0;   // per step, .item() after every rare-th step
+  int steps = 0, rare = 0, rounds = 0, width = 0, layers = 0, batch = 0;
+  std::string device;
+};
+// fault (tests): "item_every_step" (the rare loop reads the loss after every step too).
+ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rounds, const std::string& fault = "");
+// Whether LibTorch sees a CUDA device; *why says why not.
+bool torch_cuda_available(std::string* why);
+
 }  // namespace claimcheck::train

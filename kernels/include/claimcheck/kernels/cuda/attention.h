@@ -10,13 +10,15 @@
 
 namespace claimcheck::kernels::cuda {
 
-// Device pointers; stream: a cudaStream_t (nullptr = the default stream).
+// Device pointers, 16-byte aligned; o must not alias q, k or v (the kernel reads them through __restrict__);
+// stream: a cudaStream_t (nullptr = the default stream).
 void attention_fwd_bf16(const bf16_t* q, const bf16_t* k, const bf16_t* v, bf16_t* o, const AttnDims& d, bool causal,
                         void* stream = nullptr);
 // For tests: host arrays in, the host result out (uploads, runs, downloads).
 std::vector<bf16_t> attention_fwd_bf16_host(const bf16_t* q, const bf16_t* k, const bf16_t* v, const AttnDims& d,
                                             bool causal);
-// Median seconds of `repeats` launches (CUDA events) on random device data of the shape, after a warm-up.
+// Seconds per launch on random device data of the shape, after a warm-up: the median over `repeats` timings
+// (CUDA events) of 10 back-to-back launches each, so that host-side launch work does not count at small shapes.
 double time_attention_fwd_bf16(const AttnDims& d, bool causal, int repeats);
 
 // A fault a test plants to prove the checks fail: the kernel skips the online-softmax rescale of the running

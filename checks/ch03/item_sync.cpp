@@ -1,0 +1,30 @@
+// ch03.item_sync — 「loss.item() 为什么慢：CPU 异步发 kernel，.item() 要等 GPU 队列清空——别每步都取」
+// On a GPU through LibTorch CUDA: a small MLP trained with the loss read back (.item()) after every step, and after
+// every 50th step; the per-step times, interleaved rounds, medians. Reading it every step makes the CPU wait for
+// the GPU's queue to drain each step, so the two stop overlapping: the step gets slower.
+#include "claimcheck/check.h"
+#include "claimcheck/train/perf.h"
+
+#include <nlohmann/json.hpp>
+
+static void item_sync(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  std::string why;
+  if (!claimcheck::train::torch_cuda_available(&why)) ctx.skip(why);
+  const int steps = ctx.input("steps").get<int>(), rare = ctx.input("rare").get<int>(),
+            rounds = ctx.input("rounds").get<int>();
+  const auto t = claimcheck::train::item_sync_timing(ctx.seed(), steps, rare, rounds, ctx.planted_fault());
+  ctx.measure_bool("value", t.every_step_s > t.rare_step_s);
+  ctx.measure("sync_slowdown", t.every_step_s / t.rare_step_s, "ratio");
+  ctx.measure("every_step_us", t.every_step_s * 1e6, "us");
+  ctx.measure("rare_step_us", t.rare_step_s * 1e6, "us");
+  ctx.detail("model", {{"layers", t.layers}, {"width", t.width}, {"batch", t.batch}, {"device", t.device}});
+  ctx.assumption(std::to_string(t.layers) + " Linear(" + std::to_string(t.width) + ") + ReLU layers, batch " +
+                 std::to_string(t.batch) + ", AdamW on the GPU; " + std::to_string(t.steps) + " steps per round with "
+                 ".item() after every step vs after every " + std::to_string(t.rare) + "th, the median of " +
+                 std::to_string(t.rounds) + " interleaved rounds (host clock, the queue drained around each round)");
+  ctx.pending("the share of GPU idle time the profiler shows (LibTorch's C++ Kineto API is not wired yet)");
+#endif
+}
+CLAIMCHECK_REGISTER(item_sync).claim("ch03.item_sync").needs(claimcheck::Requirement::libtorch)
+    .needs(claimcheck::Requirement::gpu);
