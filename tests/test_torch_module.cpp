@@ -8,6 +8,7 @@
 #include "module.h"
 #include "records.h"
 #include "registry.h"
+#include "claimcheck/train/perf.h"
 
 namespace claimcheck {
 const std::vector<ModuleCheck>& torch_module_manifest();
@@ -42,4 +43,25 @@ TEST(TorchModule, LibTorchFactsComeWithItsCode) {
   EXPECT_TRUE(torch_info_loaded());
   EXPECT_FALSE(torch_version().empty());
   EXPECT_NE(torch_config().find("PyTorch"), std::string::npos) << torch_config().substr(0, 200);
+}
+
+// The GPU form of the block step (ch06.mfu, ch06.backward_2x) differs from the CPU's in its device and dtype: the
+// dtype half runs here, on the CPU, so that a GPU host never meets it first; the device half says why it cannot run.
+TEST(TorchModule, BlockStepRunsInBf16AndSaysWhyNotOnCuda) {
+  namespace train = claimcheck::train;
+  const std::filesystem::path config = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/configs/llama-scaled-ch04.json";
+  const auto f32 = train::time_block_step(config, 3, 1, 16, 1, "", {false, false, 1});
+  const auto b16 = train::time_block_step(config, 3, 1, 16, 1, "", {false, true, 1});
+  EXPECT_EQ(b16.dtype, "bfloat16");
+  EXPECT_EQ(f32.dtype, "float32");
+  EXPECT_EQ(b16.layers, 1);
+  EXPECT_DOUBLE_EQ(b16.forward_flops, f32.forward_flops);
+  EXPECT_GT(b16.forward_s, 0);
+  EXPECT_GT(b16.backward_s, 0);
+  std::string why;
+  if (!train::torch_cuda_available(&why)) {
+    EXPECT_NE(why.find("CUDA"), std::string::npos) << why;
+    EXPECT_THROW(train::time_block_step(config, 3, 1, 16, 1, "", {true, true, 1}), std::runtime_error);
+    EXPECT_THROW(train::item_sync_timing(3, 10, 5, 1), std::runtime_error);
+  }
 }

@@ -2,6 +2,7 @@
 // input requiring grad) in LibTorch: backward time over forward time, best of interleaved runs. Each forward GEMM
 // has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
 #include "claimcheck/check.h"
+#include "claimcheck/probe.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,22 +12,32 @@
 
 static void backward_2x(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  // Prepare.
-  const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
+  // Prepare: on a GPU (the probe found one and LibTorch sees it) gpu_layers Llama-3-8B layers in bf16, else the
+  // CPU form.
+  std::string no_cuda;
+  const bool gpu = ctx.hardware().gpu.has_value() && claimcheck::train::torch_cuda_available(&no_cuda);
+  const int batch = ctx.input(gpu ? "gpu_batch" : "batch").get<int>();
+  const int tokens = ctx.input(gpu ? "gpu_tokens" : "tokens").get<int>();
   const int repeats = ctx.input("repeats").get<int>();
+  const std::string config = gpu ? "gpu_config" : "config";
+  claimcheck::train::BlockStepOn on;
+  if (gpu) on = {true, true, ctx.input("gpu_layers").get<int>()};
+  else if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
 
   // Run.
-  const auto r = claimcheck::train::time_block_step(ctx.input_path("config"), ctx.seed(), batch, tokens, repeats,
-                                                    ctx.planted_fault());
+  const auto r = claimcheck::train::time_block_step(ctx.input_path(config), ctx.seed(), batch, tokens, repeats,
+                                                    ctx.planted_fault(), on);
 
   // Verify.
   ctx.measure(r.backward_s / r.forward_s, "ratio");
   ctx.detail("ms", {{"forward", r.forward_s * 1e3}, {"backward", r.backward_s * 1e3}, {"step", r.step_s * 1e3}});
   ctx.detail("forward_gflop", r.forward_flops / 1e9);
-  ctx.assumption(std::to_string(r.layers) + " decoder layers of " + ctx.input_path("config").filename().string() +
-                 " in fp32 on a [" + std::to_string(batch) + ", " + std::to_string(tokens) + "] input that requires "
-                 "grad (so the first layer also computes dX), fused SDPA attention, " + std::to_string(r.threads) +
-                 " intra-op threads; best of " + std::to_string(repeats) + " interleaved steps");
+  ctx.assumption(std::to_string(r.layers) + " decoder layers of " + ctx.input_path(config).filename().string() +
+                 " in " + r.dtype + " on " + (gpu ? "the GPU (LibTorch CUDA, each phase timed with the queue drained)"
+                                                  : std::to_string(r.threads) + " CPU intra-op threads") +
+                 ", a [" + std::to_string(batch) + ", " + std::to_string(tokens) + "] input that requires grad (so the "
+                 "first layer also computes dX), fused SDPA attention; best of " + std::to_string(repeats) +
+                 " interleaved steps");
 #endif
 }
 CLAIMCHECK_REGISTER(backward_2x).claim("ch06.backward_2x").needs(claimcheck::Requirement::libtorch);

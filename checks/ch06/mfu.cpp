@@ -1,14 +1,43 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
 // peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model.
+#include "ch06_gpu.h"
 #include "ch06_roofline.h"
 
 #if CLAIMCHECK_WITH_TORCH
 #include "claimcheck/train/perf.h"
 #endif
 
+#if CLAIMCHECK_WITH_TORCH
+// On a GPU: gpu_layers Llama-3-8B layers in bf16 (LibTorch CUDA), against the bf16 GEMM peak cuBLAS reaches here.
+static void mfu_gpu(claimcheck::Context& ctx) {
+  namespace train = claimcheck::train;
+  const int batch = ctx.input("gpu_batch").get<int>(), tokens = ctx.input("gpu_tokens").get<int>();
+  const int repeats = ctx.input("repeats").get<int>();
+  const ch06::gpu::C::GemmResult peak = ch06::gpu::C::gemm_bf16_cublas(8192, 8192, 8192, 20);
+  if (peak.max_rel_err > 1e-2)
+    throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(peak.max_rel_err));
+  const double peak_flops = peak.flops / peak.seconds;
+  const auto block = train::time_block_step(ctx.input_path("gpu_config"), ctx.seed(), batch, tokens, repeats,
+                                            ctx.planted_fault(), {true, true, ctx.input("gpu_layers").get<int>()});
+  const double block_flops = 3 * block.forward_flops;
+  ctx.measure(100 * block_flops / block.step_s / peak_flops, "%");
+  ctx.detail("block", {{"step_ms", block.step_s * 1e3}, {"gflop", block_flops / 1e9},
+                       {"achieved_tflops", block_flops / block.step_s / 1e12}});
+  ctx.detail("roof", {{"bf16_gemm_tflops", peak_flops / 1e12}, {"device", ch06::gpu::C::device_summary()}});
+  ctx.assumption("the block: " + std::to_string(block.layers) + " decoder layers of " +
+                 ctx.input_path("gpu_config").filename().string() + " in bf16 on the GPU (LibTorch CUDA, bf16 AdamW "
+                 "state), batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens; FLOPs = 3 x (2 per "
+                 "Linear weight per token + causal attention); peak = cuBLAS's bf16 GEMM at 8192^3 measured here (the "
+                 "datasheet's dense figure is higher: MFU against it would be lower)");
+}
+#endif
+
 static void mfu(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace train = claimcheck::train;
+  std::string no_cuda;
+  if (ctx.hardware().gpu && train::torch_cuda_available(&no_cuda)) return mfu_gpu(ctx);
+  if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
   // Prepare.
   const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
   const int repeats = ctx.input("repeats").get<int>();

@@ -74,42 +74,60 @@ struct StepData {
     stored = torch::randn({batch, tokens, c.hidden}).to(torch::kBFloat16);
     proj = torch::randn({batch, tokens, c.hidden}) / std::sqrt(static_cast<double>(c.hidden));
   }
-  torch::Tensor input() const { return stored.to(torch::kFloat).requires_grad_(true); }
+  torch::Tensor input(torch::Dtype dtype = torch::kFloat) const { return stored.to(dtype).requires_grad_(true); }
   torch::Tensor stored, proj;
 };
 
 }  // namespace
 
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
-                                int repeats, const std::string& fault) {
-  const DecoderConfig c = read_decoder_config(config);
+                                int repeats, const std::string& fault, const BlockStepOn& on) {
+  DecoderConfig c = read_decoder_config(config);
+  if (on.layers < 0) throw std::invalid_argument("time_block_step: layers must not be negative");
+  if (on.layers > 0) c.layers = std::min<std::int64_t>(c.layers, on.layers);
+  std::string why;
+  if (on.cuda && !torch_cuda_available(&why)) throw std::runtime_error(why);
+  const torch::Device device = on.cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  const torch::Dtype dtype = on.bf16 ? torch::kBFloat16 : torch::kFloat;
+  // The queue drained at each timestamp on a GPU (its kernels run asynchronously); nothing to wait for on a CPU.
+  auto now = [&] {
+    if (on.cuda) torch::cuda::synchronize();
+    return Clock::now();
+  };
   install_counting_allocator();
   const std::int64_t base = live_bytes();
   LayerStack block(c, seed, tokens);
-  const StepData data(c, batch, tokens);
+  StepData data(c, batch, tokens);
+  if (on.cuda || on.bf16) {
+    for (auto& l : block.layers) l->to(device, dtype);
+    block.cos = block.cos.to(device, dtype);
+    block.sin = block.sin.to(device, dtype);
+    data.stored = data.stored.to(device);
+    data.proj = data.proj.to(device, dtype);
+  }
   const bool recompute = fault == "backward_recomputes";
   torch::optim::AdamW opt(block.parameters(), torch::optim::AdamWOptions(1e-4));
   BlockStepTiming r;
   r.forward_s = r.backward_s = r.step_s = std::numeric_limits<double>::infinity();
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {  // the first run warms up
     opt.zero_grad();
-    const auto x = data.input();
-    const auto t0 = Clock::now();
+    const auto x = data.input(dtype);
+    const auto t0 = now();
     const auto loss = (block.forward(x, recompute) * data.proj).sum();
-    const auto t1 = Clock::now();
+    const auto t1 = now();
     loss.backward();
-    const auto t2 = Clock::now();
+    const auto t2 = now();
     opt.step();
-    const auto t3 = Clock::now();
+    const auto t3 = now();
     if (i == 0) continue;
     r.forward_s = std::min(r.forward_s, std::chrono::duration<double>(t1 - t0).count());
     r.backward_s = std::min(r.backward_s, std::chrono::duration<double>(t2 - t1).count());
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
   }
-  {  // one more step under the allocator's peak counter (the optimizer state exists by now)
+  if (!on.cuda) {  // one more step under the allocator's peak counter (the optimizer state exists by now)
     opt.zero_grad();
     reset_peak();
-    (block.forward(data.input(), recompute) * data.proj).sum().backward();
+    (block.forward(data.input(dtype), recompute) * data.proj).sum().backward();
     opt.step();
     r.step_peak_bytes = peak_bytes() - base;
   }
@@ -120,6 +138,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   r.tokens = tokens;
   r.layers = static_cast<int>(c.layers);
   r.threads = at::get_num_threads();
+  r.device = on.cuda ? "cuda" : "cpu";
+  r.dtype = on.bf16 ? "bfloat16" : "float32";
   return r;
 }
 

@@ -23,11 +23,21 @@ struct BlockStepTiming {
   std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
                                      // saved activations and temporaries (each touched at least once)
   int batch = 0, tokens = 0, layers = 0, threads = 0;
+  std::string device = "cpu", dtype = "float32";
+};
+// Where the step runs: the CPU in fp32 (the default), or the CUDA device (LibTorch CUDA) with bf16 weights, data
+// and AdamW state, each phase timed with the queue drained around it. layers > 0 takes the config's first `layers`
+// layers (a Llama-3-8B layer or two on a GPU). step_peak_bytes is the counting allocator's (the CPU's); 0 on CUDA.
+struct BlockStepOn {
+  bool cuda = false;
+  bool bf16 = false;
+  int layers = 0;
 };
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
 // "flops_per_token_only" (forward_flops counts one token, not the step's).
+// Throws std::runtime_error (the reason) where on.cuda and LibTorch sees no CUDA device.
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
-                                int repeats, const std::string& fault = "");
+                                int repeats, const std::string& fault = "", const BlockStepOn& on = {});
 
 // Chapter 3's training step (the tiny character Transformer, AdamW), timed: best of `repeats`.
 struct TinyStepTiming {
