@@ -206,6 +206,12 @@ TEST(CudaDevice, ProbesValidateWhatTheyTime) {
   NEED_DEVICE();
   const C::ReadResult r = C::read_bandwidth(std::size_t(256) << 20, 3);
   EXPECT_NEAR(r.sum, r.expected_sum, 0.5);
+  // The planted probe faults the checks' GPU forms are held against (the CPU probe's names).
+  const C::ReadResult skipped = C::read_bandwidth(std::size_t(256) << 20, 3, /*skips=*/true);
+  EXPECT_GT(std::fabs(skipped.sum - skipped.expected_sum), 0.5) << "reading one vector in four misses the closed form";
+  K::RooflineFaults few;
+  few.few_chains = true;
+  EXPECT_DOUBLE_EQ(C::gemm_peak_bf16(2, few).flops, 2.0 * 512 * 512 * 512);
   const C::CopyResult c = C::copy_bandwidth(std::size_t(256) << 20, 3);
   EXPECT_TRUE(c.valid);
   EXPECT_GT(c.seconds, 0);

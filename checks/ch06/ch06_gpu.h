@@ -30,21 +30,31 @@ struct Roof {
   double ridge() const { return peak / read; }
 };
 
+// The compute roof, with the probe fault a test planted (the CPU probe's names: probe_few_chains, probe_scalar).
+inline C::GemmResult gemm_peak(claimcheck::Context& ctx) {
+  K::RooflineFaults faults;
+  K::parse_roofline_fault(ctx.planted_fault(), &faults);
+  const C::GemmResult g = C::gemm_peak_bf16(20, faults);
+  if (g.max_rel_err > 1e-2)
+    throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(g.max_rel_err));
+  return g;
+}
+
 inline Roof measure_roof(claimcheck::Context& ctx, bool with_peak = true) {
   Roof r;
   r.device = C::device_summary();
   r.theory_bw = ctx.hardware().gpu->theoretical_bandwidth;
-  const C::ReadResult rd = C::read_bandwidth(std::size_t(4) << 30, 10);
+  K::RooflineFaults faults;
+  K::parse_roofline_fault(ctx.planted_fault(), &faults);
+  const C::ReadResult rd = C::read_bandwidth(std::size_t(4) << 30, 10, faults.read_skips);
   r.read_exact = std::fabs(rd.sum - rd.expected_sum) <= 0.5;  // the closed form of the fill: every element read
   r.read = rd.bytes / rd.seconds;
   const C::CopyResult cp = C::copy_bandwidth(std::size_t(2) << 30, 10);
   if (!cp.valid) throw std::runtime_error("the GPU copy probe's destination differs from its source");
   r.copy = cp.bytes / cp.seconds;
   if (with_peak) {
-    const C::GemmResult g = C::gemm_bf16_cublas(8192, 8192, 8192, 20);
+    const C::GemmResult g = gemm_peak(ctx);
     r.gemm_rel_err = g.max_rel_err;
-    if (g.max_rel_err > 1e-2)
-      throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(g.max_rel_err));
     r.peak = g.flops / g.seconds;
   }
   return r;

@@ -13,9 +13,7 @@ static void mfu_gpu(claimcheck::Context& ctx) {
   namespace train = claimcheck::train;
   const int batch = ctx.input("gpu_batch").get<int>(), tokens = ctx.input("gpu_tokens").get<int>();
   const int repeats = ctx.input("repeats").get<int>();
-  const ch06::gpu::C::GemmResult peak = ch06::gpu::C::gemm_bf16_cublas(8192, 8192, 8192, 20);
-  if (peak.max_rel_err > 1e-2)
-    throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(peak.max_rel_err));
+  const ch06::gpu::C::GemmResult peak = ch06::gpu::gemm_peak(ctx);
   const double peak_flops = peak.flops / peak.seconds;
   const auto block = train::time_block_step(ctx.input_path("gpu_config"), ctx.seed(), batch, tokens, repeats,
                                             ctx.planted_fault(), {true, true, ctx.input("gpu_layers").get<int>()});

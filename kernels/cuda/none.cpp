@@ -17,9 +17,10 @@ int device_count(std::string* why) {
   if (why) *why = kWhy;
   return 0;
 }
-ReadResult read_bandwidth(std::size_t, int) { none(); }
+ReadResult read_bandwidth(std::size_t, int, bool) { none(); }
 CopyResult copy_bandwidth(std::size_t, int) { none(); }
 GemmResult gemm_bf16_cublas(int, int, int, int) { none(); }
+GemmResult gemm_peak_bf16(int, const RooflineFaults&) { none(); }
 std::vector<SweepPoint> layer_batch_sweep(const DecodeShape&, const std::vector<int>&, int, const GemvFaults&) { none(); }
 std::vector<float> gemv_bf16_host(const bf16_t*, int, int, const float*, const GemvFaults&) { none(); }
 std::vector<float> gemv_nf4_host(const Nf4Matrix&, const float*, const GemvFaults&) { none(); }

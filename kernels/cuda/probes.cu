@@ -168,6 +168,11 @@ GemmResult gemm_bf16_cublas(int M, int N, int K, int repeats) {
   return r;
 }
 
+GemmResult gemm_peak_bf16(int repeats, const RooflineFaults& faults) {
+  const int n = faults.few_chains || faults.scalar ? 512 : 8192;
+  return gemm_bf16_cublas(n, n, n, repeats);
+}
+
 std::vector<SweepPoint> layer_batch_sweep(const DecodeShape& s, const std::vector<int>& batches, int repeats,
                                           const GemvFaults& faults) {
   need_device();
@@ -197,13 +202,16 @@ std::vector<SweepPoint> layer_batch_sweep(const DecodeShape& s, const std::vecto
     for (const auto& m : plan) p.bytes += 2.0 * B * (m.K + m.N);
     p.seconds = detail::median_event_seconds(b.s, repeats, [&] {
       for (std::size_t i = 0; i < plan.size(); ++i) {
-        if (faults.gemm_per_token) {
-          for (int t = 0; t < B; ++t)
-            gemm(b.h, plan[i].N, 1, plan[i].K, W[i].as<__nv_bfloat16>(),
-                 X.as<__nv_bfloat16>() + static_cast<std::size_t>(t) * plan[i].K,
-                 Y.as<__nv_bfloat16>() + static_cast<std::size_t>(t) * plan[i].N);
-        } else {
-          gemm(b.h, plan[i].N, B, plan[i].K, W[i].as<__nv_bfloat16>(), X.as<__nv_bfloat16>(), Y.as<__nv_bfloat16>());
+        for (int twice = 0; twice < (faults.read_weights_twice ? 2 : 1); ++twice) {
+          if (faults.gemm_per_token) {
+            for (int t = 0; t < B; ++t)
+              gemm(b.h, plan[i].N, 1, plan[i].K, W[i].as<__nv_bfloat16>(),
+                   X.as<__nv_bfloat16>() + static_cast<std::size_t>(t) * plan[i].K,
+                   Y.as<__nv_bfloat16>() + static_cast<std::size_t>(t) * plan[i].N);
+          } else {
+            gemm(b.h, plan[i].N, faults.first_tile_only ? std::min(B, 4) : B, plan[i].K, W[i].as<__nv_bfloat16>(),
+                 X.as<__nv_bfloat16>(), Y.as<__nv_bfloat16>());
+          }
         }
       }
     });

@@ -21,9 +21,10 @@ __global__ void fill(float* x, std::size_t n) {
     x[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
 }
 
-__global__ void read_sum(const float4* __restrict__ x, std::size_t n4, float* partial) {
+__global__ void read_sum(const float4* __restrict__ x, std::size_t n4, float* partial, int step) {
   float acc = 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) * step; i < n4;
+       i += std::size_t(gridDim.x) * blockDim.x * step) {
     const float4 v = __ldg(&x[i]);
     acc += (v.x + v.y) + (v.z + v.w);
   }
@@ -51,7 +52,7 @@ int device_count(std::string* why) {
   return n;
 }
 
-ReadResult read_bandwidth(std::size_t bytes, int repeats) {
+ReadResult read_bandwidth(std::size_t bytes, int repeats, bool skips) {
   const std::size_t n4 = bytes / sizeof(float4), n = n4 * 4;
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
@@ -71,7 +72,7 @@ ReadResult read_bandwidth(std::size_t bytes, int repeats) {
   std::vector<double> times;
   for (int rep = 0; rep <= repeats; ++rep) {  // repetition 0 warms up and validates
     check(cudaEventRecord(t0), "cudaEventRecord");
-    read_sum<<<blocks, threads>>>(reinterpret_cast<const float4*>(x), n4, partial);
+    read_sum<<<blocks, threads>>>(reinterpret_cast<const float4*>(x), n4, partial, skips ? 4 : 1);
     check(cudaEventRecord(t1), "cudaEventRecord");
     check(cudaEventSynchronize(t1), "read_sum");
     float ms = 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "claimcheck/kernels/cuda/plan.h"
+#include "claimcheck/kernels/roofline.h"
 
 namespace claimcheck::kernels::cuda {
 
@@ -26,6 +27,10 @@ struct GemmResult {
 // random data drawn on the device.
 GemmResult gemm_bf16_cublas(int M, int N, int K, int repeats);
 
+// The compute roof: the bf16 GEMM peak, 8192^3 through cuBLAS. faults.few_chains / faults.scalar (planted by tests,
+// the CPU probe's fault names): a 512^3 GEMM instead, too little work to fill the device (a fraction of its peak).
+GemmResult gemm_peak_bf16(int repeats, const RooflineFaults& faults = {});
+
 struct SweepPoint {
   int batch = 0;
   double seconds = 0;  // one layer's seven GEMMs at this batch (median)
@@ -33,7 +38,9 @@ struct SweepPoint {
   double bytes = 0;    // the weights (2 per bf16) + the activations in and out
 };
 // One Llama layer's q, k, v, o, gate, up, down as [batch, K] x [K, N] GEMMs through cuBLAS, for each batch.
-// faults.gemm_per_token (planted by a test): each batch runs as `batch` GEMVs, re-reading the weights per token.
+// Planted by tests (the CPU kernels' fault names): faults.gemm_per_token runs each batch as `batch` GEMVs,
+// re-reading the weights per token; read_weights_twice runs every GEMM twice; first_tile_only computes only the
+// first 4 tokens of a batch (the time of a batch that was not done).
 std::vector<SweepPoint> layer_batch_sweep(const DecodeShape& s, const std::vector<int>& batches, int repeats,
                                           const GemvFaults& faults = {});
 

@@ -16,6 +16,8 @@ struct ReadResult {
 };
 // Fills `bytes` of device memory with a known pattern, then reduces it `repeats` times (read-only,
 // 16-byte loads, grid-stride). Throws std::runtime_error with the CUDA error's text on failure.
-ReadResult read_bandwidth(std::size_t bytes, int repeats);
+// skips (planted by tests, the CPU probe's "probe_read_skips"): the loop reads one vector in four, yet counts
+// every byte as read (the sum misses its closed form; the bandwidth reads 4x too high).
+ReadResult read_bandwidth(std::size_t bytes, int repeats, bool skips = false);
 
 }  // namespace claimcheck::kernels::cuda
