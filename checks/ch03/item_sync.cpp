@@ -23,7 +23,17 @@ static void item_sync(claimcheck::Context& ctx) {
                  std::to_string(t.batch) + ", AdamW on the GPU; " + std::to_string(t.steps) + " steps per round with "
                  ".item() after every step vs after every " + std::to_string(t.rare) + "th, the median of " +
                  std::to_string(t.rounds) + " interleaved rounds (host clock, the queue drained around each round)");
-  ctx.pending("the share of GPU idle time the profiler shows (LibTorch's C++ Kineto API is not wired yet)");
+  if (t.idle_every >= 0 && t.idle_rare >= 0) {
+    ctx.measure_bool("profiler_idle_grows", t.idle_every > t.idle_rare);
+    ctx.measure("gpu_idle_share_every_step", 100 * t.idle_every, "%");
+    ctx.measure("gpu_idle_share_rare", 100 * t.idle_rare, "%");
+    ctx.detail("profiled_gpu_events", t.profiled_gpu_events);
+    ctx.assumption("the profiler (LibTorch's Kineto, CPU and CUDA activity) over one more round of each: the share of "
+                   "the span from the first GPU activity to the last in which no kernel, copy or memset ran");
+  } else {
+    ctx.pending("the GPU idle share the profiler shows: it recorded " + std::to_string(t.profiled_gpu_events) +
+                " GPU events (no CUPTI here?)");
+  }
 #endif
 }
 CLAIMCHECK_REGISTER(item_sync).claim("ch03.item_sync").needs(claimcheck::Requirement::libtorch)

@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
 
 #include "decoder.h"
@@ -412,6 +413,34 @@ ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rou
   std::sort(rarely.begin(), rarely.end());
   r.every_step_s = every[every.size() / 2];
   r.rare_step_s = rarely[rarely.size() / 2];
+  // The profiler: one more round of each, the GPU's busy intervals (kernels, copies, memsets) merged.
+  auto idle_share = [&](int every_n) {
+    namespace prof = torch::autograd::profiler;
+    namespace impl = torch::profiler::impl;
+    const impl::ProfilerConfig cfg(impl::ProfilerState::KINETO);
+    const std::set<impl::ActivityType> acts{impl::ActivityType::CPU, impl::ActivityType::CUDA};
+    prof::prepareProfiler(cfg, acts);
+    prof::enableProfiler(cfg, acts);
+    run(every_n);
+    const auto result = prof::disableProfiler();
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
+    for (const auto& e : result->events())
+      if (e.deviceType() == c10::DeviceType::CUDA && e.durationNs() > 0)
+        busy.emplace_back(e.startNs(), e.startNs() + e.durationNs());
+    r.profiled_gpu_events += static_cast<long>(busy.size());
+    if (busy.size() < 2) return -1.0;
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t covered = 0, end = busy.front().first;
+    for (const auto& [b, e] : busy) {
+      if (e <= end) continue;
+      covered += e - std::max(b, end);
+      end = e;
+    }
+    const double span = static_cast<double>(end - busy.front().first);
+    return span > 0 ? 1.0 - static_cast<double>(covered) / span : -1.0;
+  };
+  r.idle_every = idle_share(1);
+  r.idle_rare = idle_share(rare_every);
   (void)sink;
   r.device = "CUDA device 0 of " + std::to_string(torch::cuda::device_count());
   return r;
