@@ -1,7 +1,8 @@
 // ch06.prefill_ms — 「prefill 4096 token：2 × 8B × 4096 ≈ 66 TFLOP ÷ 989 TFLOPS ≈ 67 ms，compute-bound」
 // Analytic on the series' card; measured here: T tokens through one Llama-3-8B-shaped layer's seven GEMMs on the
 // project's batched bf16 kernel, against FLOPs over the measured FMA peak (compute-bound) and bytes over the
-// measured bandwidth (far below). The GPU form comes with issue 10.
+// measured bandwidth (far below). On a GPU: T tokens through gpu_layers layers and the lm_head, GEMMs through cuBLAS,
+// against the bf16 GEMM peak and the read bandwidth measured there.
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
