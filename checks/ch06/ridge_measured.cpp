@@ -31,7 +31,16 @@ static void ridge_measured_gpu(claimcheck::Context& ctx) {
   ctx.measure(knee_intensity, "FLOP/byte");
   ctx.measure("peak_vs_theoretical", roof.peak / spec.peak_flops, "ratio");
   ctx.measure_bool("read_checksum_exact", roof.read_exact);
-  ctx.pending("the GPU probe's read against LibTorch's own (the CUDA form of LibTorch's read is not wired yet)");
+  std::string torch_why = "LibTorch's read gave 0";
+  double torch_read = 0;
+  try {  // LibTorch's own read on the device: its sum over the probe's 4 GiB
+    torch_read = ch06::ref::torch_cuda_read_bandwidth(std::size_t(4) << 30, 5);
+  } catch (const std::exception& e) {
+    torch_why = e.what();
+  }
+  if (torch_read > 0) ctx.measure("read_vs_libtorch", roof.read / torch_read, "ratio");
+  else ctx.pending("the GPU probe's read against LibTorch's own (" + torch_why + ")");
+  ctx.detail("libtorch_read_gb_s", torch_read / 1e9);
   ctx.measure("peak_gflops", roof.peak / 1e9, "GFLOP/s");
   ctx.measure("theoretical_gflops", spec.peak_flops / 1e9, "GFLOP/s");
   ctx.measure("read_gb_s", roof.read / 1e9, "GB/s");

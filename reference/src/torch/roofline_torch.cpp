@@ -25,4 +25,22 @@ double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
   return rates[rates.size() / 2];
 }
 
+double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
+  if (!at::hasCUDA()) throw std::runtime_error("LibTorch " TORCH_VERSION " sees no CUDA device");
+  const auto x = torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))},
+                             torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA));
+  std::vector<double> rates;
+  for (int p = 0; p < std::max(1, passes) + 1; ++p) {  // the first pass warms up
+    const auto t0 = std::chrono::steady_clock::now();
+    torch::Tensor s;
+    for (int i = 0; i < 10; ++i) s = x.sum();
+    const float v = s.item<float>();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10;
+    if (p > 0 && v > 0) rates.push_back(static_cast<double>(x.numel()) * sizeof(float) / secs);
+  }
+  if (rates.empty()) return 0;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
 }  // namespace claimcheck::ref

@@ -48,5 +48,9 @@ Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step
 // LibTorch: the median of `passes` sums over an fp32 tensor of `bytes`, on `threads` intra-op threads (bytes/s).
 // Throws std::runtime_error when not built with LibTorch.
 double torch_read_bandwidth(std::size_t bytes, int threads, int passes);
+// The same on the CUDA device: the median of `passes` timings of 10 back-to-back sums over an fp32 CUDA tensor of
+// `bytes` (host clock, the queue drained by reading the last sum). Throws std::runtime_error where LibTorch sees no
+// CUDA device, or there is no LibTorch.
+double torch_cuda_read_bandwidth(std::size_t bytes, int passes);
 
 }  // namespace claimcheck::ref
