@@ -7,12 +7,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+#include <string>
+
+// inputs.<name> as an integer from 1 to max, or a one-line error naming the claim's field.
+static int positive_input(claimcheck::Context& ctx, const std::string& name, int max) {
+  const nlohmann::json& v = ctx.input(name);
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > max)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + name + "': expected an integer from 1 to " +
+                                std::to_string(max) + ", got " + v.dump());
+  return v.get<int>();
+}
+
 static void item_sync(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
+  const int steps = positive_input(ctx, "steps", 100000), rare = positive_input(ctx, "rare", 100000),
+            rounds = positive_input(ctx, "rounds", 1000);
+  if (rare > steps)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.rare': a sync every " + std::to_string(rare) +
+                                " steps needs at least that many steps per round (inputs.steps is " +
+                                std::to_string(steps) + ")");
   std::string why;
   if (!claimcheck::train::torch_cuda_available(&why)) ctx.skip(why);
-  const int steps = ctx.input("steps").get<int>(), rare = ctx.input("rare").get<int>(),
-            rounds = ctx.input("rounds").get<int>();
   const auto t = claimcheck::train::item_sync_timing(ctx.seed(), steps, rare, rounds, ctx.planted_fault());
   ctx.measure_bool("value", t.every_step_s > t.rare_step_s);
   ctx.measure("sync_slowdown", t.every_step_s / t.rare_step_s, "ratio");

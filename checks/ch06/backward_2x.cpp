@@ -1,6 +1,7 @@
 // ch06.backward_2x — 「反向 ≈ 2 × 前向」: a GEMM-dominated block (the layers of a Llama-shaped decoder, fp32, the
 // input requiring grad) in LibTorch: backward time over forward time, best of interleaved runs. Each forward GEMM
 // has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
+#include "ch06_roofline.h"
 #include "claimcheck/check.h"
 #include "claimcheck/probe.h"
 
@@ -16,12 +17,12 @@ static void backward_2x(claimcheck::Context& ctx) {
   // CPU form.
   std::string no_cuda;
   const bool gpu = ctx.hardware().gpu.has_value() && claimcheck::train::torch_cuda_available(&no_cuda);
-  const int batch = ctx.input(gpu ? "gpu_batch" : "batch").get<int>();
-  const int tokens = ctx.input(gpu ? "gpu_tokens" : "tokens").get<int>();
+  const int batch = gpu ? ch06::positive_int(ctx, "gpu_batch", 1024) : ctx.input("batch").get<int>();
+  const int tokens = gpu ? ch06::positive_int(ctx, "gpu_tokens", 131072) : ctx.input("tokens").get<int>();
   const int repeats = ctx.input("repeats").get<int>();
   const std::string config = gpu ? "gpu_config" : "config";
   claimcheck::train::BlockStepOn on;
-  if (gpu) on = {true, true, ctx.input("gpu_layers").get<int>()};
+  if (gpu) on = {true, true, ch06::positive_int(ctx, "gpu_layers", 128)};
   else if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
 
   // Run.

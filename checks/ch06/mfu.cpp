@@ -11,12 +11,12 @@
 // On a GPU: gpu_layers Llama-3-8B layers in bf16 (LibTorch CUDA), against the bf16 GEMM peak cuBLAS reaches here.
 static void mfu_gpu(claimcheck::Context& ctx) {
   namespace train = claimcheck::train;
-  const int batch = ctx.input("gpu_batch").get<int>(), tokens = ctx.input("gpu_tokens").get<int>();
-  const int repeats = ctx.input("repeats").get<int>();
+  const int batch = ch06::positive_int(ctx, "gpu_batch", 1024), tokens = ch06::positive_int(ctx, "gpu_tokens", 131072);
+  const int repeats = ch06::positive_int(ctx, "repeats", 100), layers = ch06::positive_int(ctx, "gpu_layers", 128);
   const ch06::gpu::C::GemmResult peak = ch06::gpu::gemm_peak(ctx);
   const double peak_flops = peak.flops / peak.seconds;
   const auto block = train::time_block_step(ctx.input_path("gpu_config"), ctx.seed(), batch, tokens, repeats,
-                                            ctx.planted_fault(), {true, true, ctx.input("gpu_layers").get<int>()});
+                                            ctx.planted_fault(), {true, true, layers});
   const double block_flops = 3 * block.forward_flops;
   ctx.measure(100 * block_flops / block.step_s / peak_flops, "%");
   ctx.detail("block", {{"step_ms", block.step_s * 1e3}, {"gflop", block_flops / 1e9},
