@@ -4,7 +4,7 @@
 //     against the read probe's bandwidth and against the same chain through cuBLAS, also in a CUDA graph;
 //   - the NF4 chain against the bf16 chain;
 //   - the causal bf16 attention kernel against LibTorch's CUDA scaled_dot_product_attention (flash);
-//   - cuBLAS's bf16 GEMM peak (the compute roof).
+//   - cuBLAS's bf16 GEMM peak (the compute roof), and one Llama layer's GEMMs swept over the batch (1 ... 1024).
 // Without a CUDA device every benchmark stops with the reason (SkipWithError), and no ratio is written.
 // ci/bench_gpu_ratios.py turns the JSON into the report's rows.
 #include <benchmark/benchmark.h>
@@ -79,6 +79,18 @@ void BM_chain(benchmark::State& st, const std::string& format, bool cublas, bool
   rate(st, c.weight_bytes(), c.flops());
 }
 
+// One Llama-3-8B layer's seven GEMMs at batch B through cuBLAS (the roofline's knee: flat per step, then linear).
+void BM_sweep(benchmark::State& st) {
+  if (!need_device(st)) return;
+  const int B = static_cast<int>(st.range(0));
+  C::SweepPoint p;
+  for (auto _ : st) {
+    p = C::layer_batch_sweep(K::DecodeShape{4096, 1024, 14336, 1, 128}, {B}, 10).front();
+    st.SetIterationTime(p.seconds);
+  }
+  rate(st, p.bytes, p.flops);
+}
+
 void BM_attention(benchmark::State& st, bool ours) {
   if (!need_device(st)) return;
   const C::AttnDims d{1, 32, static_cast<int>(st.range(0)), 128};
@@ -115,6 +127,8 @@ int main(int argc, char** argv) {
       ->UseManualTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/nf4_chain_graph", BM_chain, std::string("nf4"), false, true)
       ->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("gpu/sweep/layer_bf16", BM_sweep)
+      ->RangeMultiplier(2)->Range(1, 1024)->UseManualTime()->Unit(benchmark::kMillisecond);
   for (bool ours : {true, false})
     benchmark::RegisterBenchmark(ours ? "gpu/attention/ours_causal_bf16" : "gpu/attention/sdpa_causal_bf16",
                                  BM_attention, ours)

@@ -6,7 +6,9 @@ issue 10's speed targets), all measured in the same run (CUDA events), medians w
     and the two eager (no graph);
   - the NF4 chain's time over the bf16 chain's (target <= 0.30);
   - the causal bf16 attention kernel against LibTorch's CUDA scaled_dot_product_attention (target >= 0.5, goal 0.7);
-  - cuBLAS's bf16 GEMM at 8192^3 (the compute roof) in TFLOP/s, and the ridge it makes with the read bandwidth.
+  - cuBLAS's bf16 GEMM at 8192^3 (the compute roof) in TFLOP/s, and the ridge it makes with the read bandwidth;
+  - one Llama layer's GEMMs swept over the batch (1 ... 1024): per-token time at the largest batch over batch 1's,
+    and the smallest batch within 5% of the best per-token time (the knee, seen from the sweep).
 A benchmark that stopped with an error (no CUDA device) gives no row; with no row at all the output is [].
 Each row: name, ratio, detail (and the figures it came from).
 
@@ -85,6 +87,20 @@ def rows_from(data):
                          "spread": spread(f"gpu/attention/ours_causal_bf16/{T}", f"gpu/attention/sdpa_causal_bf16/{T}"),
                          "detail": f"ours {ours:.3f} ms ({fl / 1e12:.0f} TFLOP/s) vs SDPA {sdpa:.3f} ms on {device}"
                                    + (" (target >= 0.5, goal 0.7)" if T == 4096 else "")})
+    sweep = []
+    for name in runs:
+        if name.startswith("gpu/sweep/layer_bf16/"):
+            sweep.append((int(name.rsplit("/", 1)[1]), med(name), med(name, "FLOP/s")))
+    if len(sweep) > 1:
+        sweep.sort()
+        per_token = [(B, t / B) for B, t, _ in sweep]
+        best = min(p for _, p in per_token)
+        knee = next(B for B, p in per_token if p <= 1.05 * best)  # the smallest batch within 5% of the best
+        rows.append({"name": "GPU Llama layer batch sweep: per-token time at the largest batch / at batch 1",
+                     "ratio": per_token[-1][1] / per_token[0][1], "knee_batch": knee,
+                     "sweep": [{"B": B, "ms": t, "tflops": f / 1e12} for B, t, f in sweep],
+                     "detail": "; ".join(f"B={B}: {f / 1e12:.0f} TFLOP/s" for B, t, f in sweep) +
+                               f"; the per-token time within 5% of its best from B={knee} on"})
     peak = med("gpu/gemm/cublas_bf16_8192", "FLOP/s")
     if peak and read:
         rows.append({"name": "GPU ridge: cuBLAS bf16 GEMM 8192^3 over the read bandwidth (FLOP/byte)",
