@@ -34,10 +34,11 @@ static void decode_intensity(claimcheck::Context& ctx) {
   if (ch06::gpu::present(ctx)) {  // one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B
     namespace G = ch06::gpu;
     const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
+    const ch06::K::DecodeShape shape = G::shape(ctx, 1);  // the inputs first: a bad one costs no device time
     const G::Roof roof = G::measure_roof(ctx);
     ch06::K::GemvFaults faults;
     ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
-    const auto sweep = G::C::layer_batch_sweep(G::shape(ctx, 1), batches, 20, faults);
+    const auto sweep = G::C::layer_batch_sweep(shape, batches, 20, faults);
     const G::C::SweepPoint& p1 = sweep.front();
     const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
     ctx.measure("b1_vs_bandwidth_roof", p1.seconds / (p1.bytes / roof.read), "ratio");

@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <kineto/ActivityType.h>  // libkineto's activity kinds (shipped in LibTorch's include folder)
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
 
@@ -75,7 +76,10 @@ struct StepData {
     stored = torch::randn({batch, tokens, c.hidden}).to(torch::kBFloat16);
     proj = torch::randn({batch, tokens, c.hidden}) / std::sqrt(static_cast<double>(c.hidden));
   }
-  torch::Tensor input(torch::Dtype dtype = torch::kFloat) const { return stored.to(dtype).requires_grad_(true); }
+  // A copy whatever the dtype (a bf16 `stored` would otherwise be returned itself, its .grad kept across steps).
+  torch::Tensor input(torch::Dtype dtype = torch::kFloat) const {
+    return stored.to(dtype, /*non_blocking=*/false, /*copy=*/true).requires_grad_(true);
+  }
   torch::Tensor stored, proj;
 };
 
@@ -413,20 +417,26 @@ ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rou
   std::sort(rarely.begin(), rarely.end());
   r.every_step_s = every[every.size() / 2];
   r.rare_step_s = rarely[rarely.size() / 2];
-  // The profiler: one more round of each, the GPU's busy intervals (kernels, copies, memsets) merged.
+  // The profiler: `rounds` more interleaved rounds of each, CUDA activity only (less of the profiler's own overhead),
+  // the GPU's busy intervals merged: kernels, copies and memsets (libkineto's CONCURRENT_KERNEL, GPU_MEMCPY,
+  // GPU_MEMSET), not the annotation or sync ranges that also carry the CUDA device type.
   auto idle_share = [&](int every_n) {
     namespace prof = torch::autograd::profiler;
     namespace impl = torch::profiler::impl;
     const impl::ProfilerConfig cfg(impl::ProfilerState::KINETO);
-    const std::set<impl::ActivityType> acts{impl::ActivityType::CPU, impl::ActivityType::CUDA};
+    const std::set<impl::ActivityType> acts{impl::ActivityType::CUDA};
     prof::prepareProfiler(cfg, acts);
     prof::enableProfiler(cfg, acts);
     run(every_n);
     const auto result = prof::disableProfiler();
     std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
-    for (const auto& e : result->events())
-      if (e.deviceType() == c10::DeviceType::CUDA && e.durationNs() > 0)
+    for (const auto& e : result->events()) {
+      const auto kind = static_cast<libkineto::ActivityType>(e.activityType());
+      const bool work = kind == libkineto::ActivityType::CONCURRENT_KERNEL ||
+                        kind == libkineto::ActivityType::GPU_MEMCPY || kind == libkineto::ActivityType::GPU_MEMSET;
+      if (work && e.deviceType() == c10::DeviceType::CUDA && e.durationNs() > 0)
         busy.emplace_back(e.startNs(), e.startNs() + e.durationNs());
+    }
     r.profiled_gpu_events += static_cast<long>(busy.size());
     if (busy.size() < 2) return -1.0;
     std::sort(busy.begin(), busy.end());
@@ -439,8 +449,18 @@ ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rou
     const double span = static_cast<double>(end - busy.front().first);
     return span > 0 ? 1.0 - static_cast<double>(covered) / span : -1.0;
   };
-  r.idle_every = idle_share(1);
-  r.idle_rare = idle_share(rare_every);
+  std::vector<double> idle_every, idle_rare;
+  for (int k = 0; k < rounds; ++k) {
+    idle_every.push_back(idle_share(1));
+    idle_rare.push_back(idle_share(rare_every));
+  }
+  auto median_or_none = [](std::vector<double> v) {  // -1 when any round saw no GPU activity
+    if (std::find(v.begin(), v.end(), -1.0) != v.end()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  r.idle_every = median_or_none(idle_every);
+  r.idle_rare = median_or_none(idle_rare);
   (void)sink;
   r.device = "CUDA device 0 of " + std::to_string(torch::cuda::device_count());
   return r;

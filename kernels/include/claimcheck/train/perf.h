@@ -88,9 +88,9 @@ struct ItemSyncTiming {
   double rare_step_s = 0;   // per step, .item() after every rare-th step
   int steps = 0, rare = 0, rounds = 0, width = 0, layers = 0, batch = 0;
   std::string device;
-  // The profiler's view (LibTorch's Kineto profiler, CPU and CUDA activity) of one more round of each: the share of
-  // the span from the first GPU activity to the last in which no kernel, copy or memset ran. -1 where the profiler
-  // recorded no GPU activity (no CUPTI); profiled_gpu_events counts what it recorded.
+  // The profiler's view (LibTorch's Kineto profiler, CUDA activity) of `rounds` more interleaved rounds of each: the
+  // share of the span from the first GPU activity to the last in which no kernel, copy or memset ran, medians. -1
+  // where the profiler recorded no GPU activity (no CUPTI); profiled_gpu_events counts what it recorded.
   double idle_every = -1, idle_rare = -1;
   long profiled_gpu_events = 0;
 };
