@@ -18,9 +18,11 @@ import sys
 
 
 def load_runs(data):
+    """Each benchmark's repetitions by name (suffixes dropped); aggregates and runs that stopped with an error left
+    out (ci/bench_gpu_ratios.py uses it too)."""
     runs = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") == "aggregate":
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
         name = b["run_name"] if "run_name" in b else b["name"]
         for suffix in ("/real_time", "/manual_time"):
@@ -126,10 +128,11 @@ def rows_from(data):
     return rows
 
 
-def main(src, dst):
+def main(src, dst, rows_of=None):
+    """Reads a Google Benchmark JSON, writes the rows `rows_of` (default: this file's) makes of it, prints them."""
     with open(src) as f:
         data = json.load(f)
-    rows = rows_from(data)
+    rows = (rows_of or rows_from)(data)
     with open(dst, "w") as f:
         json.dump(rows, f, indent=2)
     for r in rows:

@@ -13,21 +13,10 @@ A benchmark that stopped with an error (no CUDA device) gives no row; with no ro
 Each row: name, ratio, detail (and the figures it came from).
 
 usage: bench_gpu_ratios.py BENCH.json OUT.json"""
-import json
-import re
 import statistics
 import sys
 
-
-def load_runs(data):
-    runs = {}
-    for b in data.get("benchmarks", []):
-        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
-            continue
-        name = b.get("run_name", b["name"]).replace("/manual_time", "")
-        name = re.sub(r"/iterations:\d+", "", name)
-        runs.setdefault(name, []).append(b)
-    return runs
+from bench_decode_ratios import load_runs, main as write_rows  # the same JSON, the same rows' file
 
 
 def rows_from(data):
@@ -110,17 +99,7 @@ def rows_from(data):
     return rows
 
 
-def main(src, dst):
-    with open(src) as f:
-        data = json.load(f)
-    rows = rows_from(data)
-    with open(dst, "w") as f:
-        json.dump(rows, f, indent=2)
-    for r in rows:
-        print(f"{r['name']}: {r['ratio']:.3f}  {r['detail']}")
-
-
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    main(*sys.argv[1:3])
+    write_rows(*sys.argv[1:3], rows_of=rows_from)

@@ -16,6 +16,7 @@
 #include "claimcheck/kernels/cuda/stream.h"
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/ref/gemv.h"
+#include "gemv_test_util.h"
 
 namespace K = claimcheck::kernels;
 namespace C = claimcheck::kernels::cuda;
@@ -26,23 +27,9 @@ namespace {
 const std::filesystem::path kRoot = CLAIMCHECK_SOURCE_DIR;
 std::vector<double> levels() { return ref::load_nf4_levels(kRoot / "reference/data/quant/nf4-absmax64.json"); }
 
-std::vector<K::bf16_t> random_bf16(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<K::bf16_t> w(n);
-  for (auto& e : w) e = K::to_bf16(d(rng));
-  return w;
-}
-std::vector<float> random_f32(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> x(n);
-  for (auto& e : x) e = d(rng);
-  return x;
-}
-double tol32(int K, double absdot) {
-  return 16.0 * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(K) + 1) * absdot + 1e-30;
-}
+using gemv_test::random_bf16;
+using gemv_test::random_f32;
+using gemv_test::tol32;
 
 #define NEED_DEVICE()                                     \
   do {                                                    \

@@ -11,6 +11,7 @@
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
+#include "gemv_test_util.h"
 
 namespace K = claimcheck::kernels;
 namespace ref = claimcheck::ref;
@@ -21,24 +22,11 @@ const std::filesystem::path kRoot = CLAIMCHECK_SOURCE_DIR;
 
 std::vector<double> levels() { return ref::load_nf4_levels(kRoot / "reference/data/quant/nf4-absmax64.json"); }
 
-std::vector<K::bf16_t> random_bf16(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<K::bf16_t> w(n);
-  for (auto& e : w) e = K::to_bf16(d(rng));
-  return w;
-}
-std::vector<float> random_f32(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> x(n);
-  for (auto& e : x) e = d(rng);
-  return x;
-}
+using gemv_test::random_bf16;
+using gemv_test::random_f32;
+using gemv_test::tol32;
 std::vector<double> widen(const float* x, std::size_t n) { return std::vector<double>(x, x + n); }
 
-// fp32 accumulation of K products: |err| <= c * 2^-24 * sqrt(K) * sum |w x| (+ a floor for exact zeros).
-double tol32(int K, double absdot) { return 16.0 * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(K) + 1) * absdot + 1e-30; }
 
 // Runs body once per SIMD path this CPU can run, that path forced.
 template <typename Fn>

@@ -5,6 +5,15 @@
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 
+// The compute roof's batch: the smallest whose per-token time is within 5% of the sweep's best (per_token[i] is
+// batch i's step time over its batch).
+static std::size_t roof_index(const std::vector<double>& per_token) {
+  const double best = *std::min_element(per_token.begin(), per_token.end());
+  std::size_t i = 0;
+  while (per_token[i] > 1.05 * best) ++i;
+  return i;
+}
+
 // On a GPU: one Llama layer's GEMMs through cuBLAS swept over the batch; the roofs are the read probe and the bf16
 // GEMM peak (8192^3 through cuBLAS), the theoretical peak the datasheet's (inputs.gpu_hardware).
 static void ridge_measured_gpu(claimcheck::Context& ctx) {
@@ -16,14 +25,9 @@ static void ridge_measured_gpu(claimcheck::Context& ctx) {
   ch06::K::GemvFaults faults;
   ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
   const auto sweep = G::C::layer_batch_sweep(shape, batches, 10, faults);
-  std::size_t top = 0;  // the smallest batch within 5% of the best per-token time (as on the CPU)
-  for (std::size_t i = 1; i < sweep.size(); ++i)
-    if (sweep[i].seconds / sweep[i].batch < sweep[top].seconds / sweep[top].batch) top = i;
-  for (std::size_t i = 0; i < top; ++i)
-    if (sweep[i].seconds / sweep[i].batch <= 1.05 * sweep[top].seconds / sweep[top].batch) {
-      top = i;
-      break;
-    }
+  std::vector<double> per_token;
+  for (const auto& p : sweep) per_token.push_back(p.seconds / p.batch);
+  const std::size_t top = roof_index(per_token);
   const ch06::ref::Knee knee =
       top > 0 ? ch06::ref::sweep_knee({1, sweep[top].batch}, {sweep[0].seconds, sweep[top].seconds})
               : ch06::ref::sweep_knee({1, 2}, {sweep[0].seconds, 2 * sweep[0].seconds});
@@ -79,14 +83,9 @@ static void ridge_measured(claimcheck::Context& ctx) {
   // the smallest batch whose per-token time is within 5% of the sweep's best, re-timed three times right after a
   // short peak probe (the median pair). A neighbour that holds a core during the large batches then slows the peak
   // it is judged by too (unpaired, a parallel ctest once read the knee at 0.48x the ridge).
-  std::size_t top = 0;
-  for (std::size_t i = 1; i < sweep.size(); ++i)
-    if (sweep[i].seconds / sweep[i].batch < sweep[top].seconds / sweep[top].batch) top = i;
-  for (std::size_t i = 0; i < top; ++i)
-    if (sweep[i].seconds / sweep[i].batch <= 1.05 * sweep[top].seconds / sweep[top].batch) {
-      top = i;
-      break;
-    }
+  std::vector<double> per_token;
+  for (const auto& p : sweep) per_token.push_back(p.seconds / p.batch);
+  const std::size_t top = roof_index(per_token);
   const int top_batch = sweep[top].batch;
   const std::vector<float> X = ch06::random_activations(static_cast<std::size_t>(top_batch) * Kd, ctx.seed());
   std::vector<float> Y(static_cast<std::size_t>(top_batch) * N);
