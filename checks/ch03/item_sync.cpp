@@ -44,8 +44,9 @@ static void item_sync(claimcheck::Context& ctx) {
     ctx.measure("gpu_idle_share_every_step", 100 * t.idle_every, "%");
     ctx.measure("gpu_idle_share_rare", 100 * t.idle_rare, "%");
     ctx.detail("profiled_gpu_events", t.profiled_gpu_events);
-    ctx.assumption("the profiler (LibTorch's Kineto, CPU and CUDA activity) over one more round of each: the share of "
-                   "the span from the first GPU activity to the last in which no kernel, copy or memset ran");
+    ctx.assumption("the profiler (LibTorch's Kineto, CUDA activity) over " + std::to_string(t.rounds) + " more "
+                   "interleaved rounds of each: the share of the span from the first GPU activity to the last in which "
+                   "no kernel, copy or memset ran, medians");
   } else {
     ctx.pending("the GPU idle share the profiler shows: it recorded " + std::to_string(t.profiled_gpu_events) +
                 " GPU events (no CUPTI here?)");
