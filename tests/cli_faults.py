@@ -164,8 +164,14 @@ for fault, claim, *label in PLANTED:
         CONTROLLED.discard(claim)
         r = run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp, "--quiet")
         t.check(r.returncode == 0, f"{claim} with smaller work passes without a fault: exit {r.returncode} {r.stdout.strip()}")
-    r, _ = flips.run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp, env={"CLAIMCHECK_FAULT": fault},
-                     origin=f"fault {fault}")
+    # A time's planted fault gets a second run: this VM's memory bandwidth swings by up to a third between moments,
+    # which can hide a factor 2 in one run of the ratios that are judged against a probe (seen once in a fresh clone).
+    for attempt in range(2 if claim.startswith(TIMED) else 1):
+        r, _ = flips.run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp,
+                         env={"CLAIMCHECK_FAULT": fault}, origin=f"fault {fault}")
+        if r.returncode == 1 and r.stdout.startswith("FAIL"):
+            break
+        print(f"{claim} with {fault}, run {attempt + 1}: not turned ({r.stdout.strip()[:200]})")
     t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{claim} with {fault}: exit {r.returncode} {r.stdout.strip()}")
 
 # The measured expected failures (cli_mutation.py moves the analytic ones): each is one because of its stated
