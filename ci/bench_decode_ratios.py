@@ -32,13 +32,10 @@ def load_runs(data):
     return runs
 
 
-def rows_from(data):
-    runs = load_runs(data)
-    ctx = data.get("context", {})
-    threads = ctx.get("threads", "?")
-    lib_name = f"PyTorch {ctx.get('libtorch_version', '?')} bf16 at::matmul"
-
-    def med(name, key):
+def stats_of(runs):
+    """med(name, key="real_time"): the median of a figure over a benchmark's repetitions (None if it has none);
+    spread(*names): the largest (max - min) / median of their times (ci/bench_gpu_ratios.py uses both too)."""
+    def med(name, key="real_time"):
         vals = [r[key] for r in runs.get(name, []) if key in r]
         return statistics.median(vals) if vals else None
 
@@ -49,6 +46,16 @@ def rows_from(data):
             if len(vals) > 1:
                 out = max(out, (max(vals) - min(vals)) / statistics.median(vals))
         return out
+    return med, spread
+
+
+def rows_from(data):
+    runs = load_runs(data)
+    ctx = data.get("context", {})
+    threads = ctx.get("threads", "?")
+    lib_name = f"PyTorch {ctx.get('libtorch_version', '?')} bf16 at::matmul"
+
+    med, spread = stats_of(runs)
 
     rows = []
     bw = med("bandwidth/read", "bytes/s")

@@ -13,10 +13,9 @@ A benchmark that stopped with an error (no CUDA device) gives no row; with no ro
 Each row: name, ratio, detail (and the figures it came from).
 
 usage: bench_gpu_ratios.py BENCH.json OUT.json"""
-import statistics
 import sys
 
-from bench_decode_ratios import load_runs, main as write_rows  # the same JSON, the same rows' file
+from bench_decode_ratios import load_runs, main as write_rows, stats_of  # the same JSON, the same rows' file
 
 
 def rows_from(data):
@@ -25,17 +24,7 @@ def rows_from(data):
     device = ctx.get("device", "?")
     torch = f"PyTorch {ctx.get('libtorch_version', '?')}"
 
-    def med(name, key="real_time"):
-        vals = [r[key] for r in runs.get(name, []) if key in r]
-        return statistics.median(vals) if vals else None
-
-    def spread(*names):
-        out = 0.0
-        for n in names:
-            vals = [r["real_time"] for r in runs.get(n, [])]
-            if len(vals) > 1:
-                out = max(out, (max(vals) - min(vals)) / statistics.median(vals))
-        return out
+    med, spread = stats_of(runs)
 
     rows = []
     read = med("gpu/bandwidth/read", "bytes/s")

@@ -1,13 +1,22 @@
-// Shared by the CPU and the CUDA decode kernels' tests (test_gemv.cpp, test_cuda_kernels.cpp): random inputs and
-// the rounding-error bound of an fp32 accumulation.
+// Shared by the CPU and the CUDA decode kernels' tests (test_gemv.cpp, test_cuda_kernels.cpp): random inputs, the
+// rounding-error bound of an fp32 accumulation, and the NF4 levels of the answer key's format file.
 #pragma once
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include <filesystem>
+
 #include "claimcheck/kernels/gemv.h"
+#include "claimcheck/ref/gemv.h"
 
 namespace gemv_test {
+
+// The 16 NF4 levels of reference/data/quant/nf4-absmax64.json (CLAIMCHECK_SOURCE_DIR: the repository root).
+inline std::vector<double> levels() {
+  return claimcheck::ref::load_nf4_levels(std::filesystem::path(CLAIMCHECK_SOURCE_DIR) /
+                                          "reference/data/quant/nf4-absmax64.json");
+}
 
 inline std::vector<claimcheck::kernels::bf16_t> random_bf16(std::size_t n, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

@@ -18,10 +18,7 @@ namespace ref = claimcheck::ref;
 
 namespace {
 
-const std::filesystem::path kRoot = CLAIMCHECK_SOURCE_DIR;
-
-std::vector<double> levels() { return ref::load_nf4_levels(kRoot / "reference/data/quant/nf4-absmax64.json"); }
-
+using gemv_test::levels;
 using gemv_test::random_bf16;
 using gemv_test::random_f32;
 using gemv_test::tol32;
