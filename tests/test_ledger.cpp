@@ -125,31 +125,126 @@ TEST(Stats, WaldWilsonAndTheTest) {
 }
 
 // ---- the roofline's answer key ------------------------------------------------------------------------------------
-TEST(Roofline, TheoreticalPeakIsCoresClockUnitsLanesTwo) {
-  const ref::FmaUnits zen3{2, 256, ""};
-  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(2, 3.0e9, zen3, 256), 2 * 3.0e9 * 2 * 8 * 2);
-  // an AVX-512 ISA on 256-bit units runs at the units' width; a portable build at one lane
-  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(1, 1e9, zen3, 512), 1e9 * 2 * 8 * 2);
-  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(1, 1e9, zen3, 32), 1e9 * 2 * 1 * 2);
+namespace {
+const std::filesystem::path kUarchTable = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/hardware/cpu-uarch.json";
+// The first processor of a machine's /proc/cpuinfo as recorded in tests/data/machines/.
+ref::CpuIdentity machine(const std::string& name) {
+  const auto path = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "tests/data/machines" / (name + ".cpuinfo");
+  std::ifstream in(path);
+  return ref::parse_cpuinfo(in, path.string());
+}
+ref::Microarch uarch_of(ref::CpuIdentity c) { return ref::identify_microarch(c, kUarchTable); }
+double fp32(const ref::Microarch& m, const std::string& isa) {
+  const auto it = m.fp32_flop_per_cycle.find(isa);
+  return it == m.fp32_flop_per_cycle.end() || it->second.size() != 1 ? -1 : it->second[0];
+}
+}  // namespace
+
+TEST(Roofline, TheoreticalPeakIsCoresClockFlopPerCycle) {
+  EXPECT_DOUBLE_EQ(ref::theoretical_peak_flops(2, 3.0e9, 32), 2 * 3.0e9 * 32);
+  // where CPUID cannot tell two figures apart, the one nearer to what was measured
+  EXPECT_EQ(ref::nearest_figure({32, 64}, 60), 64);
+  EXPECT_EQ(ref::nearest_figure({32, 64}, 30), 32);
+  EXPECT_EQ(ref::nearest_figure({32, 64}, 0), 64);
 }
 
-TEST(Roofline, FmaUnitsFollowTheTableAndRejectMalformedOnes) {
-  const auto table = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/hardware/cpu-fma.json";
-  ref::CpuIdentity milan{"AuthenticAMD", 25, 1, "AMD EPYC 7B13", 2.45e9, ""};
-  EXPECT_EQ(ref::fma_units(milan, {"avx2", "fma"}, table).vector_bits, 256);
-  ref::CpuIdentity zen1{"AuthenticAMD", 23, 1, "", 0, ""};
-  EXPECT_EQ(ref::fma_units(zen1, {"avx2", "fma"}, table).vector_bits, 128);
-  ref::CpuIdentity skx{"GenuineIntel", 6, 85, "", 0, ""};
-  EXPECT_EQ(ref::fma_units(skx, {"avx2", "fma", "avx512f"}, table).vector_bits, 512);
-  EXPECT_EQ(ref::fma_units(skx, {"avx2", "fma"}, table).vector_bits, 256);
-  EXPECT_EQ(ref::fma_units(ref::CpuIdentity{"Other", 1, 1, "", 0, ""}, {}, table).units, 1);
-  const auto bad = std::filesystem::temp_directory_path() / "claimcheck-bad-fma.json";
-  std::ofstream(bad) << R"({"rules": [{"fma_units": 0, "vector_bits": 256}]})";
-  try {
-    ref::fma_units(milan, {}, bad);
-    FAIL() << "a rule with 0 FMA units was accepted";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("rules[0].fma_units"), std::string::npos) << e.what();
+// The three CPUs the project has met, from their recorded /proc/cpuinfo, and an Arm server in the kernel's format.
+TEST(Roofline, ParsesTheMachinesDescriptions) {
+  const auto emr = machine("emerald-rapids");
+  EXPECT_EQ(emr.vendor, "GenuineIntel");
+  EXPECT_EQ(emr.family, 6);
+  EXPECT_EQ(emr.model, 207);
+  EXPECT_EQ(emr.model_name, "Intel(R) Xeon(R) Processor");
+  EXPECT_TRUE(emr.has("amx_bf16") && emr.has("amx_tile") && emr.has("avx512_bf16") && emr.has("avx512f"));
+  EXPECT_FALSE(emr.has("amx"));  // whole words only
+  EXPECT_DOUBLE_EQ(emr.clock_hz, 2.1e9);
+  const auto zen3 = machine("zen3");
+  EXPECT_EQ(zen3.vendor, "AuthenticAMD");
+  EXPECT_EQ(zen3.family, 25);
+  EXPECT_EQ(zen3.model, 1);
+  EXPECT_TRUE(zen3.has("avx2") && zen3.has("fma"));
+  EXPECT_FALSE(zen3.has("avx512f"));
+  const auto zen4 = machine("zen4");
+  EXPECT_EQ(zen4.model, 17);
+  EXPECT_TRUE(zen4.has("avx512f") && zen4.has("avx512_bf16"));
+  EXPECT_FALSE(zen4.has("amx_bf16"));
+  const auto v1 = machine("neoverse-v1");
+  EXPECT_EQ(v1.vendor, "ARM");
+  EXPECT_EQ(v1.implementer, "0x41");
+  EXPECT_EQ(v1.part, "0xd40");
+  EXPECT_TRUE(v1.has("asimd") && v1.has("bf16"));
+  std::istringstream empty("# nothing\n\n");
+  EXPECT_THROW(ref::parse_cpuinfo(empty, "empty"), std::runtime_error);
+}
+
+TEST(Roofline, EachMachineItsMicroarchitectureAndEngines) {
+  const auto emr = uarch_of(machine("emerald-rapids"));
+  EXPECT_EQ(emr.name, "Emerald Rapids");
+  EXPECT_EQ(fp32(emr, "avx512"), 64);  // two full 512-bit FMA units: 2 x 16 lanes x 2
+  EXPECT_EQ(fp32(emr, "avx2"), 32);
+  EXPECT_EQ(emr.amx_bf16_flop_per_cycle, 1024);
+  EXPECT_GT(emr.bf16_dot_flop_per_cycle, 0);
+  const auto zen4 = uarch_of(machine("zen4"));
+  EXPECT_EQ(zen4.name, "Zen 4");
+  EXPECT_EQ(fp32(zen4, "avx512"), 32);  // double-pumped: the zmm peak is the ymm peak
+  EXPECT_EQ(fp32(zen4, "avx2"), 32);
+  EXPECT_EQ(zen4.amx_bf16_flop_per_cycle, 0);
+  EXPECT_GT(zen4.bf16_dot_flop_per_cycle, 0);
+  const auto zen3 = uarch_of(machine("zen3"));
+  EXPECT_EQ(zen3.name, "Zen 3");
+  EXPECT_EQ(fp32(zen3, "avx2"), 32);
+  EXPECT_EQ(zen3.bf16_dot_flop_per_cycle, 0);
+  EXPECT_EQ(zen3.fp32_flop_per_cycle.count("avx512"), 0u);
+  const auto v1 = uarch_of(machine("neoverse-v1"));
+  EXPECT_EQ(v1.name, "Neoverse V1");
+  EXPECT_EQ(fp32(v1, "neon"), 32);  // four 128-bit pipes
+}
+
+TEST(Roofline, TheTableTellsCoresApartByModelNameAndLeavesStrangersUnknown) {
+  ref::CpuIdentity skx{"GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz"};
+  skx.flags = {"avx2", "fma", "avx512f"};
+  EXPECT_EQ(fp32(uarch_of(skx), "avx512"), 64);
+  skx.model_name = "Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz";
+  EXPECT_EQ(fp32(uarch_of(skx), "avx512"), 32);
+  skx.model_name = "Intel Xeon Processor (Skylake, IBRS)";  // a VM's name: one or two units, both allowed
+  EXPECT_EQ(uarch_of(skx).fp32_flop_per_cycle.at("avx512"), (std::vector<double>{32, 64}));
+  skx.flags.push_back("avx512_bf16");  // the same model with bf16: Cooper Lake
+  EXPECT_EQ(uarch_of(skx).name, "Cooper Lake");
+  ref::CpuIdentity zen2{"AuthenticAMD", 23, 0x31};
+  EXPECT_EQ(uarch_of(zen2).name, "Zen 2");
+  ref::CpuIdentity zen1{"AuthenticAMD", 23, 1};
+  EXPECT_EQ(fp32(uarch_of(zen1), "avx2"), 16);  // two 128-bit pipes
+  ref::CpuIdentity turin{"AuthenticAMD", 26, 0x11}, strix{"AuthenticAMD", 26, 0x24};
+  EXPECT_EQ(fp32(uarch_of(turin), "avx512"), 64);
+  EXPECT_EQ(fp32(uarch_of(strix), "avx512"), 32);
+  ref::CpuIdentity adl{"GenuineIntel", 6, 151};
+  EXPECT_EQ(fp32(uarch_of(adl), "avx2"), 32);
+  EXPECT_FALSE(uarch_of(ref::CpuIdentity{"GenuineIntel", 6, 250}).known());  // a model no rule names
+  EXPECT_FALSE(uarch_of(ref::CpuIdentity{"HygonGenuine", 24, 1}).known());
+}
+
+TEST(Roofline, AMalformedTableIsAnErrorNamingTheField) {
+  const auto bad = std::filesystem::temp_directory_path() / "claimcheck-bad-uarch.json";
+  const ref::CpuIdentity zen3{"AuthenticAMD", 25, 1};
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"rules": [{"name": "x", "vendor": "AuthenticAMD", "fp32_flop_per_cycle": {"avx2": [0]}}]})",
+       "rules[0].fp32_flop_per_cycle.avx2[0]"},
+      {R"({"rules": [{"name": "x", "vendor": "Other", "models": ["0x1g"], "fp32_flop_per_cycle": {"avx2": [32]}}]})",
+       "rules[0].models"},
+      {R"({"rules": [{"name": "x", "vendro": "AuthenticAMD", "fp32_flop_per_cycle": {"avx2": [32]}}]})",
+       "rules[0].vendro"},
+      {R"({"rules": [{"name": "x", "vendor": "AuthenticAMD", "fp32_flop_per_cycle": {"avx2": [32]}, "model_name": "("}]})",
+       "rules[0].model_name"},
+      {R"({"rules": [{"vendor": "AuthenticAMD", "fp32_flop_per_cycle": {"avx2": [32]}}]})", "rules[0].name"},
+  };
+  for (const auto& [text, field] : cases) {
+    std::ofstream(bad) << text;
+    try {
+      ref::identify_microarch(zen3, bad);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
   }
   std::filesystem::remove(bad);
 }

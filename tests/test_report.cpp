@@ -226,6 +226,24 @@ TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
   EXPECT_NE(svg.find(">1000</text>"), std::string::npos) << svg;
 }
 
+TEST(Report, RooflineDrawsEveryEnginesRoofAndRidge) {
+  using nlohmann::json;
+  // Emerald Rapids' figures (../shared/machines): fp32 FMA 350 GFLOP/s, AMX 1.75 TFLOP/s, read 28 GB/s
+  json roof = {{"title", "engines"}, {"peak_flops", 350e9}, {"bandwidth", 28e9},
+               {"roofs", json::array({json{{"name", "AMX bf16 tiles"}, {"flops", 1750e9}},
+                                      json{{"name", "bad"}, {"flops", -1}}, json("x")})},
+               {"points", json::array({json{{"name", "p"}, {"intensity", 1.0}, {"flops", 20e9}}})}};
+  Report r = sample();
+  r.claims[0].details["roofline"] = roof;
+  const auto svgs = svgs_of(render_html(r));
+  ASSERT_EQ(svgs.size(), 2u);
+  for (const auto& svg : svgs) {  // the claim's chart and the machine's both carry the extra roof
+    EXPECT_NE(svg.find("AMX bf16 tiles ridge 62.5"), std::string::npos) << svg;  // 1750e9 / 28e9
+    EXPECT_NE(svg.find("ridge 12.5 FLOP/byte"), std::string::npos) << svg;       // the fp32 one
+    EXPECT_EQ(svg.find(">bad"), std::string::npos);
+  }
+}
+
 TEST(Report, MalformedRooflinesDoNotCrashOrDrawNaN) {
   using nlohmann::json;
   const double nan = std::nan("");

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,14 +49,29 @@ inline std::vector<int> batch_list(claimcheck::Context& ctx, const std::string& 
   return b;
 }
 
+// One compute engine of this CPU: what its probe measured and what the microarchitecture's table says one core does
+// per cycle, times the cores and the clock.
+struct Engine {
+  std::string name;          // "fp32 FMA", "bf16 dot products", "AMX bf16 tiles"
+  std::string isa;           // what the probe ran ("avx2", "avx512", "avx512_bf16", "amx_bf16", ...)
+  double peak = 0;           // measured FLOP/s, all threads
+  double theory = 0;         // cores x clock x FLOP per cycle per core; 0 where the table does not know this CPU
+  double flop_per_cycle = 0;  // per core, the table's figure held against
+  bool lower_bound = false;  // the table's figure is a floor (the vendor publishes no rate): no upper check
+  std::string why_not;       // where the engine is absent or its probe could not run
+  double share() const { return theory > 0 ? peak / theory : 0; }
+};
+
 struct Roof {
-  K::FlopsPeak peak;
+  K::FlopsPeak peak;  // the fp32 FMA probe: the roof of every kernel here that converts bf16 to fp32 in registers
   K::Bandwidth bw;
-  double clock_hz = 0;  // measured under load
+  K::ClockReading clock;  // the two clock chains, the higher of the readings before and after the peak probe
+  double clock_hz = 0;    // measured under load (the two chains agreeing)
   ref::CpuIdentity cpu;
-  ref::FmaUnits units;
-  double theory_system = 0;  // cores x the clock the system states x units x lanes x 2
+  ref::Microarch uarch;
+  double theory_system = 0;  // cores x the clock the system states x the fp32 FLOP per cycle of this microarchitecture
   double theory_loaded = 0;  // the same at the clock measured under load
+  std::vector<Engine> engines;  // fp32 FMA first, then bf16 dot products and AMX tiles where measured
   int threads = 0;
   int cores = 0;  // physical
   K::RooflineFaults faults;  // planted by a test (the probe's own faults)
@@ -62,34 +79,126 @@ struct Roof {
   double theory() const { return std::max(theory_system, theory_loaded); }
 };
 
-inline int isa_vector_bits(const std::string& isa) { return isa == "avx512" ? 512 : isa == "avx2" ? 256 : 32; }
+inline int isa_vector_bits(const std::string& isa) {
+  return isa == "avx512" ? 512 : isa == "avx2" ? 256 : isa == "neon" ? 128 : 32;
+}
+// The widest fp32 vector ISA this machine has (the hardware record): a probe that fell back to a narrower path is
+// held against the machine's width, not its own.
+inline std::string widest_fp32_isa(const claimcheck::HardwareInfo& hw) {
+#if defined(__aarch64__)
+  (void)hw;
+  return "neon";
+#else
+  return hw.has_isa("avx512f") ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+#endif
+}
+
+// Three significant digits, for a figure quoted in an assumption or a reason.
+inline std::string fmt3(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+// A probe below this share of its theoretical figure is a bug in the probe (or a machine too busy to measure), not
+// a roof to judge a kernel against.
+constexpr double kProbeFloor = 0.8;
+
+// The clock under load, both chains agreeing within 10% (the higher of the readings before and after the peak
+// probe for each chain). Throws where they disagree: one of them is being shortcut by this core.
+inline double agreed_clock(const std::string& id, K::ClockReading& into, const K::ClockReading& a, const K::ClockReading& b) {
+  into = a;
+  for (int i = 0; i < 2; ++i) into.hz[i] = std::max(a.hz[i], b.hz[i]);
+  const double hz = into.agreed_hz(0.1);
+  if (into.hz[0] > 0 && !(hz > 0))
+    throw std::runtime_error(id + ": the two clock probes disagree: " + into.methods[0] + " reads " +
+                             std::to_string(into.hz[0] / 1e9) + " GHz, " + into.methods[1] + " reads " +
+                             std::to_string(into.hz[1] / 1e9) + " GHz (a core that shortcuts one chain; not a clock)");
+  return hz;
+}
 
 // The probe, with the fault a test planted (probe_few_chains), and the theoretical peak it is held against.
-inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true) {
+// A known microarchitecture's probe below kProbeFloor of its theoretical peak throws (the check errors: no figure is
+// judged against a roof that is not one). validate = false leaves the fp32 probe to the caller: ch06.ridge_measured,
+// whose claim is the probe itself, judges it. with_engines: the bf16 dot-product and AMX probes too, where this CPU
+// has them (always validated).
+inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, bool validate = true,
+                         bool with_engines = false) {
   Roof r;
   r.threads = claimcheck::usable_cpus();
   K::RooflineFaults faults;
   K::parse_roofline_fault(ctx.planted_fault(), &faults);
   // The clock before and after the peak, the higher kept: a neighbour that slows the clock probe for a moment must
   // not make the theoretical peak look lower than what the FMA probe reached beside it.
-  r.clock_hz = K::measure_clock_hz(r.threads);
+  const K::ClockReading before = K::measure_clock(r.threads);
   r.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
-  r.clock_hz = std::max(r.clock_hz, K::measure_clock_hz(r.threads));
+  r.clock_hz = agreed_clock(ctx.claim_id(), r.clock, before, K::measure_clock(r.threads));
   if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads, 0, 5, faults);
   r.faults = faults;
   r.cpu = ref::read_cpu_identity();
-  r.units = ref::fma_units(r.cpu, ctx.hardware().isa, ctx.root() / "reference/data/hardware/cpu-fma.json");
-  // The ISA the machine has (the hardware record), not the one the probe dispatched: a probe that fell back to a
-  // narrower path is held against the machine's width.
-  const auto& hw = ctx.hardware();
-  const int bits = hw.has_isa("avx512f") ? 512 : hw.has_isa("avx2") && hw.has_isa("fma") ? 256 : 32;
+  r.uarch = ref::identify_microarch(r.cpu, ctx.root() / "reference/data/hardware/cpu-uarch.json");
   r.cores = ref::usable_physical_cores();
-  r.theory_system = ref::theoretical_peak_flops(r.cores, r.cpu.clock_hz, r.units, bits);
-  r.theory_loaded = ref::theoretical_peak_flops(r.cores, r.clock_hz, r.units, bits);
+  const std::string isa = widest_fp32_isa(ctx.hardware());
+  Engine fp32{"fp32 FMA", r.peak.isa, r.peak.flops_per_s};
+  const auto figs = r.uarch.fp32_flop_per_cycle.find(isa);
+  if (figs != r.uarch.fp32_flop_per_cycle.end()) {
+    fp32.flop_per_cycle = ref::nearest_figure(figs->second, r.peak.flops_per_s / (r.cores * std::max(r.clock_hz, r.cpu.clock_hz)));
+    r.theory_system = ref::theoretical_peak_flops(r.cores, r.cpu.clock_hz, fp32.flop_per_cycle);
+    r.theory_loaded = ref::theoretical_peak_flops(r.cores, r.clock_hz, fp32.flop_per_cycle);
+    fp32.theory = r.theory();
+  } else {
+    fp32.why_not = r.uarch.known() ? "the table has no fp32 figure for " + isa + " on " + r.uarch.name
+                                   : "no rule of the microarchitecture table names this CPU (" + r.cpu.vendor + " family " +
+                                         std::to_string(r.cpu.family) + " model " + std::to_string(r.cpu.model) + ")";
+  }
+  r.engines.push_back(fp32);
+  if (with_engines) {
+    const double clock = std::max(r.clock_hz, r.cpu.clock_hz);
+    const K::FlopsPeak bf = K::measure_bf16_peak(r.threads);
+    if (bf.flops_per_s > 0) {
+      Engine e{"bf16 dot products", bf.isa, bf.flops_per_s};
+      e.flop_per_cycle = r.uarch.bf16_dot_flop_per_cycle;
+      e.lower_bound = r.uarch.bf16_dot_lower_bound;
+      e.theory = ref::theoretical_peak_flops(r.cores, clock, e.flop_per_cycle);
+      r.engines.push_back(e);
+    }
+    const K::AmxPeak amx = K::measure_amx_peak(r.threads);
+    if (amx.peak.flops_per_s > 0 || ctx.hardware().has_isa("amx_bf16")) {
+      Engine e{"AMX bf16 tiles", "amx_bf16", amx.peak.flops_per_s};
+      e.flop_per_cycle = r.uarch.amx_bf16_flop_per_cycle;
+      e.theory = ref::theoretical_peak_flops(r.cores, clock, e.flop_per_cycle);
+      e.why_not = amx.why_not;
+      if (amx.peak.flops_per_s > 0 && !amx.exact)
+        throw std::runtime_error(ctx.claim_id() + ": the AMX probe's accumulators missed their closed form (a probe that "
+                                 "skipped work): not a roof");
+      r.engines.push_back(e);
+    }
+  }
+  for (const Engine& e : r.engines)
+    if ((validate || &e != &r.engines.front()) && e.theory > 0 && e.peak > 0 && e.share() < kProbeFloor)
+        throw std::runtime_error(ctx.claim_id() + ": the " + e.name + " probe (" + e.isa + ") read " +
+                                 std::to_string(e.peak / 1e9) + " GFLOP/s, " + std::to_string(e.share()) +
+                                 " of the theoretical " + std::to_string(e.theory / 1e9) + " GFLOP/s of " + r.uarch.name +
+                                 ": below " + std::to_string(kProbeFloor) + ", a probe bug or a machine too busy to "
+                                 "measure, not a roof");
   return r;
 }
 
+inline nlohmann::json engine_json(const Engine& e) {
+  nlohmann::json j = {{"engine", e.name}, {"isa", e.isa}, {"peak_gflops", e.peak / 1e9}};
+  if (e.theory > 0) {
+    j["theoretical_gflops"] = e.theory / 1e9;
+    j["flop_per_cycle_per_core"] = e.flop_per_cycle;
+    j["share_of_theoretical"] = e.share();
+    if (e.lower_bound) j["theoretical_is_a_floor"] = true;
+  }
+  if (!e.why_not.empty()) j["why_not"] = e.why_not;
+  return j;
+}
+
 inline nlohmann::json roof_json(const Roof& r) {
+  nlohmann::json engines = nlohmann::json::array();
+  for (const auto& e : r.engines) engines.push_back(engine_json(e));
   return {{"threads", r.threads},
           {"peak_gflops", r.peak.flops_per_s / 1e9},
           {"peak_isa", r.peak.isa},
@@ -100,24 +209,31 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"llc_mb", static_cast<double>(r.bw.llc_bytes) / 1e6},
           {"ridge_flop_per_byte", r.bw.read_bytes_per_s > 0 ? r.ridge() : 0.0},
           {"clock_measured_ghz", r.clock_hz / 1e9},
+          {"clock_chains_ghz", {{r.clock.methods[0], r.clock.hz[0] / 1e9}, {r.clock.methods[1], r.clock.hz[1] / 1e9}}},
           {"clock_system_ghz", r.cpu.clock_hz / 1e9},
           {"clock_source", r.cpu.clock_source},
           {"cpu", r.cpu.model_name},
+          {"microarchitecture", r.uarch.known() ? r.uarch.name : "unknown"},
+          {"microarchitecture_why", r.uarch.why},
           {"physical_cores", r.cores},
-          {"fma_units", r.units.units},
-          {"fma_vector_bits", r.units.vector_bits},
-          {"fma_units_why", r.units.why},
+          {"engines", engines},
           {"theoretical_gflops_system_clock", r.theory_system / 1e9},
           {"theoretical_gflops_loaded_clock", r.theory_loaded / 1e9}};
 }
 
-// details.roofline: a log-log roofline with the measured roofs and the points a check measured.
+// details.roofline: a log-log roofline with the measured roofs and the points a check measured; every engine measured
+// beyond the fp32 FMA is drawn as a roof of its own (with its ridge).
 inline nlohmann::json roofline_chart(const std::string& title, const Roof& r, const nlohmann::json& points) {
-  return {{"title", title},
-          {"peak_flops", r.peak.flops_per_s},
-          {"bandwidth", r.bw.read_bytes_per_s},
-          {"theoretical_peak_flops", r.theory()},
-          {"points", points}};
+  nlohmann::json roofs = nlohmann::json::array();
+  for (std::size_t i = 1; i < r.engines.size(); ++i)
+    if (r.engines[i].peak > 0) roofs.push_back({{"name", r.engines[i].name}, {"flops", r.engines[i].peak}});
+  nlohmann::json j = {{"title", title},
+                      {"peak_flops", r.peak.flops_per_s},
+                      {"bandwidth", r.bw.read_bytes_per_s},
+                      {"points", points}};
+  if (r.theory() > 0) j["theoretical_peak_flops"] = r.theory();
+  if (!roofs.empty()) j["roofs"] = roofs;
+  return j;
 }
 inline nlohmann::json roofline_point(const std::string& name, double intensity, double flops_per_s) {
   return {{"name", name}, {"intensity", intensity}, {"flops", flops_per_s}};
@@ -291,12 +407,13 @@ struct SweepRun {
   std::vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
-inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1) {
+// validate / with_engines: as measure_roof's.
+inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1, bool validate = true, bool with_engines = false) {
   SweepRun s;
   s.N = positive_int(ctx, "rows", 65536);
   s.Kd = positive_int(ctx, "cols", 65536);
   s.batches = batch_list(ctx, "batches", must_batch);
-  s.roof = measure_roof(ctx);
+  s.roof = measure_roof(ctx, true, validate, with_engines);
   s.W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
   s.opts = gemv_options(ctx);
   const auto& W = s.W;

@@ -73,7 +73,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
   if (ch06::gpu::present(ctx)) return ridge_measured_gpu(ctx);
   // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
   // batches; the ridge is the peak over the bandwidth of batch 1's moment.
-  const ch06::SweepRun run = ch06::run_sweep(ctx);
+  const ch06::SweepRun run = ch06::run_sweep(ctx, 1, /*validate=*/false, /*with_engines=*/true);
   const int N = run.N, Kd = run.Kd;
   const std::vector<int>& batches = run.batches;
   const ch06::Roof& roof = run.roof;
@@ -119,7 +119,15 @@ static void ridge_measured(claimcheck::Context& ctx) {
   // Verify.
   ctx.derive("measured_ridge", roof_pair.peak / b1.bandwidth, "FLOP/byte");
   ctx.measure(knee_intensity, "FLOP/byte");
-  ctx.measure("peak_vs_theoretical", roof.peak.flops_per_s / roof.theory(), "ratio");
+  if (roof.theory() > 0) ctx.measure("peak_vs_theoretical", roof.peak.flops_per_s / roof.theory(), "ratio");
+  else ctx.pending("the FMA probe against its theoretical peak: " + roof.engines.front().why_not);
+  // Every other engine of this CPU against its own theoretical figure, and its ridge over the same bandwidth.
+  for (std::size_t i = 1; i < roof.engines.size(); ++i) {
+    const ch06::Engine& e = roof.engines[i];
+    const std::string key = e.isa == "amx_bf16" ? "amx" : "bf16_dot";
+    if (e.peak > 0 && e.theory > 0) ctx.measure(key + "_vs_theoretical", e.share(), "ratio");
+    if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.bandwidth, "FLOP/byte");
+  }
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
   if (torch_read > 0) ctx.measure("read_vs_libtorch", probe_read / torch_read, "ratio");
   else ctx.pending("the probe's read against LibTorch's own (" + (torch_why.empty() ? std::string("LibTorch's read gave 0") : torch_why) + ")");
@@ -156,8 +164,9 @@ static void ridge_measured(claimcheck::Context& ctx) {
                  std::to_string(roof.bw.array_bytes >> 20) + " MiB per pass (>= 4x the last-level cache), four streams per thread, the median of 5 passes; LibTorch's read: "
                  "the median of its sums over a tensor of that size, interleaved with the probe");
   ctx.assumption("theoretical peak: " + std::to_string(roof.cores) + " physical cores x clock x " +
-                 std::to_string(roof.units.units) + " FMA units x " + std::to_string(ch06::isa_vector_bits(roof.peak.isa) / 32) +
-                 " lanes x 2, at the higher of the system's clock and the clock measured under load (" +
-                 roof.units.why + ")");
+                 ch06::fmt3(roof.engines.front().flop_per_cycle) + " fp32 FLOP per cycle per core (" +
+                 (roof.uarch.known() ? roof.uarch.name + ": " + roof.uarch.why : std::string("microarchitecture unknown")) +
+                 "), at the higher of the system's clock and the clock measured under load (two dependent chains "
+                 "agreeing: " + roof.clock.methods[0] + ", " + roof.clock.methods[1] + ")");
 }
 CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured");

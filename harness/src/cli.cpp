@@ -199,7 +199,7 @@ int cmd_list(const Args& a) {
   const fs::path root = repo_root(a);
   const auto cat = load_catalogue(expected_dir_of(a, root));
   const auto ids = select_claims(cat, selection_of(a));
-  const HardwareInfo hw = probe_hardware();
+  const HardwareInfo hw = probe_hardware(root / "reference/data/hardware/cpu-uarch.json");
   Capabilities caps(&hw);
   json out = json::array();
   for (const auto& id : ids) {
@@ -258,7 +258,7 @@ int cmd_run(const Args& a) {
   const std::string report_dir = one(a, "--report");
   const bool quiet = a.flags.count("--quiet") > 0;
 
-  const HardwareInfo hw = probe_hardware();
+  const HardwareInfo hw = probe_hardware(root / "reference/data/hardware/cpu-uarch.json");
   Capabilities caps(&hw);
   // The LibTorch checks module is loaded before anything runs, and only when a check in it will run here.
   for (const auto& id : ids) {

@@ -1,5 +1,7 @@
 #include "probe.h"
 
+#include "claimcheck/ref/roofline.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -13,31 +15,29 @@ bool HardwareInfo::has_isa(const std::string& flag) const {
   return std::find(isa.begin(), isa.end(), flag) != isa.end();
 }
 
-HardwareInfo probe_hardware() {
+HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   HardwareInfo h;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, flags;
-  while (std::getline(cpuinfo, line)) {
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
-    std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "model name" && h.cpu_model.empty()) h.cpu_model = val;
-    if (key == "flags" && flags.empty()) flags = val;
+  ref::CpuIdentity cpu;
+  try {
+    cpu = ref::read_cpu_identity();
+  } catch (const std::exception&) {  // no /proc/cpuinfo (or one that names no CPU): the record says what is known
   }
-  static const char* interesting[] = {"sse4_2",     "avx",         "avx2",     "fma",      "f16c",
-                                      "avx512f",    "avx512bw",    "avx512vl", "avx512_vnni", "avx512_bf16",
-                                      "avx512_fp16", "amx_tile",   "amx_bf16", "amx_int8"};
-  std::istringstream fs(flags);
-  std::vector<std::string> all;
-  for (std::string f; fs >> f;) all.push_back(f);
+  h.cpu_model = cpu.model_name.empty() && !cpu.part.empty() ? cpu.vendor + " part " + cpu.part : cpu.model_name;
+  h.cpu_vendor = cpu.vendor;
+  h.cpu_family = cpu.family;
+  h.cpu_model_number = cpu.model;
+  if (!uarch_table.empty() && !cpu.vendor.empty()) h.microarchitecture = ref::identify_microarch(cpu, uarch_table).name;
+  static const char* interesting[] = {"sse4_2",      "avx",       "avx2",     "fma",      "f16c",        "avx512f",
+                                      "avx512bw",    "avx512vl",  "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+                                      "amx_bf16",    "amx_int8",  "asimd",    "asimddp",  "sve",         "sve2",
+                                      "bf16",        "i8mm"};
   for (const char* f : interesting)
-    if (std::find(all.begin(), all.end(), f) != all.end()) h.isa.push_back(f);
+    if (cpu.has(f)) h.isa.push_back(f);
   h.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   cpu_set_t set;
   h.usable_cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : h.logical_cpus;
   std::ifstream meminfo("/proc/meminfo");
-  while (std::getline(meminfo, line)) {
+  for (std::string line; std::getline(meminfo, line);) {
     if (line.rfind("MemTotal:", 0) == 0) {
       std::istringstream ls(line.substr(9));
       std::uint64_t kb = 0;
@@ -50,7 +50,10 @@ HardwareInfo probe_hardware() {
 }
 
 nlohmann::json to_json(const HardwareInfo& h) {
-  nlohmann::json j = {{"cpu_model", h.cpu_model},   {"logical_cpus", h.logical_cpus},
+  nlohmann::json j = {{"cpu_model", h.cpu_model},   {"cpu_vendor", h.cpu_vendor},
+                      {"cpu_family", h.cpu_family}, {"cpu_model_number", h.cpu_model_number},
+                      {"microarchitecture", h.microarchitecture.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture)},
+                      {"logical_cpus", h.logical_cpus},
                       {"usable_cpus", h.usable_cpus}, {"isa", h.isa},
                       {"memory_bytes", h.memory_bytes}};
   if (h.gpu) {

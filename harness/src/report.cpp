@@ -253,9 +253,10 @@ double round_step(double top) {
 }
 
 // An inline log-log roofline for details.roofline: {title, peak_flops, bandwidth, theoretical_peak_flops?,
-// points: [{name, intensity, flops}]}: the measured roofs (bandwidth slope, peak ceiling, the ridge where they
-// meet), the theoretical peak dashed, each point a numbered dot with its name in the legend. Malformed input
-// (a non-positive roof, no finite point) draws nothing.
+// roofs?: [{name, flops}], points: [{name, intensity, flops}]}: the measured roofs (bandwidth slope, peak ceiling,
+// the ridge where they meet), each further engine's roof (bf16 dot products, AMX tiles) as a ceiling of its own with
+// its ridge, the theoretical peak dashed, each point a numbered dot with its name in the legend. Malformed input
+// (a non-positive roof, no finite point) draws nothing; a malformed extra roof is left out.
 std::string svg_roofline(const json& c) {
   if (!c.is_object()) return "";
   auto pos = [](const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0; };
@@ -271,7 +272,17 @@ std::string svg_roofline(const json& c) {
         p["flops"].get<double>() > peak * 1e-9 && p["flops"].get<double>() < peak * 10)  // on the chart's decades
       pts.push_back({p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>() : std::string(),
                      p["intensity"].get<double>(), p["flops"].get<double>()});
-  double x0 = ridge / 10, x1 = ridge * 10, y0 = peak / 1000, y1 = std::max(peak, theory) * 2;
+  struct Ceiling { std::string name; double flops; };
+  std::vector<Ceiling> more;  // further engines' roofs, within three decades of the fp32 peak
+  for (const auto& e : c.value("roofs", json::array()))
+    if (e.is_object() && e.contains("flops") && pos(e["flops"]) && e["flops"].get<double>() < peak * 1e3 &&
+        e["flops"].get<double>() > peak * 1e-3)
+      more.push_back({e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : std::string("roof"),
+                      e["flops"].get<double>()});
+  double top = std::max(peak, theory);
+  for (const auto& m : more) top = std::max(top, m.flops);
+  double x0 = ridge / 10, x1 = ridge * 10, y0 = peak / 1000, y1 = top * 2;
+  for (const auto& m : more) x1 = std::max(x1, m.flops / bw * 10);
   for (const auto& p : pts) {
     x0 = std::min(x0, p.x / 2); x1 = std::max(x1, p.x * 2); y0 = std::min(y0, p.y / 2);
   }
@@ -316,6 +327,15 @@ std::string svg_roofline(const json& c) {
     o << "<line x1=\"" << num(fx(ridge)) << "\" y1=\"" << num(fy(theory)) << "\" x2=\"" << num(fx(x1)) << "\" y2=\""
       << num(fy(theory)) << "\" stroke=\"#888\" stroke-dasharray=\"5,4\"><title>theoretical peak "
       << eng(theory, "FLOP/s") << "</title></line>";
+  for (const auto& m : more) {  // the bandwidth slope continued to this engine's ridge, then its ceiling
+    const double r2 = m.flops / bw;
+    o << "<polyline fill=\"none\" stroke=\"#7d3c98\" stroke-width=\"1.5\" points=\"" << num(fx(ridge)) << ","
+      << num(fy(peak)) << " " << num(fx(r2)) << "," << num(fy(m.flops)) << " " << num(fx(x1)) << "," << num(fy(m.flops))
+      << "\"><title>" << html_escape(m.name + " " + eng(m.flops, "FLOP/s") + ", ridge " + fmt(r2) + " FLOP/byte")
+      << "</title></polyline><line x1=\"" << num(fx(r2)) << "\" y1=\"" << num(fy(m.flops)) << "\" x2=\"" << num(fx(r2))
+      << "\" y2=\"" << H - B << "\" stroke=\"#7d3c98\" stroke-dasharray=\"2,3\"/><text x=\"" << num(fx(x1) - 4)
+      << "\" y=\"" << num(fy(m.flops) - 4) << "\" text-anchor=\"end\" fill=\"#7d3c98\">" << html_escape(m.name) << "</text>";
+  }
   static const char* colors[] = {"#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#e67e22", "#5dade2",
                                  "#a04000", "#34495e", "#d4ac0d"};
   double ly = T + 6;
@@ -324,7 +344,13 @@ std::string svg_roofline(const json& c) {
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">read " << html_escape(eng(bw, "B/s")) << "</text>";
   ly += 14;
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(fmt(ridge)) << " FLOP/byte</text>";
-  ly += 18;
+  ly += 14;
+  for (const auto& m : more) {
+    o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\" fill=\"#7d3c98\">" << html_escape(m.name) << " ridge "
+      << html_escape(fmt(m.flops / bw)) << "</text>";
+    ly += 14;
+  }
+  ly += 4;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = pts[i];
     const char* col = colors[i % (sizeof colors / sizeof *colors)];
@@ -596,7 +622,8 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
       if (roof.is_object()) {
         json all = {{"title", "this machine's roofline: every point measured in this run"},
                     {"peak_flops", roof.value("peak_flops", json())}, {"bandwidth", roof.value("bandwidth", json())},
-                    {"theoretical_peak_flops", roof.value("theoretical_peak_flops", json())}, {"points", json::array()}};
+                    {"theoretical_peak_flops", roof.value("theoretical_peak_flops", json())},
+                    {"roofs", roof.value("roofs", json::array())}, {"points", json::array()}};
         for (const auto& c : r.claims) {
           if (!c.details.contains("roofline") || !c.details["roofline"].is_object() || c.id == "ch06.decode_intensity")
             continue;

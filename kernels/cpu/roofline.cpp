@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -19,7 +21,13 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #endif
 
 namespace claimcheck::kernels {
@@ -51,30 +59,41 @@ struct Span {
   }
 };
 
-// Runs fn(t) on `threads` threads, thread t pinned to the t-th allowed CPU, all released together.
+// Runs fn(t) on `threads` threads, thread t pinned to the t-th allowed CPU, all released together. The calling
+// thread is thread 0 (pinned for the call, its mask restored after): a caller that spun or slept beside the workers
+// would take a CPU from one of them on a machine with as many CPUs as threads, and that worker would start a
+// scheduler tick late (a few ms of a 50 ms pass: the Emerald Rapids guest's FMA probe read 275-317 GFLOP/s where
+// 12 chains timed per thread read 347-351).
 template <typename Fn>
 void run_pinned(int threads, Fn fn) {
   const std::vector<int> cpus = allowed_cpus();
+  auto pin = [&](int t) {
+    if (cpus.empty()) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(t) % cpus.size()], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  };
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const bool restore = pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0;
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
+  for (int t = 1; t < threads; ++t)
     pool.emplace_back([&, t] {
-      if (!cpus.empty()) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[static_cast<std::size_t>(t) % cpus.size()], &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-      }
+      pin(t);
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) {
       }
       fn(t);
     });
-  while (ready.load() < threads) {
-  }
+  pin(0);
+  while (ready.load() < threads - 1) std::this_thread::yield();
   go.store(true, std::memory_order_release);
+  fn(0);
   for (auto& th : pool) th.join();
+  if (restore) pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
 }
 
 // ---- FMA chains ---------------------------------------------------------------------------------------------
@@ -126,6 +145,59 @@ CC_TARGET("avx512f,avx512bf16") float bf16_avx512(long iters) {
   for (int i = 1; i < C; ++i) s = _mm512_add_ps(s, acc[i]);
   return _mm512_reduce_add_ps(s);
 }
+// AMX: four independent 16x16 fp32 accumulators (tmm0-3), each fed by one of two A tiles (16 x 32 bf16, tmm4-5)
+// and one of two B tiles (16 K-pairs x 16 columns, tmm6-7) loaded once; 16x16x32 multiply-adds (16384 FLOP) per
+// tdpbf16ps. A holds 1.0 and B 2^-10, so every accumulator gains exactly 2^-5 per operation: after n iterations
+// each of the 4 x 256 elements must equal n / 32 (exact in fp32 for n < 2^24). Inline assembly (binutils >= 2.34
+// knows the mnemonics), so that no part of the file needs AMX's compiler flags.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+// Returns 1 when every accumulator holds its closed form, 0 otherwise (the probe then did not do its work).
+__attribute__((noinline)) int amx_chain(long iters) {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  alignas(64) std::uint16_t a[16 * 32], b[16 * 32];
+  alignas(64) float c[4][16 * 16];
+  for (auto& x : a) x = 0x3F80;  // bf16 1.0
+  for (auto& x : b) x = 0x3A80;  // bf16 2^-10
+  const long stride = 64;
+  long n = iters;
+  asm volatile(
+      "ldtilecfg (%[cfg])\n\t"
+      "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+      "tileloadd (%[a],%[s],1), %%tmm4\n\t"
+      "tileloadd (%[a],%[s],1), %%tmm5\n\t"
+      "tileloadd (%[b],%[s],1), %%tmm6\n\t"
+      "tileloadd (%[b],%[s],1), %%tmm7\n\t"
+      "test %[n], %[n]\n\t"
+      "jle 2f\n\t"
+      "1:\n\t"
+      "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+      "tdpbf16ps %%tmm7, %%tmm4, %%tmm1\n\t"
+      "tdpbf16ps %%tmm6, %%tmm5, %%tmm2\n\t"
+      "tdpbf16ps %%tmm7, %%tmm5, %%tmm3\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      "tilestored %%tmm0, (%[c0],%[s],1)\n\t"
+      "tilestored %%tmm1, (%[c1],%[s],1)\n\t"
+      "tilestored %%tmm2, (%[c2],%[s],1)\n\t"
+      "tilestored %%tmm3, (%[c3],%[s],1)\n\t"
+      "tilerelease\n\t"
+      : [n] "+r"(n)
+      : [cfg] "r"(&cfg), [a] "r"(a), [b] "r"(b), [s] "r"(stride), [c0] "r"(c[0]), [c1] "r"(c[1]), [c2] "r"(c[2]),
+        [c3] "r"(c[3])
+      : "memory", "cc");
+  const float want = static_cast<float>(std::max(iters, 0L)) / 32.0f;
+  for (const auto& acc : c)
+    for (float v : acc)
+      if (v != want) return 0;
+  return 1;
+}
+float amx_kernel(long iters) { return static_cast<float>(amx_chain(iters)); }
 #endif
 template <int C>
 __attribute__((noinline)) float fma_portable(long iters) {
@@ -161,7 +233,8 @@ Kernel fp32_kernel(const RooflineFaults& f) {
   return f.few_chains ? Kernel{fma_portable<1>, 1, 1, 2, "portable"} : Kernel{fma_portable<8>, 8, 1, 2, "portable"};
 }
 
-FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds) {
+// `min_result`, when given, receives the smallest value any run of the kernel returned (AMX's exactness flag).
+FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, float* min_result = nullptr) {
   threads = std::max(1, threads);
   const double flops_per_iter = static_cast<double>(k.chains) * k.lanes * k.flops_per_lane_op;
   // Calibrate on one thread: iterations for `seconds`.
@@ -198,27 +271,106 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds) {
     }
     volatile float keep = sink[0];
     (void)keep;
+    if (min_result)
+      for (float v : sink) *min_result = std::min(*min_result, v);
   }
   return best;
 }
 
 // ---- clock --------------------------------------------------------------------------------------------------
-// 64 dependent adds per iteration: one cycle each on every x86 core since the Pentium Pro.
+// Two dependent chains whose latency no core shortens, on two different units; the clock is their count x latency
+// over the time, and the two must agree (a core that shortcuts one of them, as Golden Cove and later fold a chain of
+// `add reg, imm` at rename and ran one at ~5 per cycle, shows as a disagreement, not as a 10 GHz clock).
+//  - x86-64: `imul r64, r64`, 3 cycles on every x86-64 core since the Pentium 4 / K8 (Intel's and AMD's optimisation
+//    manuals; uops.info); `paddq xmm, xmm` (SSE2, so every x86-64 core), 1 cycle on the SIMD integer adder.
+//  - AArch64: `add x, x, #1` (1 cycle) and `madd x` (Neoverse N1 / V1 / N2 / V2: 2 cycles for the 64-bit form; the
+//    Arm software optimisation guides).
+// 32 operations per iteration, the loop's own add and branch run beside the chain on other ports.
+struct Chain {
+  std::uint64_t (*fn)(std::uint64_t);
+  double cycles_per_op;
+  const char* name;
+};
+#if defined(__x86_64__)
+__attribute__((noinline)) std::uint64_t imul_chain(std::uint64_t iters) {
+  std::uint64_t x = 3, m = 0x9E3779B97F4A7C15ULL;
+  for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\timul %1, %0\n\t.endr" : "+r"(x) : "r"(m));
+  return x;
+}
+__attribute__((noinline)) std::uint64_t paddq_chain(std::uint64_t iters) {
+  std::uint64_t out = 0;
+  asm volatile(
+      "pxor %%xmm0, %%xmm0\n\t"
+      "pcmpeqd %%xmm1, %%xmm1\n\t"
+      "test %1, %1\n\t"
+      "jz 2f\n\t"
+      "1:\n\t"
+      ".rept 32\n\tpaddq %%xmm1, %%xmm0\n\t.endr\n\t"
+      "dec %1\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      "movq %%xmm0, %0"
+      : "=r"(out), "+r"(iters)
+      :
+      : "xmm0", "xmm1", "cc");
+  return out;
+}
+const Chain kClockChains[2] = {{imul_chain, 3, "imul r64 chain (3 cycles each)"},
+                               {paddq_chain, 1, "paddq xmm chain (1 cycle each)"}};
+#elif defined(__aarch64__)
 __attribute__((noinline)) std::uint64_t add_chain(std::uint64_t iters) {
   std::uint64_t x = 0;
-  for (std::uint64_t i = 0; i < iters; ++i) {
-#if defined(__x86_64__)
-    asm volatile(
-        ".rept 64\n\t"
-        "add $1, %0\n\t"
-        ".endr"
-        : "+r"(x));
-#else
-    for (int j = 0; j < 64; ++j) asm volatile("" : "+r"(x) : : );
-    x += 64;
-#endif
-  }
+  for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\tadd %0, %0, #1\n\t.endr" : "+r"(x));
   return x;
+}
+__attribute__((noinline)) std::uint64_t madd_chain(std::uint64_t iters) {
+  std::uint64_t x = 3, m = 0x9E3779B97F4A7C15ULL, c = 1;
+  for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\tmadd %0, %0, %1, %2\n\t.endr" : "+r"(x) : "r"(m), "r"(c));
+  return x;
+}
+const Chain kClockChains[2] = {{add_chain, 1, "add x chain (1 cycle each)"},
+                               {madd_chain, 2, "madd x chain (2 cycles each)"}};
+#else
+__attribute__((noinline)) std::uint64_t plain_chain(std::uint64_t iters) {
+  std::uint64_t x = 0;
+  for (std::uint64_t i = 0; i < iters; ++i)
+    for (int j = 0; j < 32; ++j) asm volatile("" : "+r"(x));
+  return x;
+}
+const Chain kClockChains[2] = {{plain_chain, 0, "no clock chain for this architecture"},
+                               {plain_chain, 0, "no clock chain for this architecture"}};
+#endif
+
+// One chain's clock on `threads` pinned threads at once: the mean over threads of (ops x cycles per op) / time,
+// the best of three passes.
+double chain_clock_hz(const Chain& c, int threads, double seconds) {
+  if (c.cycles_per_op <= 0) return 0;
+  std::uint64_t iters = 1 << 10;
+  for (;;) {  // calibrate
+    const auto t0 = Clock::now();
+    volatile std::uint64_t sink = c.fn(iters);
+    (void)sink;
+    const double s = seconds_since(t0);
+    if (s > seconds / 8 || iters > (1ULL << 40)) {
+      iters = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)));
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<double> hz(threads);
+    run_pinned(threads, [&](int t) {
+      const auto t0 = Clock::now();
+      volatile std::uint64_t sink = c.fn(iters);
+      (void)sink;
+      hz[t] = 32.0 * c.cycles_per_op * static_cast<double>(iters) / seconds_since(t0);
+    });
+    double mean = 0;
+    for (double h : hz) mean += h / threads;
+    best = std::max(best, mean);
+  }
+  return best;
 }
 
 // ---- bandwidth ----------------------------------------------------------------------------------------------
@@ -325,34 +477,98 @@ FlopsPeak measure_bf16_peak(int threads, int passes, double seconds) {
   return {};
 }
 
-double measure_clock_hz(int threads, double seconds) {
-  threads = std::max(1, threads);
-  std::uint64_t iters = 1 << 12;
-  for (;;) {  // calibrate
-    const auto t0 = Clock::now();
-    volatile std::uint64_t sink = add_chain(iters);
-    (void)sink;
-    const double s = seconds_since(t0);
-    if (s > seconds / 8) {
-      iters = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iters) * seconds / s));
-      break;
+AmxPeak measure_amx_peak(int threads, int passes, double seconds) {
+  AmxPeak r;
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE.
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 22)) || !(edx & (1u << 24))) {
+    r.why_not = "this CPU has no AMX bf16 tiles (CPUID leaf 7: amx_bf16 / amx_tile clear)";
+    return r;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) {
+    r.why_not = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  struct Msg {
+    double flops = 0, seconds = 0;
+    int exact = 0, chains = 0, lanes = 0, threads = 0;
+    char why[240] = {};
+  };
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]), close(fds[1]);
+    r.why_not = std::string("fork: ") + std::strerror(errno);
+    return r;
+  }
+  if (pid == 0) {  // the child: ask Linux for the tile state (once per process, before any thread), then measure
+    close(fds[0]);
+    Msg m;
+    constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
+      std::snprintf(m.why, sizeof m.why, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)",
+                    std::strerror(errno));
+    } else {
+      float min_result = 1;
+      const FlopsPeak p = run_peak(Kernel{amx_kernel, 4, 256, 64, "amx_bf16"}, threads, passes, seconds, &min_result);
+      m.flops = p.flops_per_s, m.seconds = p.seconds, m.exact = min_result == 1.0f;
+      m.chains = p.chains, m.lanes = p.lanes, m.threads = p.threads;
     }
-    iters *= 4;
+    const ssize_t w = write(fds[1], &m, sizeof m);
+    _exit(w == static_cast<ssize_t>(sizeof m) ? 0 : 1);
   }
-  double best = 0;
-  for (int pass = 0; pass < 3; ++pass) {
-    std::vector<double> hz(threads);
-    run_pinned(threads, [&](int t) {
-      const auto t0 = Clock::now();
-      volatile std::uint64_t sink = add_chain(iters);
-      (void)sink;
-      hz[t] = 64.0 * static_cast<double>(iters) / seconds_since(t0);
-    });
-    double mean = 0;
-    for (double h : hz) mean += h / threads;
-    best = std::max(best, mean);
+  close(fds[1]);
+  Msg m;
+  std::size_t got = 0;
+  for (ssize_t n; got < sizeof m && (n = read(fds[0], reinterpret_cast<char*>(&m) + got, sizeof m - got)) != 0;)
+    if (n > 0) got += static_cast<std::size_t>(n);
+    else if (errno != EINTR) break;
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return best;
+  if (WIFSIGNALED(status)) {
+    r.why_not = std::string("the AMX probe's process died of signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                strsignal(WTERMSIG(status)) + ")";
+    return r;
+  }
+  if (got != sizeof m) {
+    r.why_not = "the AMX probe's process ended without a result";
+    return r;
+  }
+  if (m.why[0] != 0) {
+    r.why_not = m.why;
+    return r;
+  }
+  r.peak.flops_per_s = m.flops;
+  r.peak.seconds = m.seconds;
+  r.peak.isa = "amx_bf16";
+  r.peak.chains = m.chains;
+  r.peak.lanes = m.lanes;
+  r.peak.threads = m.threads;
+  r.exact = m.exact != 0;
+#else
+  (void)threads, (void)passes, (void)seconds;
+  r.why_not = "AMX exists on x86-64 Linux only";
+#endif
+  return r;
+}
+
+ClockReading measure_clock(int threads, double seconds) {
+  threads = std::max(1, threads);
+  ClockReading r;
+  r.methods[0] = kClockChains[0].name;
+  r.methods[1] = kClockChains[1].name;
+  r.hz[0] = chain_clock_hz(kClockChains[0], threads, seconds);
+  r.hz[1] = chain_clock_hz(kClockChains[1], threads, seconds);
+  return r;
+}
+
+double ClockReading::agreed_hz(double tolerance) const {
+  if (!(hz[0] > 0) || !(hz[1] > 0)) return 0;
+  const double lo = std::min(hz[0], hz[1]), hi = std::max(hz[0], hz[1]);
+  return hi <= lo * (1 + tolerance) ? hi : 0;
 }
 
 std::size_t last_level_cache_bytes() {

@@ -4,6 +4,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
+#include <regex>
 #include <set>
 #include <utility>
 #include <fstream>
@@ -21,36 +23,90 @@ std::string trim(const std::string& s) {
 }
 }  // namespace
 
-CpuIdentity read_cpu_identity() {
+bool CpuIdentity::has(const std::string& flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+CpuIdentity parse_cpuinfo(std::istream& in, const std::string& where) {
   CpuIdentity c;
-  std::ifstream in("/proc/cpuinfo");
   double mhz = 0;
+  bool any = false;
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '#') continue;
     const auto colon = line.find(':');
     if (colon == std::string::npos) {
-      if (!c.vendor.empty()) break;  // the first processor's block is enough
+      if (any && trim(line).empty()) break;  // the first processor's block is enough
       continue;
     }
     const std::string key = trim(line.substr(0, colon)), val = trim(line.substr(colon + 1));
+    any = any || key == "processor";
     if (key == "vendor_id") c.vendor = val;
     else if (key == "cpu family") c.family = std::atoi(val.c_str());
     else if (key == "model") c.model = std::atoi(val.c_str());
     else if (key == "model name") c.model_name = val;
     else if (key == "cpu MHz") mhz = std::atof(val.c_str());
+    else if (key == "CPU implementer") c.implementer = val;
+    else if (key == "CPU part") c.part = val;
+    else if (key == "flags" || key == "Features") {
+      std::istringstream fs(val);
+      for (std::string f; fs >> f;) c.flags.push_back(f);
+    }
   }
-  std::ifstream fmax("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
-  double khz = 0;
-  if (fmax >> khz && khz > 0) {
-    c.clock_hz = khz * 1e3;
-    c.clock_source = "cpufreq cpuinfo_max_freq";
-  } else if (mhz > 0) {
+  if (c.vendor.empty() && !c.implementer.empty()) c.vendor = "ARM";
+  if (c.vendor.empty()) throw std::runtime_error(where + ": field 'vendor_id': no CPU is described (neither vendor_id nor CPU implementer)");
+  if (mhz > 0) {
     c.clock_hz = mhz * 1e6;
     c.clock_source = "/proc/cpuinfo cpu MHz (no cpufreq in this machine: a VM's nominal clock)";
   }
   return c;
 }
 
-FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, const std::filesystem::path& table) {
+CpuIdentity read_cpu_identity() {
+  std::ifstream in("/proc/cpuinfo");
+  CpuIdentity c = parse_cpuinfo(in, "/proc/cpuinfo");
+  std::ifstream fmax("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  double khz = 0;
+  if (fmax >> khz && khz > 0) {
+    c.clock_hz = khz * 1e3;
+    c.clock_source = "cpufreq cpuinfo_max_freq";
+  }
+  return c;
+}
+
+namespace {
+// "0x10-0x1f", "0x47", "207": whether `model` is in it (decimal or hex, a single value or a range).
+bool in_model_range(const std::string& spec, int model, const std::string& where) {
+  auto num = [&](const std::string& t) {
+    std::size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(t, &used, 0);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t.size() || v < 0) throw std::runtime_error(where + "': expected a model or a range of models, got '" + spec + "'");
+    return v;
+  };
+  const auto dash = spec.find('-');
+  if (dash == std::string::npos) return num(spec) == model;
+  return model >= num(spec.substr(0, dash)) && model <= num(spec.substr(dash + 1));
+}
+const nlohmann::json* string_list(const nlohmann::json& r, const char* key, const std::string& where) {
+  if (!r.contains(key)) return nullptr;
+  const auto& v = r[key];
+  bool ok = v.is_array() && !v.empty();
+  for (const auto& x : ok ? v : nlohmann::json::array()) ok = ok && x.is_string();
+  if (!ok) throw std::runtime_error(where + "." + key + "': expected a non-empty list of strings");
+  return &v;
+}
+double positive_number(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+    throw std::runtime_error(where + "': expected a positive number, got " + v.dump());
+  return v.get<double>();
+}
+}  // namespace
+
+Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path& table) {
   std::ifstream in(table);
   if (!in) throw std::runtime_error(table.string() + ": field '(file)': cannot be read");
   nlohmann::json j;
@@ -61,25 +117,84 @@ FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, 
   }
   if (!j.contains("rules") || !j["rules"].is_array())
     throw std::runtime_error(table.string() + ": field 'rules': expected a list");
+  static const std::set<std::string> keys = {"name",       "vendor", "family",              "models", "implementer",
+                                             "parts",      "isa",    "model_name",          "fp32_flop_per_cycle",
+                                             "bf16_dot",   "amx_bf16", "why"};
   for (std::size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
     const std::string where = table.string() + ": field 'rules[" + std::to_string(i) + "]";
-    for (const char* k : {"vendor", "isa", "why"})
+    if (!r.is_object()) throw std::runtime_error(where + "': expected an object");
+    for (const auto& [k, v] : r.items())
+      if (!keys.count(k)) throw std::runtime_error(where + "." + k + "': unknown key");
+    for (const char* k : {"name", "vendor", "implementer", "isa", "model_name", "why"})
       if (r.contains(k) && !r[k].is_string()) throw std::runtime_error(where + "." + k + "': expected a string");
-    for (const char* k : {"family_min", "model_min"})
-      if (r.contains(k) && !r[k].is_number_integer()) throw std::runtime_error(where + "." + k + "': expected an integer");
-    if (r.contains("vendor") && r["vendor"].get<std::string>() != cpu.vendor) continue;
-    if (r.contains("family_min") && cpu.family < r["family_min"].get<int>()) continue;
-    if (r.contains("model_min") && cpu.model < r["model_min"].get<int>()) continue;
-    if (r.contains("isa") && std::find(isa.begin(), isa.end(), r["isa"].get<std::string>()) == isa.end()) continue;
-    if (!r.contains("fma_units") || !r["fma_units"].is_number_integer() || r["fma_units"].get<int>() < 1)
-      throw std::runtime_error(where + ".fma_units': expected a positive integer");
-    if (!r.contains("vector_bits") || !r["vector_bits"].is_number_integer() || r["vector_bits"].get<int>() < 32)
-      throw std::runtime_error(where + ".vector_bits': expected an integer >= 32");
-    return {r["fma_units"].get<int>(), r["vector_bits"].get<int>(), r.value("why", "")};
+    if (!r.contains("name") || r["name"].get<std::string>().empty())
+      throw std::runtime_error(where + ".name': expected the microarchitecture's name");
+    if (r.contains("family") && !r["family"].is_number_integer())
+      throw std::runtime_error(where + ".family': expected an integer");
+    const nlohmann::json* models = string_list(r, "models", where);
+    const nlohmann::json* parts = string_list(r, "parts", where);
+    // Every rule's figures are checked, matching or not: a typo in a rule for another CPU is still a typo.
+    Microarch m;
+    m.name = r["name"].get<std::string>();
+    m.why = r.value("why", "");
+    if (!r.contains("fp32_flop_per_cycle") || !r["fp32_flop_per_cycle"].is_object() || r["fp32_flop_per_cycle"].empty())
+      throw std::runtime_error(where + ".fp32_flop_per_cycle': expected an object of ISA -> list of FLOP per cycle");
+    for (const auto& [isa, figs] : r["fp32_flop_per_cycle"].items()) {
+      const std::string w = where + ".fp32_flop_per_cycle." + isa;
+      if (!figs.is_array() || figs.empty()) throw std::runtime_error(w + "': expected a non-empty list of numbers");
+      for (std::size_t f = 0; f < figs.size(); ++f)
+        m.fp32_flop_per_cycle[isa].push_back(positive_number(figs[f], w + "[" + std::to_string(f) + "]"));
+    }
+    if (r.contains("bf16_dot")) {
+      const auto& b = r["bf16_dot"];
+      if (!b.is_object() || !b.contains("flop_per_cycle"))
+        throw std::runtime_error(where + ".bf16_dot': expected {\"flop_per_cycle\": N, \"lower_bound\": bool}");
+      m.bf16_dot_flop_per_cycle = positive_number(b["flop_per_cycle"], where + ".bf16_dot.flop_per_cycle");
+      if (b.contains("lower_bound") && !b["lower_bound"].is_boolean())
+        throw std::runtime_error(where + ".bf16_dot.lower_bound': expected true or false");
+      m.bf16_dot_lower_bound = b.value("lower_bound", false);
+    }
+    if (r.contains("amx_bf16")) {
+      const auto& b = r["amx_bf16"];
+      if (!b.is_object() || !b.contains("flop_per_cycle"))
+        throw std::runtime_error(where + ".amx_bf16': expected {\"flop_per_cycle\": N}");
+      m.amx_bf16_flop_per_cycle = positive_number(b["flop_per_cycle"], where + ".amx_bf16.flop_per_cycle");
+    }
+    std::regex name_re;
+    if (r.contains("model_name")) {
+      try {
+        name_re = std::regex(r["model_name"].get<std::string>());
+      } catch (const std::regex_error& e) {
+        throw std::runtime_error(where + ".model_name': not a regular expression (" + e.what() + ")");
+      }
+    }
+    bool match = r.contains("vendor") && r["vendor"].get<std::string>() == cpu.vendor;
+    match = match && (!r.contains("family") || r["family"].get<int>() == cpu.family);
+    if (models) {  // every range parsed, matching or not
+      bool any = false;
+      for (const auto& spec : *models) any = in_model_range(spec.get<std::string>(), cpu.model, where + ".models") || any;
+      match = match && any;
+    }
+    match = match && (!r.contains("implementer") || r["implementer"].get<std::string>() == cpu.implementer);
+    if (match && parts) {
+      bool any = false;
+      for (const auto& p : *parts) any = any || p.get<std::string>() == cpu.part;
+      match = any;
+    }
+    match = match && (!r.contains("isa") || cpu.has(r["isa"].get<std::string>()));
+    match = match && (!r.contains("model_name") || std::regex_search(cpu.model_name, name_re));
+    if (match) return m;
   }
-  throw std::runtime_error(table.string() + ": field 'rules': no rule matches " + cpu.vendor + " family " +
-                           std::to_string(cpu.family));
+  return {};  // no rule names this CPU
+}
+
+double nearest_figure(const std::vector<double>& figures, double measured) {
+  if (!(measured > 0)) return figures.empty() ? 0 : *std::max_element(figures.begin(), figures.end());
+  double best = 0;
+  for (double f : figures)
+    if (best == 0 || std::abs(std::log(measured / f)) < std::abs(std::log(measured / best))) best = f;
+  return best;
 }
 
 int usable_physical_cores() {
@@ -99,11 +214,6 @@ int usable_physical_cores() {
     cores.insert({p, k});
   }
   return cores.empty() ? std::max(1, cpus) : static_cast<int>(cores.size());
-}
-
-double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int isa_vector_bits) {
-  const int lanes = std::min(u.vector_bits, isa_vector_bits) / 32;
-  return static_cast<double>(cores) * clock_hz * u.units * lanes * 2.0;
 }
 
 Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step_seconds) {

@@ -2,6 +2,7 @@
 // and for expectations re-derived on this machine.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct GpuInfo {
 
 struct HardwareInfo {
   std::string cpu_model;
+  std::string cpu_vendor;         // vendor_id ("GenuineIntel", "AuthenticAMD"), "ARM" on Arm
+  int cpu_family = 0, cpu_model_number = 0;  // CPUID family and model (x86)
+  std::string microarchitecture;  // from the answer key's table (reference/data/hardware/cpu-uarch.json); "" unknown
   int logical_cpus = 0;          // online
   int usable_cpus = 0;           // in this process's affinity mask
   std::vector<std::string> isa;  // the flags that matter here: avx2, avx512f, avx512_bf16, amx_bf16, ...
@@ -32,7 +36,8 @@ struct HardwareInfo {
   bool has_isa(const std::string& flag) const;
 };
 
-HardwareInfo probe_hardware();
+// `uarch_table`: the microarchitecture table to name the CPU with (none: the name is left empty).
+HardwareInfo probe_hardware(const std::filesystem::path& uarch_table = {});
 nlohmann::json to_json(const HardwareInfo& h);
 
 // Implemented in probe_gpu_cuda.cpp (CUDA builds) or probe_gpu_none.cpp.

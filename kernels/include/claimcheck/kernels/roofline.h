@@ -1,7 +1,10 @@
 // The roofline probe, code under test of chapter 6: what this CPU does at best, measured.
 //  - peak FLOP/s: every thread runs independent FMA chains in vector registers, as many as hide the FMA latency
 //    for the instruction set actually dispatched and no more than the register file holds (no spills);
-//  - the effective clock under that load: a chain of dependent integer adds (one per cycle);
+//  - the effective clock under an all-core load: two dependent chains of known latency on two different units
+//    (x86-64: imul r64, 3 cycles, and paddq xmm, 1 cycle), which must agree;
+//  - the bf16 engines where the CPU has them: AVX-512 bf16 dot products (vdpbf16ps) and the AMX tile unit
+//    (tdpbf16ps), each with independent accumulators and a result checked against its closed form;
 //  - read bandwidth, STREAM-style: a read-only reduction and a triad (a = b + s*c) over arrays of at least 4x the
 //    last-level cache, threads pinned to the CPUs of the affinity mask; the median of several passes (STREAM
 //    reports the best; on a shared VM the best pass catches bursts that no kernel sustains, the median is what a
@@ -35,8 +38,26 @@ FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f = {}, int passes
 // bf16 dot-product peak (vdpbf16ps) where avx512_bf16 exists; flops_per_s = 0 and isa = "" where it does not.
 FlopsPeak measure_bf16_peak(int threads, int passes = 3, double seconds = 0.05);
 
-// Clock under an all-core integer load: dependent adds per second, the mean over `threads` pinned threads.
-double measure_clock_hz(int threads, double seconds = 0.02);
+// bf16 tile dot products on AMX (tdpbf16ps) where the CPU has amx_bf16 and Linux grants the tile state; run in a
+// child process, so that a CPU or kernel that refuses the instructions ends the probe, not the caller.
+// flops_per_s = 0 and `why_not` says why where there is no AMX. `exact` is false when an accumulator missed its
+// closed form (a probe that skipped work).
+struct AmxPeak {
+  FlopsPeak peak;
+  bool exact = false;
+  std::string why_not;
+};
+AmxPeak measure_amx_peak(int threads, int passes = 3, double seconds = 0.05);
+
+// The clock under an all-core load, by two dependent chains of known latency (names in `methods`), the best of three
+// passes each, the mean over `threads` pinned threads. 0 where this architecture has no chain.
+struct ClockReading {
+  double hz[2] = {0, 0};
+  std::string methods[2];
+  // The higher reading when the two are within `tolerance` of each other; 0 when they disagree or one is missing.
+  double agreed_hz(double tolerance = 0.1) const;
+};
+ClockReading measure_clock(int threads, double seconds = 0.02);
 
 struct Bandwidth {
   double read_bytes_per_s = 0;   // read-only reduction: bytes read / time (the median pass)

@@ -1,41 +1,62 @@
 // The answer key of the roofline (chapter 6): what this CPU should do at best, from what it says it is, and
 // the plain arithmetic the measured sweeps are read with.
-//  - the theoretical peak: cores x clock x FMA units x lanes x 2, the clock read from the system and the FMA
-//    units from a table of the vendors' manuals (reference/data/hardware/cpu-fma.json);
+//  - the theoretical peak of each engine (fp32 FMA, bf16 dot products, AMX tiles): cores x clock x FLOP per cycle
+//    per core, the microarchitecture identified from /proc/cpuinfo (CPUID vendor, family, model; Arm implementer
+//    and part) in a table of the vendors' manuals (reference/data/hardware/cpu-uarch.json);
 //  - the knee of a batch sweep: where the memory floor (the time of the smallest batch) meets the compute roof (the
 //    best per-token time of the sweep);
 //  - LibTorch's own read bandwidth (a sum over a large fp32 tensor), the yardstick the probe is held against.
 #pragma once
 #include <cstddef>
 #include <filesystem>
+#include <istream>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace claimcheck::ref {
 
 struct CpuIdentity {
-  std::string vendor;      // vendor_id of /proc/cpuinfo
+  std::string vendor;      // x86: vendor_id ("GenuineIntel", "AuthenticAMD"); Arm: "ARM"
   int family = 0, model = 0;
-  std::string model_name;
+  std::string model_name;  // x86's "model name" ("" on Arm, whose /proc/cpuinfo has none)
+  std::string implementer, part;  // Arm: "CPU implementer" and "CPU part" ("0x41", "0xd40"); "" on x86
+  std::vector<std::string> flags;  // x86 "flags", Arm "Features", as /proc/cpuinfo spells them
   double clock_hz = 0;     // the highest clock the system states (cpufreq's maximum, else /proc/cpuinfo's MHz)
   std::string clock_source;
+  bool has(const std::string& flag) const;
 };
+// The first processor's block of a /proc/cpuinfo text (lines starting with '#' skipped); `where` names the source in
+// errors. Throws std::runtime_error naming it when the text names no CPU (no vendor_id and no CPU implementer).
+CpuIdentity parse_cpuinfo(std::istream& in, const std::string& where);
+// parse_cpuinfo of /proc/cpuinfo, with the clock the system states.
 CpuIdentity read_cpu_identity();
 
-struct FmaUnits {
-  int units = 1;
-  int vector_bits = 128;
-  std::string why;
+// What one core of a microarchitecture does per cycle, from the table (reference/data/hardware/cpu-uarch.json).
+struct Microarch {
+  std::string name;  // "" when no rule names this CPU: then nothing below is known
+  std::string why;   // the rule's sources
+  // fp32 FLOP per cycle per core by the vector ISA a probe ran ("avx512", "avx2", "neon"); more than one figure where
+  // CPUID cannot tell them apart (Skylake-SP's one or two 512-bit units).
+  std::map<std::string, std::vector<double>> fp32_flop_per_cycle;
+  double bf16_dot_flop_per_cycle = 0;  // vdpbf16ps; 0 = none
+  bool bf16_dot_lower_bound = false;   // the vendor publishes no rate: the figure is a floor, not the peak
+  double amx_bf16_flop_per_cycle = 0;  // AMX tdpbf16ps; 0 = none
+  bool known() const { return !name.empty(); }
 };
-// The first rule of `table` that matches the vendor, family, model and one of the ISA flags (lower case, as
-// /proc/cpuinfo spells them). Throws std::runtime_error naming the file and field on a malformed table.
-FmaUnits fma_units(const CpuIdentity& cpu, const std::vector<std::string>& isa, const std::filesystem::path& table);
+// The first rule of `table` that names `cpu` (vendor, family, model or model range, Arm implementer and part, an ISA
+// flag, a model-name pattern). Throws std::runtime_error naming the file and field on a malformed table.
+Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path& table);
 
 // Physical cores among the CPUs of this process's affinity mask (SMT siblings count once; sysfs topology).
 int usable_physical_cores();
 
-// cores x clock x units x lanes x 2 FLOP (lanes = min(vector_bits, isa_bits) / 32).
-double theoretical_peak_flops(int cores, double clock_hz, const FmaUnits& u, int isa_vector_bits);
+// cores x clock x FLOP per cycle per core.
+inline double theoretical_peak_flops(int cores, double clock_hz, double flop_per_cycle) {
+  return static_cast<double>(cores) * clock_hz * flop_per_cycle;
+}
+// Of the figures a rule allows, the one nearest to `measured` (the only one where there is one); 0 when none.
+double nearest_figure(const std::vector<double>& figures, double measured);
 
 struct Knee {
   double batch = 0;              // where the two asymptotes meet
