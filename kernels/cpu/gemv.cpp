@@ -37,6 +37,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -99,7 +100,10 @@ alignas(64) constexpr float kNf4[16] = {
     -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
     0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
 
-enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+// kEmulated512 (tests only, forced by name): the AVX2 kernels, except the batched GEMM's panel tile, which runs the
+// AVX-512 tile's source on two ymm per register (gemm_tile.inc), so that its 16-lane indexing is tested where no
+// AVX-512 is.
+enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3 };
 
 Path detect_path() {
 #if CC_X86
@@ -121,7 +125,9 @@ Path path() {
   const int f = g_forced.load(std::memory_order_relaxed);
   return f >= 0 ? static_cast<Path>(f) : kDetected;
 }
-const char* path_name(Path p) { return p == kAvx512 ? "avx512" : p == kAvx2 ? "avx2" : "portable"; }
+const char* path_name(Path p) {
+  return p == kAvx512 ? "avx512" : p == kEmulated512 ? "avx512_emulated" : p == kAvx2 ? "avx2" : "portable";
+}
 
 // ---- thread pool ----------------------------------------------------------------------------------------------
 class Pool {
@@ -541,6 +547,7 @@ CC_AVX512 void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, co
 
 // ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------
 void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads) {
+  if (pth == kEmulated512) pth = kAvx2;
   const float* xs = x;
   if (pth != kPortable) {
     float* buf = scratch_floats(0, K);
@@ -559,6 +566,7 @@ void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y
 }
 
 void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads) {
+  if (pth == kEmulated512) pth = kAvx2;
   const float* xs = x;
   if (pth != kPortable) {
     float* buf = scratch_floats(0, W.K);
@@ -587,13 +595,15 @@ void consume(const float* p) { asm volatile("" : : "r"(p) : "memory"); }
 //    (the even/odd trick) and each converted vector meets up to four activation rows (pre-split the same way):
 //    2 x 4 accumulators on AVX2, 4 x 4 on AVX-512 (its 32 registers), every weight read once from memory, a
 //    horizontal sum per output at the end.
-//  - Larger batches: weights packed once per (k block, 16 output columns) into fp32 k-major panels
-//    [kc][16]; a 6 x 16 register tile (6 activation rows broadcast, 12 accumulators) runs over the panel,
-//    BLIS-style; outputs accumulated in Y across k blocks. Compute-bound at the FMA rate for large B.
+//  - Larger batches: weights packed once per (k block, two vectors of output columns) into fp32 k-major panels
+//    [kc][2L]; a register tile of MB activation rows x 2 vectors runs over the panel, BLIS-style (gemm_tile.inc:
+//    AVX2 6 x 16 with 12 ymm accumulators, AVX-512 12 x 32 with 24 zmm: a 512-bit tile at every batch, which a core
+//    with two full 512-bit FMA units needs to reach more than half its peak); outputs accumulated in Y across k
+//    blocks. Compute-bound at the FMA rate for large B.
 constexpr int kDirectMaxB = 16;
-constexpr int kPanelN = 16;   // output columns per packed panel
-constexpr int kTileB = 6;     // activation rows per register tile
-constexpr int kGemmKc = 1024;  // k block: a 16 x 1024 fp32 panel is 64 KiB (L2); rows read in 2 KiB runs
+constexpr int kMaxPanelN = 32;  // output columns per packed panel: two vectors of the widest ISA
+constexpr int kMaxTileB = 12;   // activation rows per register tile, at most
+constexpr int kGemmKc = 1024;   // k block: a 32 x 1024 fp32 panel is 128 KiB (L2); rows read in 2 KiB runs
 
 #if CC_X86
 // Y[(b0 + j) * N + r + i] = sum_k W[r + i, k] X[b0 + j, k], i < R, j < NB. XS: X rows split in groups of 16.
@@ -703,22 +713,23 @@ CC_AVX512 void direct_rows_avx512(const bf16_t* W, long K, const float* XS, cons
 #pragma GCC diagnostic pop
 #endif
 
-// Panel [kc][16] of W^T: rows n0 .. n0+15 (zero past N), k0 .. k0+kc-1, as fp32.
-CC_CLONES void pack_panel(const bf16_t* W, int N, long K, int n0, long k0, int kc, float* P) {
-  for (int i = 0; i < kPanelN; ++i) {
+// Panel [kc][PN] of W^T: rows n0 .. n0+PN-1 (zero past N), k0 .. k0+kc-1, as fp32.
+CC_CLONES void pack_panel(const bf16_t* W, int N, long K, int n0, long k0, int kc, int PN, float* P) {
+  for (int i = 0; i < PN; ++i) {
     if (n0 + i >= N) {
-      for (int k = 0; k < kc; ++k) P[k * kPanelN + i] = 0.0f;
+      for (int k = 0; k < kc; ++k) P[k * PN + i] = 0.0f;
       continue;
     }
     const bf16_t* w = W + (n0 + i) * K + k0;
-    for (int k = 0; k < kc; ++k) P[k * kPanelN + i] = bf16_f32(w[k]);
+    for (int k = 0; k < kc; ++k) P[k * PN + i] = bf16_f32(w[k]);
   }
 }
 
 #if CC_X86
-// The same, 8 x 8 blocks converted in registers and transposed with unpack/shuffle/permute.
-CC_AVX2 void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k0, int kc, float* P) {
+// The same, 8 x 8 blocks converted in registers and transposed with unpack/shuffle/permute (PN a multiple of 8).
+CC_AVX2 void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k0, int kc, int PN, float* P) {
   const int k8 = kc & ~7;
+  const int kPanelN = PN;
   for (int g = 0; g < kPanelN; g += 8) {
     const bf16_t* w[8];
     bool full = true;
@@ -759,70 +770,136 @@ CC_AVX2 void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k0, in
 }
 #endif
 
-// Y[b, n0 .. n0+cols) += sum_k X[b, k0 + k] P[k][.] for MB rows b of X (pointer at row b0, column k0).
-template <int MB>
-CC_CLONES void tile_portable(const float* X, long ldx, const float* P, int kc, float* Y, long ldy, int cols) {
-  float acc[MB][kPanelN] = {};
-  for (int k = 0; k < kc; ++k)
-    #pragma GCC unroll 16
-    for (int i = 0; i < MB; ++i) {
-      const float xv = X[i * ldx + k];
-      for (int c = 0; c < kPanelN; ++c) acc[i][c] += xv * P[k * kPanelN + c];
-    }
-  #pragma GCC unroll 16
-  for (int i = 0; i < MB; ++i)
-    for (int c = 0; c < cols; ++c) Y[i * ldy + c] += acc[i][c];
-}
-#if CC_X86
-template <int MB>
-CC_AVX2 void tile_avx2(const float* X, long ldx, const float* P, int kc, float* Y, long ldy, int cols) {
-  __m256 a0[MB], a1[MB];
-  #pragma GCC unroll 16
-  for (int i = 0; i < MB; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
-  for (int k = 0; k < kc; ++k) {
-    const __m256 w0 = _mm256_loadu_ps(P + k * kPanelN), w1 = _mm256_loadu_ps(P + k * kPanelN + 8);
-    #pragma GCC unroll 16
-    for (int i = 0; i < MB; ++i) {
-      const __m256 xv = _mm256_broadcast_ss(X + i * ldx + k);
-      a0[i] = _mm256_fmadd_ps(xv, w0, a0[i]);
-      a1[i] = _mm256_fmadd_ps(xv, w1, a1[i]);
-    }
-  }
-  if (cols == kPanelN) {
-    #pragma GCC unroll 16
-    for (int i = 0; i < MB; ++i) {
-      float* y = Y + i * ldy;
-      _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), a0[i]));
-      _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_loadu_ps(y + 8), a1[i]));
-    }
-  } else {
-    #pragma GCC unroll 16
-    for (int i = 0; i < MB; ++i) {
-      float t[kPanelN];
-      _mm256_storeu_ps(t, a0[i]);
-      _mm256_storeu_ps(t + 8, a1[i]);
-      for (int c = 0; c < cols; ++c) Y[i * ldy + c] += t[c];
-    }
-  }
-}
-#endif
+// The panel tiles, one source (gemm_tile.inc) per vector type.
 using TileFn = void (*)(const float*, long, const float*, int, float*, long, int);
-TileFn tile_for(Path pth, int mb) {
-#if CC_X86
-  // The AVX-512 path runs the AVX2 tile too (an 8-lane kernel is correct there; a 16-lane one is not written).
-  if (pth != kPortable) {
-    static const TileFn t[] = {nullptr, tile_avx2<1>, tile_avx2<2>, tile_avx2<3>, tile_avx2<4>, tile_avx2<5>, tile_avx2<6>};
-    return t[mb];
+namespace tile_portable {
+struct V {  // one "vector" of 8 floats in plain C++ (the compiler vectorises what the target allows)
+  struct Reg {
+    float v[8];
+  };
+  static constexpr int kLanes = 8;
+  static CC_INLINE Reg zero() { return Reg{}; }
+  static CC_INLINE Reg load(const float* p) {
+    Reg r;
+    std::memcpy(r.v, p, sizeof r.v);
+    return r;
   }
+  static CC_INLINE void store(float* p, const Reg& r) { std::memcpy(p, r.v, sizeof r.v); }
+  static CC_INLINE Reg broadcast(const float* p) {
+    Reg r;
+    for (float& x : r.v) x = *p;
+    return r;
+  }
+  static CC_INLINE Reg fmadd(const Reg& a, const Reg& b, Reg c) {
+    for (int i = 0; i < 8; ++i) c.v[i] += a.v[i] * b.v[i];
+    return c;
+  }
+  static CC_INLINE Reg add(Reg a, const Reg& b) {
+    for (int i = 0; i < 8; ++i) a.v[i] += b.v[i];
+    return a;
+  }
+};
+#define CC_TILE_TARGET CC_CLONES
+#include "gemm_tile.inc"
+#undef CC_TILE_TARGET
+}  // namespace tile_portable
+#if CC_X86
+namespace tile_avx2 {
+struct V {
+  using Reg = __m256;
+  static constexpr int kLanes = 8;
+  static CC_AVX2 CC_INLINE Reg zero() { return _mm256_setzero_ps(); }
+  static CC_AVX2 CC_INLINE Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static CC_AVX2 CC_INLINE void store(float* p, Reg r) { _mm256_storeu_ps(p, r); }
+  static CC_AVX2 CC_INLINE Reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static CC_AVX2 CC_INLINE Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static CC_AVX2 CC_INLINE Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+};
+#define CC_TILE_TARGET CC_AVX2
+#include "gemm_tile.inc"
+#undef CC_TILE_TARGET
+}  // namespace tile_avx2
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers
+namespace tile_avx512 {
+struct V {
+  using Reg = __m512;
+  static constexpr int kLanes = 16;
+  static CC_AVX512 CC_INLINE Reg zero() { return _mm512_setzero_ps(); }
+  static CC_AVX512 CC_INLINE Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static CC_AVX512 CC_INLINE void store(float* p, Reg r) { _mm512_storeu_ps(p, r); }
+  static CC_AVX512 CC_INLINE Reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static CC_AVX512 CC_INLINE Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static CC_AVX512 CC_INLINE Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+};
+#define CC_TILE_TARGET CC_AVX512
+#include "gemm_tile.inc"
+#undef CC_TILE_TARGET
+}  // namespace tile_avx512
+#pragma GCC diagnostic pop
+// The AVX-512 tile's shape (16 lanes, 12 x 32) on two ymm per register: what the tests run where no AVX-512 is.
+namespace tile_emulated512 {
+struct V {
+  struct Reg {
+    __m256 lo, hi;
+  };
+  static constexpr int kLanes = 16;
+  static CC_AVX2 CC_INLINE Reg zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static CC_AVX2 CC_INLINE Reg load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static CC_AVX2 CC_INLINE void store(float* p, Reg r) { _mm256_storeu_ps(p, r.lo), _mm256_storeu_ps(p + 8, r.hi); }
+  static CC_AVX2 CC_INLINE Reg broadcast(const float* p) { return {_mm256_broadcast_ss(p), _mm256_broadcast_ss(p)}; }
+  static CC_AVX2 CC_INLINE Reg fmadd(Reg a, Reg b, Reg c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  static CC_AVX2 CC_INLINE Reg add(Reg a, Reg b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+};
+#define CC_TILE_TARGET CC_AVX2
+#include "gemm_tile.inc"
+#undef CC_TILE_TARGET
+}  // namespace tile_emulated512
 #endif
-  static const TileFn t[] = {nullptr, tile_portable<1>, tile_portable<2>, tile_portable<3>,
-                             tile_portable<4>, tile_portable<5>, tile_portable<6>};
-  return t[mb];
+
+// A path's panel: its width (two vectors), the rows of its register tile and the tile for each row count.
+struct PanelKernel {
+  int panel_n = 16, tile_b = 6;
+  TileFn tiles[kMaxTileB + 1] = {};
+};
+template <template <int> class T, int... M>
+PanelKernel panel_kernel(int panel_n, std::integer_sequence<int, M...>) {
+  PanelKernel k;
+  k.panel_n = panel_n;
+  k.tile_b = static_cast<int>(sizeof...(M));
+  ((k.tiles[M + 1] = T<M + 1>::fn), ...);
+  return k;
+}
+#define CC_TILE_REF(ns)                  \
+  template <int MB>                      \
+  struct ns##_ref {                      \
+    static constexpr TileFn fn = ns::panel_tile<MB>; \
+  };
+CC_TILE_REF(tile_portable)
+#if CC_X86
+CC_TILE_REF(tile_avx2)
+CC_TILE_REF(tile_avx512)
+CC_TILE_REF(tile_emulated512)
+#endif
+#undef CC_TILE_REF
+const PanelKernel& panel_for(Path pth) {
+#if CC_X86
+  static const PanelKernel avx2 = panel_kernel<tile_avx2_ref>(16, std::make_integer_sequence<int, 6>());
+  static const PanelKernel avx512 = panel_kernel<tile_avx512_ref>(32, std::make_integer_sequence<int, 12>());
+  static const PanelKernel emulated = panel_kernel<tile_emulated512_ref>(32, std::make_integer_sequence<int, 12>());
+  if (pth == kAvx512) return avx512;
+  if (pth == kEmulated512) return emulated;
+  if (pth == kAvx2) return avx2;
+#endif
+  static const PanelKernel portable = panel_kernel<tile_portable_ref>(16, std::make_integer_sequence<int, 6>());
+  return portable;
 }
 
 void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads) {
 #if CC_X86
-  if (pth != kPortable && B <= kDirectMaxB) {
+  if (pth != kPortable && B <= kDirectMaxB) {  // (the emulated AVX-512 path runs the AVX2 direct tile)
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
     const int group = pth == kAvx512 ? 32 : 16;
     for (int b = 0; b < B; ++b)
@@ -841,26 +918,26 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
     return;
   }
 #endif
-  const int panels = (N + kPanelN - 1) / kPanelN;
-  TileFn tiles[kTileB + 1];
-  for (int m = 1; m <= kTileB; ++m) tiles[m] = tile_for(pth, m);
-  // One task per 16 output columns (pulled dynamically): Y's columns zeroed, then for each k block the panel
+  const PanelKernel& pk = panel_for(pth);
+  const int PN = pk.panel_n, TB = pk.tile_b;
+  const int panels = (N + PN - 1) / PN;
+  // One task per panel of output columns (pulled dynamically): Y's columns zeroed, then for each k block the panel
   // packed once and run against every activation row.
   parallel_rows(panels, 1, threads, [&](int p0, int p1) {
-    float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kPanelN);
+    float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kMaxPanelN);
     for (int p = p0; p < p1; ++p) {
-      const int n = p * kPanelN, cols = std::min(kPanelN, N - n);
+      const int n = p * PN, cols = std::min(PN, N - n);
       for (int b = 0; b < B; ++b) std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
       for (int k0 = 0; k0 < K; k0 += kGemmKc) {
         const int kc = std::min(kGemmKc, K - k0);
 #if CC_X86
-        if (pth != kPortable) pack_panel_avx2(W, N, K, n, k0, kc, P);
+        if (pth != kPortable) pack_panel_avx2(W, N, K, n, k0, kc, PN, P);
         else
 #endif
-          pack_panel(W, N, K, n, k0, kc, P);
-        for (int b = 0; b < B; b += kTileB) {
-          const int mb = std::min(kTileB, B - b);
-          tiles[mb](X + static_cast<long>(b) * K + k0, K, P, kc, Y + static_cast<long>(b) * N + n, N, cols);
+          pack_panel(W, N, K, n, k0, kc, PN, P);
+        for (int b = 0; b < B; b += TB) {
+          const int mb = std::min(TB, B - b);
+          pk.tiles[mb](X + static_cast<long>(b) * K + k0, K, P, kc, Y + static_cast<long>(b) * N + n, N, cols);
         }
       }
     }
@@ -955,8 +1032,10 @@ bool gemv_force_path(const std::string& name) {
   else if (name == "portable") want = kPortable;
   else if (name == "avx2") want = kAvx2;
   else if (name == "avx512") want = kAvx512;
+  else if (name == "avx512_emulated") want = kEmulated512;
   else return false;
-  if (want > static_cast<int>(kDetected)) return false;  // this CPU cannot run it
+  const int needs = want == kEmulated512 ? kAvx2 : want;
+  if (needs > static_cast<int>(kDetected)) return false;  // this CPU cannot run it
   g_forced.store(want);
   return true;
 }
