@@ -115,6 +115,15 @@ TEST(Process, ExtraEnvironment) {
   // Without extra variables the child sees the parent's environment as it is.
   const ProcessResult plain = run_process({"/bin/sh", "-c", "printf %s \"$CLAIMCHECK_TEST_REPLACED\""});
   EXPECT_EQ(plain.out, "old");
+  // Unset: gone from the child's environment, the rest kept (a name both set and unset is unset).
+  ProcessOptions u;
+  u.unset = {"CLAIMCHECK_TEST_REPLACED", "CLAIMCHECK_TEST_EXTRA"};
+  u.env = {{"CLAIMCHECK_TEST_EXTRA", "x"}};
+  const ProcessResult gone = run_process(
+      {"/bin/sh", "-c", "printf '%s|%s|%s' \"${CLAIMCHECK_TEST_REPLACED-unset}\" \"${CLAIMCHECK_TEST_EXTRA-unset}\" "
+                        "\"$CLAIMCHECK_TEST_PARENT\""},
+      u);
+  EXPECT_EQ(gone.out, "unset|unset|from the parent");
 }
 
 TEST(Process, RunCommandTrimsAndFails) {

@@ -19,16 +19,24 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// The parent's environment with the extra variables added or replaced.
-std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra) {
+// The parent's environment with the extra variables added or replaced, and the unset ones removed.
+std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra,
+                                           const std::vector<std::string>& unset) {
+  auto named = [](const std::string& entry, const std::string& name) { return entry.compare(0, name.size() + 1, name + "=") == 0; };
+  auto removed = [&](const std::string& entry) {
+    for (const auto& name : unset)
+      if (named(entry, name)) return true;
+    return false;
+  };
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry = *e;
-    bool replaced = false;
-    for (const auto& [name, value] : extra) replaced |= entry.compare(0, name.size() + 1, name + "=") == 0;
+    bool replaced = removed(entry);
+    for (const auto& [name, value] : extra) replaced |= named(entry, name);
     if (!replaced) env.push_back(entry);
   }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : extra)
+    if (!removed(name + "=")) env.push_back(name + "=" + value);
   return env;
 }
 
@@ -51,8 +59,8 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
   std::vector<char*> argv_c = c_strings(argv);
   std::vector<std::string> env;
   std::vector<char*> env_c;
-  if (!options.env.empty()) {
-    env = child_environment(options.env);
+  if (!options.env.empty() || !options.unset.empty()) {
+    env = child_environment(options.env, options.unset);
     env_c = c_strings(env);
   }
 
@@ -77,7 +85,7 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
   pid_t pid = -1;
   // glibc (>= 2.24) reports a failed exec (ENOENT, EACCES) here rather than as a child exiting 127.
   const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, argv_c.data(),
-                              options.env.empty() ? environ : env_c.data());
+                              options.env.empty() && options.unset.empty() ? environ : env_c.data());
   posix_spawn_file_actions_destroy(&actions);
   close_fd(write_end);  // the child holds its own copy: EOF comes when it (and its children) close theirs
   if (rc != 0) {

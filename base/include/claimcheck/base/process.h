@@ -11,6 +11,8 @@ struct ProcessOptions {
   bool merge_stderr = false;  // stderr into the captured stdout (2>&1); otherwise it goes to /dev/null
   // Added to the parent's environment (a name already there is replaced).
   std::vector<std::pair<std::string, std::string>> env;
+  // Removed from the child's environment (after `env` is applied, so a name in both is removed).
+  std::vector<std::string> unset;
 };
 
 struct ProcessResult {
