@@ -3,7 +3,18 @@
 #   make test     the same set-up, then the whole ctest suite (claims + unit tests)
 # LibTorch is the PyTorch 2.x of the interpreter ci/setup-python.sh prints: $CLAIMCHECK_PYTHON, else python3
 # when it imports torch >= 2.4, else a shared environment created once per machine (see the README).
+# On a host whose NVIDIA driver lists a GPU, and with nvcc: the cuda preset (its GPU checks measure the GPU); a GPU
+# without nvcc: the cpu preset, said in one line (the rows measured on the CPU in the GPU's place say so too).
+HOST_GPU := $(shell sed -n 's/^Model:[[:space:]]*//p' /proc/driver/nvidia/gpus/*/information 2>/dev/null | head -n 1)
+NVCC := $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+ifeq ($(HOST_GPU),)
 PRESET ?= cpu
+else ifeq ($(NVCC),)
+PRESET ?= cpu
+$(info claimcheck: this host has a GPU ($(HOST_GPU)) but no nvcc: the cpu preset, so the GPU checks measure the CPU and say so)
+else
+PRESET ?= cuda
+endif
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
 

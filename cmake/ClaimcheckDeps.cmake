@@ -17,8 +17,9 @@ set(CLAIMCHECK_HOW_TO_POINT
     "set CLAIMCHECK_PYTHON=/path/to/python (torch >= 2.4 and numpy; `make` creates one: see the README) or pass -DCMAKE_PREFIX_PATH=<torch.utils.cmake_prefix_path>")
 
 # ---- CUDA (before Torch: TorchConfig reads the CUDA language state) ---------------------------------------------
-# The project's own CUDA targets are built for CLAIMCHECK_CUDA_ARCHITECTURES (presets: 90 on CPU machines,
-# 90a for the Hopper GPU host), whatever TorchConfig does to CMAKE_CUDA_ARCHITECTURES and CMAKE_CUDA_FLAGS.
+# The project's own CUDA targets are built for CLAIMCHECK_CUDA_ARCHITECTURES (presets: 90 on CPU machines; on GPU
+# hosts 80, 86, 89, 90a and 100 with its PTX), whatever TorchConfig does to CMAKE_CUDA_ARCHITECTURES and
+# CMAKE_CUDA_FLAGS. A device none of them runs on is refused with the reason (kernels/cuda/stream.cu).
 set(CLAIMCHECK_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures of the project's own .cu targets")
 set(CLAIMCHECK_CUDA_STATUS "off (CLAIMCHECK_WITH_CUDA=OFF)")
 set(CLAIMCHECK_HAS_CUDA OFF)
@@ -122,7 +123,12 @@ if(CLAIMCHECK_HAS_CUDA)
   # the project's .cu files include no LibTorch header, so they get the flags they had before.
   set(CMAKE_CUDA_FLAGS "${claimcheck_cuda_flags_before_torch}")
   set(CMAKE_CUDA_ARCHITECTURES ${CLAIMCHECK_CUDA_ARCHITECTURES})
-  set(CLAIMCHECK_CUDA_STATUS "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, project targets for sm_${CLAIMCHECK_CUDA_ARCHITECTURES}: GPU checks run where a GPU is")
+  # Several architectures: nvcc compiles them side by side.
+  list(LENGTH CLAIMCHECK_CUDA_ARCHITECTURES claimcheck_n_archs)
+  if(claimcheck_n_archs GREATER 1)
+    string(APPEND CMAKE_CUDA_FLAGS " --threads 0")
+  endif()
+  set(CLAIMCHECK_CUDA_STATUS "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, project targets for CUDA architectures ${CLAIMCHECK_CUDA_ARCHITECTURES}: GPU checks run where a GPU is")
 endif()
 
 # PyPI's torch before 2.7 is built with the pre-C++11 libstdc++ ABI (TORCH_CXX_FLAGS says so). Everything that

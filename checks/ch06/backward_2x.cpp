@@ -1,6 +1,7 @@
 // ch06.backward_2x — 「反向 ≈ 2 × 前向」: a GEMM-dominated block (the layers of a Llama-shaped decoder, fp32, the
 // input requiring grad) in LibTorch: backward time over forward time, best of interleaved runs. Each forward GEMM
 // has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
+#include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/check.h"
 #include "claimcheck/probe.h"
@@ -24,6 +25,7 @@ static void backward_2x(claimcheck::Context& ctx) {
   claimcheck::train::BlockStepOn on;
   if (gpu) on = {true, true, ch06::positive_int(ctx, "gpu_layers", 128)};
   else if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
+  if (!gpu) ch06::gpu::note_cpu_in_place_of_gpu(ctx, ctx.hardware().gpu ? no_cuda : ctx.hardware().gpu_absent_reason);
 
   // Run.
   const auto r = claimcheck::train::time_block_step(ctx.input_path(config), ctx.seed(), batch, tokens, repeats,

@@ -18,8 +18,24 @@
 namespace ch06::gpu {
 namespace C = claimcheck::kernels::cuda;
 
-// The GPU form runs where the probe found a CUDA device (in a build with CUDA).
-inline bool present(claimcheck::Context& ctx) { return ctx.hardware().gpu.has_value(); }
+// A check that measures the CPU on a host whose GPU it cannot use says so, in its row's assumptions.
+inline void note_cpu_in_place_of_gpu(claimcheck::Context& ctx, const std::string& why) {
+  const auto& hw = ctx.hardware();
+  if (!hw.gpu_on_host.empty() || hw.gpu)
+    ctx.assumption("measured on the CPU in place of the GPU (" + (hw.gpu ? hw.gpu->name : hw.gpu_on_host) + "): " + why);
+}
+
+// The GPU form runs where the probe found a CUDA device (in a build with CUDA) that this build has code for; a device
+// it has no code for skips the claim with the reason (never a CPU figure in its place).
+inline bool present(claimcheck::Context& ctx) {
+  if (!ctx.hardware().gpu) {
+    note_cpu_in_place_of_gpu(ctx, ctx.hardware().gpu_absent_reason);
+    return false;
+  }
+  std::string why;
+  if (C::device_count(&why) == 0) ctx.skip("the GPU form cannot run here: " + why);
+  return true;
+}
 
 struct Roof {
   double read = 0, copy = 0, peak = 0;  // bytes/s, bytes/s (read + written), FLOP/s

@@ -41,6 +41,7 @@ static void mfu(claimcheck::Context& ctx) {
   std::string no_cuda;
   if (ctx.hardware().gpu && train::torch_cuda_available(&no_cuda)) return mfu_gpu(ctx);
   if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
+  ch06::gpu::note_cpu_in_place_of_gpu(ctx, ctx.hardware().gpu ? no_cuda : ctx.hardware().gpu_absent_reason);
   // Prepare.
   const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
   const int repeats = ctx.input("repeats").get<int>();

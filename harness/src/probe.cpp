@@ -15,6 +15,21 @@ bool HardwareInfo::has_isa(const std::string& flag) const {
   return std::find(isa.begin(), isa.end(), flag) != isa.end();
 }
 
+// The model of the first GPU the NVIDIA kernel driver lists (/proc/driver/nvidia/gpus/*/information), "" for none.
+std::string nvidia_gpu_on_host() {
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream info(d.path() / "information");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("Model:", 0) == 0) {
+        const auto a = line.find_first_not_of(" \t", 6);
+        return a == std::string::npos ? "an NVIDIA GPU" : line.substr(a);
+      }
+    return "an NVIDIA GPU";
+  }
+  return "";
+}
+
 HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   HardwareInfo h;
   ref::CpuIdentity cpu;
@@ -46,6 +61,10 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
     }
   }
   h.gpu = probe_gpu(&h.gpu_absent_reason);
+  h.gpu_on_host = nvidia_gpu_on_host();
+  if (!h.gpu && !h.gpu_on_host.empty())
+    h.gpu_absent_reason += "; this host has a GPU (" + h.gpu_on_host + ") that this build does not use: configure with "
+                           "the cuda preset to measure it";
   return h;
 }
 
@@ -69,6 +88,7 @@ nlohmann::json to_json(const HardwareInfo& h) {
     j["gpu"] = nullptr;
     j["gpu_absent_reason"] = h.gpu_absent_reason;
   }
+  if (!h.gpu_on_host.empty()) j["gpu_on_host"] = h.gpu_on_host;
   return j;
 }
 

@@ -49,6 +49,24 @@ int device_count(std::string* why) {
     return 0;
   }
   if (n == 0 && why) *why = "no CUDA device (cudaGetDeviceCount: 0 devices)";
+  if (n == 0) return 0;
+  // A device this build has no code for (neither a cubin for its architecture nor PTX it can compile): every
+  // kernel would fail to launch, so there is no device to run on, and the reason says which to build for.
+  cudaFuncAttributes attr;
+  const cudaError_t img = cudaFuncGetAttributes(&attr, read_sum);
+  if (img != cudaSuccess) {
+    cudaGetLastError();  // clear it, so that a later call is not blamed for it
+    cudaDeviceProp prop;
+    const bool named = cudaGetDeviceProperties(&prop, 0) == cudaSuccess;
+    if (why)
+      *why = std::string("this build has no device code for ") +
+             (named ? std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
+                          std::to_string(prop.minor) + ")"
+                    : std::string("device 0")) +
+             ": built for CUDA architectures " CLAIMCHECK_CUDA_ARCHS_STRING " (cudaFuncGetAttributes: " +
+             cudaGetErrorString(img) + "); configure with -DCLAIMCHECK_CUDA_ARCHITECTURES=<its sm>";
+    return 0;
+  }
   return n;
 }
 

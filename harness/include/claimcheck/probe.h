@@ -32,6 +32,9 @@ struct HardwareInfo {
   std::uint64_t memory_bytes = 0;
   std::optional<GpuInfo> gpu;
   std::string gpu_absent_reason;  // why there is no GPU (not built with CUDA, no device, ...)
+  // An NVIDIA GPU the kernel driver lists on this host ("NVIDIA H200"), whether or not this build can use it: where
+  // it cannot, the rows measured on the CPU in its place say so. "" when the driver lists none.
+  std::string gpu_on_host;
 
   bool has_isa(const std::string& flag) const;
 };
