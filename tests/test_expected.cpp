@@ -122,4 +122,16 @@ TEST(Expected, VariantXfailIsThatVariants) {
   std::string other = variants("vx3");
   other.replace(other.find(R"("expect": "xfail")"), 17, R"("expect": "maybe")");
   expect_error("vx3", other, "variants[1].expect");
+  // Conditions: well-formed ones load, a typo is an error naming the variant's field.
+  for (const char* ok : {"isa:avx512_bf16|isa:amx_bf16", "derived:nf4_predicted_time_ratio>0.325",
+                         "no-gpu&derived:x<1e-3", "gpu|derived:y>-2"}) {
+    std::string t = variants("vw");
+    t.replace(t.find("isa:avx512_bf16"), 15, ok);
+    EXPECT_NO_THROW(load_expected_file(write("vw", t))) << ok;
+  }
+  for (const char* bad : {"isa:AVX512", "derived:x>>1", "derived:x=1", "gpu|", "cuda", "isa:avx2&", ""}) {
+    std::string t = variants("vwb");
+    t.replace(t.find("isa:avx512_bf16"), 15, bad);
+    expect_error("vwb", t, "variants[0].when");
+  }
 }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "errors.h"
 #include "outcome.h"
+#include "runner.h"
 
 using namespace claimcheck;
 
@@ -93,4 +95,36 @@ TEST(Outcome, SummaryCountsNotImplementedApartFromRealSkips) {
   EXPECT_EQ(s.pending_parts, 1);
   EXPECT_EQ(s.by_status.at("pass"), 1);
   EXPECT_EQ(s.total, 3);
+}
+
+// A variant keyed to what the check measured: derived values compared with a threshold, conjunctions, alternatives.
+TEST(Outcome, VariantsFollowWhatWasMeasured) {
+  HardwareInfo hw;
+  hw.isa = {"avx2", "fma"};
+  const std::map<std::string, double> d = {{"ratio", 0.4}};
+  EXPECT_TRUE(variant_matches("derived:ratio>0.325", &hw, d));
+  EXPECT_FALSE(variant_matches("derived:ratio<0.325", &hw, d));
+  EXPECT_FALSE(variant_matches("derived:other>0", &hw, d));  // not derived here
+  EXPECT_TRUE(variant_matches("isa:avx2&derived:ratio>0.3", &hw, d));
+  EXPECT_FALSE(variant_matches("isa:avx512f&derived:ratio>0.3", &hw, d));
+  EXPECT_TRUE(variant_matches("isa:avx512f|derived:ratio>0.3", &hw, d));
+  EXPECT_TRUE(variant_matches("no-gpu", &hw, d));
+  EXPECT_FALSE(variant_matches("gpu", &hw, d));
+  EXPECT_TRUE(variant_matches("default", nullptr, {}));
+}
+
+// A reason's figures come from the run: "{name}" is the derived value or the measurement, 3 significant digits.
+TEST(Outcome, ReasonsCarryThisRunsFigures) {
+  Measurement m;
+  m.name = "gb_s";
+  m.value = 28.4567;
+  EXPECT_EQ(with_figures("reads {gb_s} GB/s, predicted {ratio}", {{"ratio", 0.40123}}, {m}, "f.json", "why"),
+            "reads 28.5 GB/s, predicted 0.401");
+  EXPECT_EQ(with_figures("no figures; an unmatched { stays", {}, {}, "f.json", "why"), "no figures; an unmatched { stays");
+  try {
+    with_figures("{missing}", {}, {m}, "f.json", "also.x.xfail_reason");
+    FAIL() << "a reason naming a figure the check did not give was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("also.x.xfail_reason"), std::string::npos) << e.what();
+  }
 }

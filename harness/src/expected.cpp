@@ -115,6 +115,23 @@ Comparison parse_compare(const json& c, const std::string& file, const std::stri
   return out;
 }
 
+// "" when `when` is well formed (see Variant::when), else what is wrong with it.
+std::string when_error(const std::string& when) {
+  static const std::regex term(R"((default|gpu|no-gpu|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?))");
+  std::stringstream alts(when);
+  int n = 0;
+  for (std::string alt; std::getline(alts, alt, '|');) {
+    std::stringstream terms(alt);
+    for (std::string t; std::getline(terms, t, '&');) {
+      ++n;
+      if (!std::regex_match(t, term))
+        return "'" + t + "' is not a condition (default, gpu, no-gpu, isa:FLAG, derived:NAME>X or derived:NAME<X, "
+               "joined by & and |)";
+    }
+  }
+  return n == 0 || when.back() == '|' || when.back() == '&' ? "an empty condition" : "";
+}
+
 Statement parse_statement(const json& j, const std::string& file, const std::string& name, const std::string& path) {
   Statement s;
   s.name = name;
@@ -137,6 +154,7 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       if (!vs[i].is_object()) input_error(file, vp, "expected an object");
       Variant var;
       var.when = get_string(vs[i], file, vp + ".", "when");
+      if (const std::string bad = when_error(var.when); !bad.empty()) input_error(file, vp + ".when", bad);
       var.compare = parse_compare(field(vs[i], file, vp + ".", "compare"), file, vp + ".compare");
       if (vs[i].contains("expect")) {
         const std::string expect = get_string(vs[i], file, vp + ".", "expect");

@@ -15,10 +15,13 @@ namespace claimcheck {
 inline constexpr int kExpectedSchema = 1;
 
 struct Variant {
-  std::string when;       // "isa:avx512_bf16|isa:amx_bf16", "gpu", "no-gpu" or "default"
+  // Alternatives joined by '|', each a conjunction of terms joined by '&': "default", "gpu", "no-gpu", "isa:FLAG"
+  // (the hardware record's instruction sets), "derived:NAME>X" or "derived:NAME<X" (a value the check derived on this
+  // machine, e.g. "derived:nf4_predicted_time_ratio>0.325"). Checked when the file is loaded.
+  std::string when;
   Comparison compare;
   bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement
-  std::string xfail_reason;   // its measured reason (on such a machine)
+  std::string xfail_reason;   // its measured reason (on such a machine); "{NAME}" stands for a figure of this run
 };
 
 struct Statement {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -214,32 +216,23 @@ ClaimResult base_result(const Expected& e) {
   return r;
 }
 
-bool variant_matches(const std::string& when, const HardwareInfo* hw) {
-  if (when == "default") return true;
-  if (!hw) return false;
-  std::stringstream alts(when);
-  for (std::string alt; std::getline(alts, alt, '|');) {
-    if (alt.rfind("isa:", 0) == 0 && hw->has_isa(alt.substr(4))) return true;
-    if (alt == "gpu" && hw->gpu) return true;
-    if (alt == "no-gpu" && !hw->gpu) return true;
-  }
-  return false;
-}
-
 // Compare every statement of the expected file with what the check measured.
 void judge(const Expected& e, const std::map<std::string, double>& derived, const HardwareInfo* hw, ClaimResult& r) {
   for (const auto& s0 : e.statements) {
     Statement s = s0;
-    for (const auto& v : s0.variants)
-      if (variant_matches(v.when, hw)) {
-        s.compare = v.compare;
-        r.details["variant"][s.name] = v.when;
-        if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
-          s.xfail = true;
-          s.xfail_reason = v.xfail_reason;
-        }
-        break;
+    for (std::size_t vi = 0; vi < s0.variants.size(); ++vi) {
+      const auto& v = s0.variants[vi];
+      if (!variant_matches(v.when, hw, derived)) continue;
+      const std::string field = (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
+      s.compare = v.compare;
+      s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
+      r.details["variant"][s.name] = v.when;
+      if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
+        s.xfail = true;
+        s.xfail_reason = with_figures(v.xfail_reason, derived, r.measurements, e.file.string(), field + ".xfail_reason");
       }
+      break;
+    }
     auto it = std::find_if(r.measurements.begin(), r.measurements.end(),
                            [&](const Measurement& m) { return m.name == s.name; });
     if (it == r.measurements.end() && s.measured_part && !r.pending_parts.empty()) continue;  // listed as pending
@@ -274,6 +267,64 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 }
 
 }  // namespace
+
+// Whether one term of a variant's condition holds here (Variant::when; the syntax was checked on loading).
+namespace {
+bool term_holds(const std::string& t, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
+  if (t == "default") return true;
+  if (t.rfind("derived:", 0) == 0) {
+    const auto op = t.find_first_of("<>", 8);
+    const auto it = derived.find(t.substr(8, op - 8));
+    if (op == std::string::npos || it == derived.end()) return false;  // not derived here: this variant is not ours
+    const double x = std::strtod(t.c_str() + op + 1, nullptr);
+    return t[op] == '>' ? it->second > x : it->second < x;
+  }
+  if (!hw) return false;
+  if (t.rfind("isa:", 0) == 0) return hw->has_isa(t.substr(4));
+  if (t == "gpu") return hw->gpu.has_value();
+  if (t == "no-gpu") return !hw->gpu;
+  return false;
+}
+}  // namespace
+
+bool variant_matches(const std::string& when, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
+  std::stringstream alts(when);
+  for (std::string alt; std::getline(alts, alt, '|');) {
+    bool all = true;
+    std::stringstream terms(alt);
+    for (std::string t; all && std::getline(terms, t, '&');) all = term_holds(t, hw, derived);
+    if (all) return true;
+  }
+  return false;
+}
+
+// A reason with this run's figures: "{NAME}" becomes the derived value or the measurement NAME (3 significant
+// digits). A name the check gave no figure for is an error naming the expected file's field.
+std::string with_figures(const std::string& text, const std::map<std::string, double>& derived,
+                         const std::vector<Measurement>& ms, const std::string& file, const std::string& field) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto open = text.find('{', i);
+    const auto close = open == std::string::npos ? open : text.find('}', open);
+    if (close == std::string::npos) {
+      out += text.substr(i);
+      break;
+    }
+    out += text.substr(i, open - i);
+    const std::string name = text.substr(open + 1, close - open - 1);
+    double v = 0;
+    bool found = false;
+    if (auto it = derived.find(name); it != derived.end()) v = it->second, found = true;
+    for (const auto& m : ms)
+      if (!found && m.name == name && m.value.is_number()) v = m.value.get<double>(), found = true;
+    if (!found) input_error(file, field, "the reason names {" + name + "}, a figure the check did not give");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    out += buf;
+    i = close + 1;
+  }
+  return out;
+}
 
 bool kind_selected(const std::vector<std::string>& labels, const std::string& kind) {
   bool any_kind = false;
