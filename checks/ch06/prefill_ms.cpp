@@ -51,6 +51,7 @@ static void prefill_ms(claimcheck::Context& ctx) {
     const double flops = layers * layer.flops + head.flops;
     const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
     ctx.derive("flops_over_peak", flops / roof.peak * 1e3, "ms");
+    ctx.derive("intensity_over_ridge", flops / bytes / roof.ridge(), "ratio");
     ctx.measure("measured_ms", t * 1e3, "ms");
     ctx.measure("measured_time_over_bytes_roof", t / (bytes / roof.read), "ratio");
     ctx.measure("measured_share_of_peak", flops / t / roof.peak, "ratio");
@@ -84,6 +85,7 @@ static void prefill_ms(claimcheck::Context& ctx) {
   const double t = paired.seconds;
   const double layer_flops = stack.flops() * T, layer_bytes = static_cast<double>(stack.weight_bytes());
   ctx.derive("flops_over_peak", layer_flops / paired.peak * 1e3, "ms");
+  ctx.derive("intensity_over_ridge", layer_flops / layer_bytes / (paired.peak / roof.bw.read_bytes_per_s), "ratio");
   ctx.measure("measured_ms", t * 1e3, "ms");
   ctx.measure("measured_time_over_bytes_roof", t / (layer_bytes / roof.bw.read_bytes_per_s), "ratio");
   ctx.measure("measured_share_of_peak", layer_flops / t / paired.peak, "ratio");

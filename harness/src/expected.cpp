@@ -64,6 +64,7 @@ Comparison parse_compare(const json& c, const std::string& file, const std::stri
   Comparison out;
   out.rule = get_string(c, file, p, "rule");
   out.why = get_string(c, file, p, "why");
+  if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
   if (out.rule == "close") {
     if (c.contains("dtype")) {
       out.dtype = get_string(c, file, p, "dtype");

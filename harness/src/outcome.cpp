@@ -108,6 +108,7 @@ json to_json(const ClaimResult& r) {
       o["verdict"] = m.verdict;
       o["stated"] = m.stated;
       o["why"] = m.why;
+      if (!m.evidence.empty()) o["evidence"] = m.evidence;
       if (m.expected_failure) o["expected_failure"] = m.xfail_reason;
     }
     ms.push_back(o);
@@ -161,6 +162,7 @@ ClaimResult claim_from_json(const json& j) {
       x.verdict = m.at("verdict");
       x.stated = m.at("stated");
       x.why = m.at("why");
+      x.evidence = m.value("evidence", "");
     }
     r.measurements.push_back(x);
   }

@@ -21,6 +21,7 @@ struct Measurement {
   std::string verdict;         // one line: the comparison and its result
   nlohmann::json stated;       // the stated value (when compared)
   std::string why;             // the tolerance's why (when compared)
+  std::string evidence;        // the measurements behind the tolerance, where its expected file gives them
   bool expected_failure = false;  // its statement is an expected failure ("expect": "xfail")
   std::string xfail_reason;
 };

@@ -586,7 +586,9 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
           o << "<details><summary>figures, assumptions, alternatives</summary><ul>";
           for (const auto& m : c->measurements)
             o << "<li>" << html_escape(m.name) << ": " << html_escape(value_text(m.value, m.unit))
-              << (m.compared ? " — " + html_escape(m.verdict) + " <i>(" + html_escape(m.why) + ")</i>" : "") << "</li>";
+              << (m.compared ? " — " + html_escape(m.verdict) + " <i>(" + html_escape(m.why) + ")</i>" : "")
+              << (m.compared && !m.evidence.empty() ? " <small>evidence: " + html_escape(m.evidence) + "</small>" : "")
+              << "</li>";
           for (const auto& a : c->assumptions) o << "<li>assumes: " << html_escape(a) << "</li>";
           for (const auto& a : c->alternatives)
             o << "<li>under <b>" << html_escape(a.value("name", "")) << "</b>: "

@@ -243,8 +243,12 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.compared = true;
     m.stated = s.value;
     m.why = s.compare.why;
+    m.evidence = s.compare.evidence;
     m.expected_failure = s.xfail;
-    m.xfail_reason = s.xfail_reason;
+    m.xfail_reason = s.xfail && !(r.details.contains("variant") && r.details["variant"].contains(s.name))  // a variant's reason has its figures already
+                         ? with_figures(s.xfail_reason, derived, r.measurements, e.file.string(),
+                                        (s.name == "value" ? "" : "also." + s.name + ".") + std::string("xfail_reason"))
+                         : s.xfail_reason;
     if (s.value.is_boolean() != m.value.is_boolean())
       input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
                   "stated as " + s.unit + " but measured as " + m.unit);
@@ -403,7 +407,8 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     }
     if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
     judge(e, ctx.derived(), in.hardware, r);
-    fold_outcome(r, e.xfail, e.xfail_reason);
+    fold_outcome(r, e.xfail, e.xfail ? with_figures(e.xfail_reason, ctx.derived(), r.measurements, e.file.string(),
+                                                    "xfail_reason") : e.xfail_reason);
   } catch (const SkipSignal& s) {
     r.status = Status::skip;
     r.reason = s.reason;

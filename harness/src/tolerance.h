@@ -25,6 +25,7 @@ struct Comparison {
   std::vector<std::string> parts;
   double part_step = 0;
   std::string why;                      // one line: why this tolerance
+  std::string evidence;                 // optional: the measurements behind it (machines, dates, runs)
 };
 
 struct Tol {
