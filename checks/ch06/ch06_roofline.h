@@ -74,6 +74,7 @@ struct Roof {
   std::vector<Engine> engines;  // fp32 FMA first, then bf16 dot products and AMX tiles where measured
   int threads = 0;
   int cores = 0;  // physical
+  int probe_attempts = 1;  // the FMA probe's attempts (more than one where it first read below kProbeFloor)
   K::RooflineFaults faults;  // planted by a test (the probe's own faults)
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
@@ -128,25 +129,35 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
   r.threads = claimcheck::usable_cpus();
   K::RooflineFaults faults;
   K::parse_roofline_fault(ctx.planted_fault(), &faults);
-  // The clock before and after the peak, the higher kept: a neighbour that slows the clock probe for a moment must
-  // not make the theoretical peak look lower than what the FMA probe reached beside it.
-  const K::ClockReading before = K::measure_clock(r.threads);
-  r.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
-  r.clock_hz = agreed_clock(ctx.claim_id(), r.clock, before, K::measure_clock(r.threads));
-  if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads, 0, 5, faults);
   r.faults = faults;
   r.cpu = ref::read_cpu_identity();
   r.uarch = ref::identify_microarch(r.cpu, ctx.root() / "reference/data/hardware/cpu-uarch.json");
   r.cores = ref::usable_physical_cores();
   const std::string isa = widest_fp32_isa(ctx.hardware());
-  Engine fp32{"fp32 FMA", r.peak.isa, r.peak.flops_per_s};
   const auto figs = r.uarch.fp32_flop_per_cycle.find(isa);
-  if (figs != r.uarch.fp32_flop_per_cycle.end()) {
-    fp32.flop_per_cycle = ref::nearest_figure(figs->second, r.peak.flops_per_s / (r.cores * std::max(r.clock_hz, r.cpu.clock_hz)));
-    r.theory_system = ref::theoretical_peak_flops(r.cores, r.cpu.clock_hz, fp32.flop_per_cycle);
-    r.theory_loaded = ref::theoretical_peak_flops(r.cores, r.clock_hz, fp32.flop_per_cycle);
-    fp32.theory = r.theory();
-  } else {
+  // The clock before and after the peak, the higher kept: a neighbour that slows the clock probe for a moment must
+  // not make the theoretical peak look lower than what the FMA probe reached beside it. Up to three attempts while
+  // the peak reads below kProbeFloor of the theoretical one (a shared VM's host takes its cores away for a while:
+  // 0.67 once on the Zen 3 guest, 0.97 a minute later), the best kept.
+  Engine fp32{"fp32 FMA"};
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Roof a = r;
+    const K::ClockReading before = K::measure_clock(r.threads);
+    a.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
+    a.clock_hz = agreed_clock(ctx.claim_id(), a.clock, before, K::measure_clock(r.threads));
+    Engine e{"fp32 FMA", a.peak.isa, a.peak.flops_per_s};
+    if (figs != r.uarch.fp32_flop_per_cycle.end()) {
+      e.flop_per_cycle = ref::nearest_figure(figs->second, a.peak.flops_per_s / (r.cores * std::max(a.clock_hz, r.cpu.clock_hz)));
+      a.theory_system = ref::theoretical_peak_flops(r.cores, r.cpu.clock_hz, e.flop_per_cycle);
+      a.theory_loaded = ref::theoretical_peak_flops(r.cores, a.clock_hz, e.flop_per_cycle);
+      e.theory = a.theory();
+    }
+    if (attempt == 1 || e.share() > fp32.share()) r = a, fp32 = e;
+    r.probe_attempts = attempt;
+    if (!(fp32.theory > 0) || fp32.share() >= kProbeFloor) break;
+  }
+  if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads, 0, 5, faults);
+  if (figs == r.uarch.fp32_flop_per_cycle.end()) {
     fp32.why_not = r.uarch.known() ? "the table has no fp32 figure for " + isa + " on " + r.uarch.name
                                    : "no rule of the microarchitecture table names this CPU (" + r.cpu.vendor + " family " +
                                          std::to_string(r.cpu.family) + " model " + std::to_string(r.cpu.model) + ")";
@@ -216,6 +227,7 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"microarchitecture", r.uarch.known() ? r.uarch.name : "unknown"},
           {"microarchitecture_why", r.uarch.why},
           {"physical_cores", r.cores},
+          {"fma_probe_attempts", r.probe_attempts},
           {"engines", engines},
           {"theoretical_gflops_system_clock", r.theory_system / 1e9},
           {"theoretical_gflops_loaded_clock", r.theory_loaded / 1e9}};
