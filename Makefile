@@ -42,7 +42,9 @@ report: build
 	@if [ -x $(BUILD)/claimcheck_bench_attention ]; then \
 	  $(BUILD)/claimcheck_bench_attention $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_attention.json \
 	    --benchmark_out_format=json >/dev/null && \
-	  python3 ci/bench_ratios.py $(BUILD)/bench_attention.json $(BUILD)/bench_rows_attention.json; fi
+	  python3 ci/bench_ratios.py $(BUILD)/bench_attention.json $(BUILD)/bench_rows_attention.json && \
+	  "$$(bash ci/setup-python.sh)" ci/python_competitor.py --bench $(BUILD)/bench_attention.json \
+	    --out $(BUILD)/bench_rows_competitor.json; fi
 	@if [ -x $(BUILD)/claimcheck_bench_decode ]; then \
 	  $(BUILD)/claimcheck_bench_decode $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_decode.json \
 	    --benchmark_out_format=json >/dev/null && \

@@ -30,6 +30,32 @@ std::vector<T> run(const T* q, const T* k, const T* v, const AttnShape& s) {
 
 bool torch_available() { return true; }
 
+struct TorchSdpa::Impl {
+  at::Tensor q, k, v, o;
+};
+TorchSdpa::TorchSdpa(const float* q, const float* k, const float* v, const AttnShape& s) : p_(new Impl) {
+  const std::vector<int64_t> shape{s.B, s.H, s.T, s.D};
+  p_->q = at::from_blob(const_cast<float*>(q), shape, at::kFloat);
+  p_->k = at::from_blob(const_cast<float*>(k), shape, at::kFloat);
+  p_->v = at::from_blob(const_cast<float*>(v), shape, at::kFloat);
+}
+TorchSdpa::~TorchSdpa() { delete p_; }
+void TorchSdpa::run() { p_->o = compat::causal_sdpa(p_->q, p_->k, p_->v); }
+const float* TorchSdpa::out() const { return p_->o.defined() ? p_->o.data_ptr<float>() : nullptr; }
+
+double torch_matmul_bf16_seconds(int M, int N, int K, int repeats) {
+  const at::Tensor a = at::randn({M, K}).to(at::kBFloat16), b = at::randn({K, N}).to(at::kBFloat16);
+  at::Tensor c = at::matmul(a, b);  // warm-up: oneDNN's primitive is created and cached
+  std::vector<double> t;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c = at::matmul(a, b);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 std::string torch_attention_api() { return std::string(compat::kSdpaName) + " (LibTorch " + TORCH_VERSION + ")"; }
 
 std::string torch_version() { return TORCH_VERSION; }

@@ -22,6 +22,12 @@ std::vector<double> torch_attention(const double*, const double*, const double*,
 void torch_set_threads(int) {}
 int torch_get_threads() { return 1; }
 BroadcastResult torch_broadcast_demo() { none(); }
+struct TorchSdpa::Impl {};
+TorchSdpa::TorchSdpa(const float*, const float*, const float*, const AttnShape&) : p_(nullptr) { none(); }
+TorchSdpa::~TorchSdpa() = default;
+void TorchSdpa::run() { none(); }
+const float* TorchSdpa::out() const { return nullptr; }
+double torch_matmul_bf16_seconds(int, int, int, int) { none(); }
 
 // The decode kernels' competitor (chapter 6).
 std::string torch_gemv_api() { return "none (not built with LibTorch)"; }

@@ -25,6 +25,24 @@ bool torch_available();
 // (host clock, the queue drained by a read of the result). Throws std::runtime_error where LibTorch has no CUDA
 // device (a CPU build of it, no GPU) or there is no LibTorch.
 double torch_sdpa_cuda_bf16_seconds(const AttnShape& s, bool causal, int repeats);
+// The benchmark's competitor: the same call held ready, so that a timing loop times the library and nothing else
+// (the inputs wrapped once as tensors, the output kept as one). The inputs must outlive it.
+class TorchSdpa {
+ public:
+  TorchSdpa(const float* q, const float* k, const float* v, const AttnShape& s);
+  ~TorchSdpa();
+  TorchSdpa(const TorchSdpa&) = delete;
+  TorchSdpa& operator=(const TorchSdpa&) = delete;
+  void run();                 // O = causal SDPA(Q, K, V)
+  const float* out() const;   // [B, H, T, D] of the last run
+
+ private:
+  struct Impl;
+  Impl* p_;
+};
+// LibTorch's bf16 matmul (oneDNN on x86: AMX, avx512_bf16 or an emulating path) on random [M, K] x [K, N] bf16
+// tensors made once: seconds per call, the median of `repeats` calls after one warm-up.
+double torch_matmul_bf16_seconds(int M, int N, int K, int repeats);
 std::string torch_attention_api();  // which LibTorch function ran
 std::string torch_version();        // "2.15.0+cu132"; "" without LibTorch
 // The kernel ATen's scaled_dot_product_attention picks for fp32 causal inputs of this shape on the CPU:

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""An honest competitor (issue 23, point 4): the benchmark's LibTorch rows against the same calls from a fresh Python
+process of the same torch, on the same threads, in the same run.
+
+Rows compared (Google Benchmark names of claimcheck_bench_attention):
+  attention/libtorch/<T>    causal fp32 SDPA, B=1 H=8 D=64, against torch.nn.functional.scaled_dot_product_attention
+  matmul/libtorch_bf16/<N>  bf16 matmul N^3 (where the benchmark registered it: CPUs with bf16 instructions)
+
+usage:
+  python_competitor.py --bench BENCH.json --python PY --out ROWS.json
+      the report's rows: each LibTorch row's time over Python's (1 = the benchmark runs the library as fast as it
+      runs on its own)
+  python_competitor.py --bench-exe claimcheck_bench_attention --python PY --check 0.10 [--rounds 3]
+      the test: `rounds` interleaved rounds of (the benchmark's LibTorch rows, a fresh Python process), medians;
+      exit 1 unless every row is within the tolerance of Python's; 77 where there is no LibTorch row to compare."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# Timed in a fresh interpreter: each call's mean over >= 0.2 s, the median of 5 (Google Benchmark's repetitions).
+PY_TIMER = r"""
+import json, statistics, sys, time
+import torch
+threads, rows = int(sys.argv[1]), json.loads(sys.argv[2])
+torch.set_num_threads(threads)
+def per_call(f):
+    f()
+    reps = []
+    for _ in range(5):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            f(); n += 1
+            dt = time.perf_counter() - t0
+            if dt >= 0.2: break
+        reps.append(dt / n)
+    return statistics.median(reps)
+out = {}
+for name in rows:
+    kind, arg = name.split("/")[1], int(name.split("/")[2])
+    if kind == "libtorch":
+        q, k, v = (torch.randn(1, 8, arg, 64) for _ in range(3))
+        f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        a, b = torch.randn(arg, arg).bfloat16(), torch.randn(arg, arg).bfloat16()
+        f = lambda: a @ b
+    out[name] = per_call(f)
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "seconds": out}))
+"""
+
+WANTED = ("attention/libtorch/1024", "attention/libtorch/4096", "matmul/libtorch_bf16/4096")
+
+
+def bench_seconds(data):
+    """Median real time per iteration (seconds) of the LibTorch rows of a Google Benchmark JSON."""
+    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    runs = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b["name"]).replace("/real_time", "").replace("/manual_time", "")
+        if name in WANTED:
+            runs.setdefault(name, []).append(b["real_time"] * unit[b.get("time_unit", "ns")])
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def python_seconds(py, threads, rows):
+    r = subprocess.run([py, "-c", PY_TIMER, str(threads), json.dumps(sorted(rows))], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"python_competitor: {py} could not time the calls: {r.stderr.strip().splitlines()[-1:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def rows_of(cpp, py_res):
+    rows = []
+    for name, t in sorted(cpp.items()):
+        p = py_res["seconds"].get(name)
+        if not p:
+            continue
+        what = ("causal SDPA fp32 B=1 H=8 D=64 T=" + name.split("/")[2] if "attention" in name
+                else "bf16 matmul " + name.split("/")[2] + "^3")
+        rows.append({"name": f"LibTorch {what}: the benchmark's call vs the same call from Python (torch {py_res['torch']})",
+                     "ratio": p / t, "libtorch_ms": t * 1e3, "python_ms": p * 1e3,
+                     "short": f"competitor {name}",
+                     "detail": f"benchmark {t * 1e3:.2f} ms, Python {p * 1e3:.2f} ms at {py_res['threads']} threads "
+                               f"(ratio = Python's time / the benchmark's: 1 when the benchmark runs the library as "
+                               f"fast as it runs on its own)"})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench")
+    ap.add_argument("--bench-exe")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--out")
+    ap.add_argument("--check", type=float)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    threads = len(os.sched_getaffinity(0))
+    if a.bench:
+        cpp = bench_seconds(json.load(open(a.bench)))
+        rows = rows_of(cpp, python_seconds(a.python, threads, cpp)) if cpp else []
+        json.dump(rows, open(a.out, "w"), indent=2)
+        for r in rows:
+            print(f"{r['name']}: {r['ratio']:.2f}  {r['detail']}")
+        return 0
+    cpp_runs, py_runs = {}, {}
+    for _ in range(a.rounds):  # interleaved: a drift of the machine's speed falls on both sides
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.json")
+            flt = "^(" + "|".join(WANTED) + ")(/|$)"  # Google Benchmark appends /real_time or /manual_time
+            r = subprocess.run([a.bench_exe, f"--benchmark_filter={flt}", "--benchmark_min_time=0.2",
+                                "--benchmark_repetitions=3", f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if r.returncode != 0:
+                sys.exit(f"python_competitor: {a.bench_exe} failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+            cpp = bench_seconds(json.load(open(out))) if os.path.getsize(out) else {}
+        if not cpp:
+            print("python_competitor: the benchmark has no LibTorch row here (built without LibTorch)")
+            return 77
+        res = python_seconds(a.python, threads, cpp)
+        for k, v in cpp.items():
+            cpp_runs.setdefault(k, []).append(v)
+            py_runs.setdefault(k, []).append(res["seconds"][k])
+    bad = 0
+    for k in sorted(cpp_runs):
+        c, p = statistics.median(cpp_runs[k]), statistics.median(py_runs[k])
+        ok = abs(c / p - 1) <= a.check
+        bad += not ok
+        print(f"{'ok ' if ok else 'BAD'} {k}: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} ms "
+              f"(benchmark / Python {c / p:.3f}, allowed 1 +- {a.check})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
