@@ -283,8 +283,8 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, flo
 // `add reg, imm` at rename and ran one at ~5 per cycle, shows as a disagreement, not as a 10 GHz clock).
 //  - x86-64: `imul r64, r64`, 3 cycles on every x86-64 core since the Pentium 4 / K8 (Intel's and AMD's optimisation
 //    manuals; uops.info); `paddq xmm, xmm` (SSE2, so every x86-64 core), 1 cycle on the SIMD integer adder.
-//  - AArch64: `add x, x, #1` (1 cycle) and `madd x` (Neoverse N1 / V1 / N2 / V2: 2 cycles for the 64-bit form; the
-//    Arm software optimisation guides).
+//  - AArch64: `add x, x, #1` (1 cycle) and a scalar `fmadd d` (4 cycles on Neoverse N1, V1, N2 and V2: the Arm
+//    software optimisation guides, LLVM's AArch64SchedNeoverse*.td; a 64-bit `madd` is 2 on V1/N2/V2 but 4 on N1).
 // 32 operations per iteration, the loop's own add and branch run beside the chain on other ports.
 struct Chain {
   std::uint64_t (*fn)(std::uint64_t);
@@ -323,13 +323,15 @@ __attribute__((noinline)) std::uint64_t add_chain(std::uint64_t iters) {
   for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\tadd %0, %0, #1\n\t.endr" : "+r"(x));
   return x;
 }
-__attribute__((noinline)) std::uint64_t madd_chain(std::uint64_t iters) {
-  std::uint64_t x = 3, m = 0x9E3779B97F4A7C15ULL, c = 1;
-  for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\tmadd %0, %0, %1, %2\n\t.endr" : "+r"(x) : "r"(m), "r"(c));
-  return x;
+__attribute__((noinline)) std::uint64_t fmadd_chain(std::uint64_t iters) {
+  double x = 1.0;
+  const double m = 0.999999, c = 1e-7;
+  for (std::uint64_t i = 0; i < iters; ++i)
+    asm volatile(".rept 32\n\tfmadd %d0, %d0, %d1, %d2\n\t.endr" : "+w"(x) : "w"(m), "w"(c));
+  return static_cast<std::uint64_t>(x * 1e6);
 }
 const Chain kClockChains[2] = {{add_chain, 1, "add x chain (1 cycle each)"},
-                               {madd_chain, 2, "madd x chain (2 cycles each)"}};
+                               {fmadd_chain, 4, "fmadd d chain (4 cycles each)"}};
 #else
 __attribute__((noinline)) std::uint64_t plain_chain(std::uint64_t iters) {
   std::uint64_t x = 0;
