@@ -6,14 +6,20 @@
 #   3. the shared environment $CLAIMCHECK_VENV (default: ${XDG_CACHE_HOME:-$HOME/.cache}/claimcheck/torch-2.15.0),
 #      created once per machine with the pinned torch and numpy from PyPI (about 5.4 GB with its CUDA wheels)
 #      and reused by every clone and CI run after that.
+# $CLAIMCHECK_TORCH_PIN (with $CLAIMCHECK_NUMPY_PIN) asks for the shared environment of another torch, e.g. the oldest
+# one supported: CLAIMCHECK_TORCH_PIN=2.4.1 CLAIMCHECK_NUMPY_PIN=1.26.4 gives .../claimcheck/torch-2.4.1 (created once
+# per machine as in 3; ci/torch-oldest.sh). A pin skips 1 and 2: it names the environment wanted.
 # On failure: one line on stderr naming the interpreter, what it has and how to point the build elsewhere; exit 2.
 set -uo pipefail
 
-TORCH_PIN=${CLAIMCHECK_TORCH_PIN:-2.15.0}
+DEFAULT_TORCH_PIN=2.15.0
+TORCH_PIN=${CLAIMCHECK_TORCH_PIN:-$DEFAULT_TORCH_PIN}
 NUMPY_PIN=${CLAIMCHECK_NUMPY_PIN:-2.4.6}
 # transformers and peft for tests/account_diff.py only (account's figures against what they build); optional:
-# without them that test skips. Installed into the shared environment only, never into an interpreter you name.
+# without them that test skips. Installed into the default shared environment only (not into one of another pin,
+# whose torch they may not support, and never into an interpreter you name).
 HF_PINS="transformers==5.24.0 peft==0.21.2"
+[ "$TORCH_PIN" = "$DEFAULT_TORCH_PIN" ] || HF_PINS=""
 MIN_TORCH=2.4
 HOW="set CLAIMCHECK_PYTHON=/path/to/python (with torch >= ${MIN_TORCH} and numpy) or pass -DCMAKE_PREFIX_PATH=<torch.utils.cmake_prefix_path> to cmake"
 
@@ -39,13 +45,15 @@ print(f"OK {torch.__version__}")
 PY
 }
 
-if [ -n "${CLAIMCHECK_PYTHON:-}" ]; then
+if [ -n "${CLAIMCHECK_TORCH_PIN:-}" ]; then
+  :  # a pin names the shared environment wanted: neither $CLAIMCHECK_PYTHON nor python3 stands in for it
+elif [ -n "${CLAIMCHECK_PYTHON:-}" ]; then
   what=$(probe "$CLAIMCHECK_PYTHON")
   case "$what" in OK*) echo "$CLAIMCHECK_PYTHON"; exit 0 ;; esac
   die "CLAIMCHECK_PYTHON=$CLAIMCHECK_PYTHON: $what; $HOW"
 fi
 
-if command -v python3 >/dev/null 2>&1; then
+if [ -z "${CLAIMCHECK_TORCH_PIN:-}" ] && command -v python3 >/dev/null 2>&1; then
   what=$(probe "$(command -v python3)")
   case "$what" in OK*) command -v python3; exit 0 ;; esac
 fi
@@ -61,7 +69,7 @@ if [ ! -f "$stamp" ]; then
     [ -x "$base" ] || base=$(command -v python3 || true)
     [ -n "$base" ] || die "no python3 to create $venv from; $HOW"
     rm -rf "$venv"
-    echo "claimcheck: creating $venv (torch==${TORCH_PIN}, numpy==${NUMPY_PIN}; once per machine, about 5.4 GB)" >&2
+    echo "claimcheck: creating $venv (torch==${TORCH_PIN}, numpy==${NUMPY_PIN}; once per machine, several GB with its CUDA wheels)" >&2
     "$base" -m venv "$venv" >/dev/null 2>&1 || die "$base -m venv $venv failed (Debian: apt-get install python3-venv); $HOW"
     log=$(mktemp)
     if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
@@ -77,7 +85,7 @@ if [ ! -f "$stamp" ]; then
   fi
 fi
 hf_stamp="$venv/.claimcheck-hf-$(echo "$HF_PINS" | tr ' =' '_-')"
-if [ ! -f "$hf_stamp" ]; then
+if [ -n "$HF_PINS" ] && [ ! -f "$hf_stamp" ]; then
   exec 9>"$venv.lock"
   flock 9
   if [ ! -f "$hf_stamp" ]; then

@@ -2,7 +2,7 @@
 """ci/setup-python.sh on bad input: an interpreter that does not exist, one without torch, one whose torch is older
 than 2.4, and no network for the shared environment. Each gets one line on stderr naming the interpreter and what
 it has (or what failed) and how to point the build elsewhere, exit status 2, and nothing half-installed left behind.
-A good interpreter is printed as it is.
+A good interpreter is printed as it is, and so is a complete shared environment of a pin ($CLAIMCHECK_TORCH_PIN).
 
 usage: setup_python.py --root DIR --python GOOD_PYTHON"""
 import argparse
@@ -61,5 +61,17 @@ if bare:
 
 r = setup(CLAIMCHECK_PYTHON=a.python)
 t.check(r.returncode == 0 and r.stdout.strip() == a.python, f"a good interpreter: {r.returncode} {r.stdout!r} {r.stderr!r}")
+
+# A pin (CLAIMCHECK_TORCH_PIN, as ci/torch-oldest.sh asks for torch 2.4.1) names its shared environment: a complete
+# one is reused as it is (nothing installed into it), whatever CLAIMCHECK_PYTHON says.
+pinned = os.path.join(tmp, "pinned")
+os.makedirs(os.path.join(pinned, "bin"))
+open(os.path.join(pinned, ".claimcheck-complete"), "w").close()
+pinned_py = os.path.join(pinned, "bin", "python")
+open(pinned_py, "w").write(f'#!/bin/sh\nexec {a.python} "$@"\n')
+os.chmod(pinned_py, 0o755)
+r = setup(CLAIMCHECK_TORCH_PIN="9.9.9", CLAIMCHECK_VENV=pinned, CLAIMCHECK_PYTHON="/nonexistent/python3")
+t.check(r.returncode == 0 and r.stdout.strip() == pinned_py and sorted(os.listdir(pinned)) == [".claimcheck-complete", "bin"],
+        f"a pinned shared environment: {r.returncode} {r.stdout!r} {r.stderr!r} {sorted(os.listdir(pinned))}")
 subprocess.run(["rm", "-rf", tmp])
 t.finish()

@@ -21,6 +21,7 @@ the optimizer runs over full-size copies of the parameters (p.full_tensor()), gr
 them, and the updated masters are copied back into the shards. It trains, but AdamW's m and v are full-size on
 every rank, so shard_fraction moves from 1/N to 1/2 + 1/(2N)."""
 import argparse
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -143,6 +144,28 @@ def torchrun_command():
     return parts, True
 
 
+# FSDP2 on CPU processes (gloo) first runs in torch 2.7. Before it, fully_shard's communication state is CUDA's
+# alone: 2.4 makes torch.cuda.Stream()s at the first forward (FSDPCommContext.init; "CUDA driver version is
+# insufficient" on a host without a GPU), 2.5 raises "FSDP requires CUDA for streams", and 2.6 takes a
+# torch.cpu.Stream that has no record_event (foreach_all_gather).
+CPU_FSDP2_TORCH = (2, 7)
+
+
+def cpu_fsdp2_missing(a, version):
+    """The reason to skip when `version` (torch's) cannot run FSDP2 on CPU processes as asked, else None."""
+    if a.device != "cpu":
+        return None
+    try:
+        have = tuple(int(x) for x in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return None  # an unusual version string: let the run say what it can do
+    if have >= CPU_FSDP2_TORCH:
+        return None
+    need = ".".join(map(str, CPU_FSDP2_TORCH))
+    return (f"FSDP2 (fully_shard) on CPU processes needs torch >= {need}; torch {version} runs it on CUDA "
+            f"streams only (on GPUs: --backend nccl --device cuda)")
+
+
 def torch_available(a):
     """None when this interpreter can run the workers, else the reason to skip (imports torch: ~4 s of CPU)."""
     try:
@@ -160,6 +183,9 @@ def torch_available(a):
         fully_shard_fn()
     except ImportError:
         return f"torch {torch.__version__} has no FSDP2 fully_shard (needs torch >= 2.4)"
+    why = cpu_fsdp2_missing(a, torch.__version__)
+    if why:
+        return why
     if a.device == "cuda" and torch.cuda.device_count() < a.world:
         return f"--device cuda --world {a.world} needs {a.world} GPUs, found {torch.cuda.device_count()}"
     return None
@@ -232,9 +258,17 @@ def show_tail(log):
 
 def launch(a, cfg):
     runner, custom = torchrun_command()
-    if not custom and importlib.util.find_spec("torch") is None:  # cheap; the full check runs in the workers
-        emit(skip=f"torch is not installed for {sys.executable}")
-        return 0
+    if not custom:  # cheap (no import of torch); the full check runs in the workers
+        if importlib.util.find_spec("torch") is None:
+            emit(skip=f"torch is not installed for {sys.executable}")
+            return 0
+        try:
+            why = cpu_fsdp2_missing(a, importlib.metadata.version("torch"))
+        except importlib.metadata.PackageNotFoundError:  # a torch without its metadata: the workers will say
+            why = None
+        if why:
+            emit(skip=why)
+            return 0
 
     signal.signal(signal.SIGTERM, on_sigterm)
     signal.signal(signal.SIGHUP, on_sigterm)
