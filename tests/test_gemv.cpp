@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "claimcheck/kernels/gemv.h"
+#include "claimcheck/kernels/roofline.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
 #include "gemv_test_util.h"
@@ -26,10 +27,10 @@ std::vector<double> widen(const float* x, std::size_t n) { return std::vector<do
 
 
 // Runs body once per SIMD path this CPU can run, that path forced ("avx512_emulated": the AVX-512 panel tile's source
-// on two ymm per register, so that its 16-lane, 12 x 32 indexing runs on every AVX2 machine).
+// on two ymm per register, so that its 16-lane, 12 x 32 indexing runs on every AVX2 machine; "neon": AArch64's).
 template <typename Fn>
 void for_each_path(Fn body) {
-  for (const char* p : {"portable", "avx2", "avx512", "avx512_emulated"}) {
+  for (const char* p : {"portable", "avx2", "avx512", "avx512_emulated", "neon"}) {
     if (!K::gemv_force_path(p)) continue;
     SCOPED_TRACE(std::string("path ") + p);
     ASSERT_EQ(K::gemv_simd_path(), p);
@@ -76,7 +77,14 @@ TEST(Gemv, ParsesFaults) {
 
 TEST(Gemv, PathsAreKnown) {
   const std::string d = K::gemv_detected_path();
-  EXPECT_TRUE(d == "avx512" || d == "avx2" || d == "portable");
+  EXPECT_TRUE(d == "avx512" || d == "avx2" || d == "neon" || d == "portable");
+#if defined(__aarch64__)
+  EXPECT_EQ(d, "neon");  // every AArch64 core has NEON
+  EXPECT_EQ(K::roofline_simd_path(), "neon");  // and the FMA probe runs it too
+  EXPECT_FALSE(K::gemv_force_path("avx2"));
+#else
+  EXPECT_FALSE(K::gemv_force_path("neon"));
+#endif
   EXPECT_EQ(K::gemv_simd_path(), d);
   EXPECT_TRUE(K::gemv_force_path("portable"));
   EXPECT_FALSE(K::gemv_force_path("sse9"));

@@ -1,5 +1,7 @@
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -26,6 +28,46 @@ TEST(Probe, SeesThisMachine) {
   const auto j = to_json(h);
   EXPECT_TRUE(j.contains("isa"));
   EXPECT_TRUE(j.contains("gpu"));
+}
+
+// Emulation (issue 23, point 10): an aarch64 build under qemu-user reads the host's /proc/cpuinfo (qemu 7.2) or
+// QEMU's own (8.1 on); a native one reads its kernel's.
+namespace {
+ref::CpuIdentity cpuinfo_of(const std::string& text) {
+  std::istringstream in(text);
+  return ref::parse_cpuinfo(in, "text");
+}
+ref::CpuIdentity recorded_machine(const std::string& name) {
+  const auto path = fs::path(CLAIMCHECK_SOURCE_DIR) / "tests/data/machines" / (name + ".cpuinfo");
+  std::ifstream in(path);
+  return ref::parse_cpuinfo(in, path.string());
+}
+}  // namespace
+
+TEST(Probe, TellsAnEmulatedCpuFromTheBuildAndCpuinfo) {
+  const auto zen3 = recorded_machine("zen3"), v1 = recorded_machine("neoverse-v1");
+  EXPECT_EQ(emulation_reason(zen3, "x86_64"), "");
+  EXPECT_EQ(emulation_reason(v1, "aarch64"), "");
+  const std::string on_x86 = emulation_reason(zen3, "aarch64");
+  EXPECT_EQ(on_x86.rfind("qemu-user: an aarch64 build running on AMD", 0), 0u) << on_x86;
+  EXPECT_NE(on_x86.find("no CPU implementer"), std::string::npos) << on_x86;
+  EXPECT_NE(emulation_reason(v1, "x86_64").find("implementer 0x41, part 0xd40"), std::string::npos);
+  // qemu-user 8.1+'s own text for its default ("max") CPU, as linux-user/arm/target_proc.h prints it
+  const auto qemu_max = cpuinfo_of("processor\t: 0\nmodel name\t: ARMv8 Processor rev 0 (v8l)\nBogoMIPS\t: 100.00\n"
+                                   "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp\n"
+                                   "CPU implementer\t: 0x00\nCPU architecture: 8\nCPU variant\t: 0x0\n"
+                                   "CPU part\t: 0x051\nCPU revision\t: 0\n\n");
+  EXPECT_NE(emulation_reason(qemu_max, "aarch64").find("QEMU's own"), std::string::npos);
+  // with -cpu neoverse-v1 the MIDR is real, the model name line still gives it away
+  auto qemu_v1 = qemu_max;
+  qemu_v1.implementer = "0x41", qemu_v1.part = "0xd40";
+  EXPECT_NE(emulation_reason(qemu_v1, "aarch64").find("model name: ARMv8 Processor rev 0 (v8l)"), std::string::npos);
+  EXPECT_EQ(emulation_reason(ref::CpuIdentity{}, "aarch64"), "");  // nothing read: nothing said
+  EXPECT_EQ(emulation_reason(zen3, ""), "");
+  // This process: the record carries the reason exactly when the probe finds one.
+  const HardwareInfo h = probe_hardware();
+  EXPECT_EQ(to_json(h).contains("emulated"), !h.emulated.empty());
+  EXPECT_EQ(h.emulated, emulation_reason(ref::read_cpu_identity(), build_architecture()));
 }
 
 TEST(Sha256, KnownVectors) {

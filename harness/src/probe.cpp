@@ -30,6 +30,35 @@ std::string nvidia_gpu_on_host() {
   return "";
 }
 
+std::string build_architecture() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "";
+#endif
+}
+
+std::string emulation_reason(const ref::CpuIdentity& c, const std::string& build_arch) {
+  const bool arm = !c.implementer.empty();
+  if (c.vendor.empty() || build_arch.empty()) return "";  // nothing described, or an architecture not told apart
+  const std::string host = c.model_name.empty() ? c.vendor : c.model_name;
+  const std::string tail = ": a time measures the emulator, not a core of the build's architecture";
+  if (build_arch == "aarch64" && !arm)
+    return "qemu-user: an aarch64 build running on " + host + " (/proc/cpuinfo is the host's: vendor_id " + c.vendor +
+           ", no CPU implementer)" + tail;
+  if (build_arch == "x86_64" && arm)
+    return "an x86-64 build on an Arm CPU (implementer " + c.implementer + ", part " + c.part +
+           "): a user-mode emulator (qemu-user, box64, FEX) runs it" + tail;
+  if (build_arch == "aarch64" && c.implementer == "0x00" && c.part == "0x051")
+    return "qemu: /proc/cpuinfo is QEMU's own (its 'max' CPU: implementer 0x00, reserved for software, part 0x051)" + tail;
+  if (build_arch == "aarch64" && c.model_name.rfind("ARMv", 0) == 0)
+    return "qemu-user: /proc/cpuinfo is QEMU's own (\"model name: " + c.model_name +
+           "\", which an arm64 kernel shows only to 32-bit processes)" + tail;
+  return "";
+}
+
 HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   HardwareInfo h;
   ref::CpuIdentity cpu;
@@ -37,6 +66,7 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
     cpu = ref::read_cpu_identity();
   } catch (const std::exception&) {  // no /proc/cpuinfo (or one that names no CPU): the record says what is known
   }
+  h.emulated = emulation_reason(cpu, build_architecture());
   h.cpu_model = cpu.model_name.empty() && !cpu.part.empty() ? cpu.vendor + " part " + cpu.part : cpu.model_name;
   h.cpu_vendor = cpu.vendor;
   h.cpu_family = cpu.family;
@@ -89,6 +119,7 @@ nlohmann::json to_json(const HardwareInfo& h) {
     j["gpu_absent_reason"] = h.gpu_absent_reason;
   }
   if (!h.gpu_on_host.empty()) j["gpu_on_host"] = h.gpu_on_host;
+  if (!h.emulated.empty()) j["emulated"] = h.emulated;
   return j;
 }
 

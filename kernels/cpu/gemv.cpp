@@ -19,6 +19,10 @@
 // fp32 levels were kept (no fp16/int8 approximation of the code book). On AVX-512 a 16-float register is the whole
 // table: one vpermps per 16 nibbles.
 //
+// AArch64 (NEON, every core): the bf16 GEMV and the batched GEMM's direct tile use the same even/odd trick on 128-bit
+// registers (the activations split as for AVX2, in groups of 16), four rows at once; the GEMM's panel tile is
+// gemm_tile.inc on float32x4_t (12 x 8: 24 of the 32 vector registers accumulate); NF4 runs the portable kernel.
+//
 // Threads: a persistent pool whose workers spin briefly and then sleep; work is pulled in chunks (~256 KiB of
 // weights) from an atomic counter, the calling thread working too and never waiting for a worker that has not
 // started (a 2-core machine under load can take milliseconds to schedule one), only for workers inside the job.
@@ -45,6 +49,13 @@
 #define CC_X86 1
 #else
 #define CC_X86 0
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define CC_NEON 1
+#else
+#define CC_NEON 0
 #endif
 
 #if CC_X86 && !defined(__clang__)
@@ -103,7 +114,8 @@ alignas(64) constexpr float kNf4[16] = {
 // kEmulated512 (tests only, forced by name): the AVX2 kernels, except the batched GEMM's panel tile, which runs the
 // AVX-512 tile's source on two ymm per register (gemm_tile.inc), so that its 16-lane indexing is tested where no
 // AVX-512 is.
-enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3 };
+// kNeon: AArch64's (the others are x86-64's, ordered by width).
+enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3, kNeon = 4 };
 
 Path detect_path() {
 #if CC_X86
@@ -117,6 +129,9 @@ Path detect_path() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return kAvx2;
 #endif
 #endif
+#if CC_NEON
+  return kNeon;
+#endif
   return kPortable;
 }
 const Path kDetected = detect_path();
@@ -126,7 +141,7 @@ Path path() {
   return f >= 0 ? static_cast<Path>(f) : kDetected;
 }
 const char* path_name(Path p) {
-  return p == kAvx512 ? "avx512" : p == kEmulated512 ? "avx512_emulated" : p == kAvx2 ? "avx2" : "portable";
+  return p == kAvx512 ? "avx512" : p == kEmulated512 ? "avx512_emulated" : p == kAvx2 ? "avx2" : p == kNeon ? "neon" : "portable";
 }
 
 // ---- thread pool ----------------------------------------------------------------------------------------------
@@ -173,6 +188,8 @@ class Pool {
   static void pause() {
 #if CC_X86
     _mm_pause();
+#elif CC_NEON
+    asm volatile("yield" ::: "memory");
 #endif
   }
   void loop(int id) {
@@ -545,6 +562,50 @@ CC_AVX512 void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, co
 #pragma GCC diagnostic pop
 #endif  // CC_X86
 
+#if CC_NEON
+// ---- NEON kernels (AArch64) ----------------------------------------------------------------------------------------
+// xs: x split in groups of 16 (evens, odds), as for AVX2: of 16 weights (two 128-bit loads, lanes of bf16 pairs),
+// load 0's low halves meet xs[0..3], load 1's xs[4..7], load 0's high halves xs[8..11], load 1's xs[12..15].
+// Rows r, r + s, ..., r + (R - 1) s (four long streams, as bf16_block_avx2); four accumulators per row, each row
+// summed the same way whatever R, so results do not depend on how rows are grouped.
+template <int R>
+CC_INLINE void bf16_block_neon(const bf16_t* W, long K, const float* xs, const float* x, int r, long s, float* y) {
+  const long Km = K & ~15L;
+  const uint32x4_t hi_mask = vdupq_n_u32(0xffff0000u);
+  float32x4_t a[R][4];
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    for (auto& v : a[i]) v = vdupq_n_f32(0.0f);
+    w[i] = W + (r + i * s) * K;
+  }
+  for (long k = 0; k < Km; k += 16) {
+    const float32x4_t x0 = vld1q_f32(xs + k), x1 = vld1q_f32(xs + k + 4), x2 = vld1q_f32(xs + k + 8),
+                      x3 = vld1q_f32(xs + k + 12);
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const uint32x4_t v0 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k));
+      const uint32x4_t v1 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k + 8));
+      a[i][0] = vfmaq_f32(a[i][0], vreinterpretq_f32_u32(vshlq_n_u32(v0, 16)), x0);
+      a[i][1] = vfmaq_f32(a[i][1], vreinterpretq_f32_u32(vshlq_n_u32(v1, 16)), x1);
+      a[i][2] = vfmaq_f32(a[i][2], vreinterpretq_f32_u32(vandq_u32(v0, hi_mask)), x2);
+      a[i][3] = vfmaq_f32(a[i][3], vreinterpretq_f32_u32(vandq_u32(v1, hi_mask)), x3);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    float t = vaddvq_f32(vaddq_f32(vaddq_f32(a[i][0], a[i][1]), vaddq_f32(a[i][2], a[i][3])));
+    for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
+    y[r + i * s] = t;
+  }
+}
+void bf16_rows_neon(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
+  const int q = (r1 - r0) / 4;
+  for (int r = r0; r < r0 + q; ++r) bf16_block_neon<4>(W, K, xs, x, r, q, y);
+  for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_neon<1>(W, K, xs, x, r, 0, y);
+}
+#endif  // CC_NEON
+
 // ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------
 void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads) {
   if (pth == kEmulated512) pth = kAvx2;
@@ -561,12 +622,17 @@ void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y
     if (pth == kAvx512) return bf16_rows_avx512(W, K, xs, x, r0, r1, y);
     if (pth == kAvx2) return bf16_rows_avx2(W, K, xs, x, r0, r1, y);
 #endif
+#if CC_NEON
+    if (pth == kNeon) return bf16_rows_neon(W, K, xs, x, r0, r1, y);
+#endif
     bf16_rows_portable(W, K, x, r0, r1, y);
   });
 }
 
 void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads) {
   if (pth == kEmulated512) pth = kAvx2;
+  if (pth == kNeon) pth = kPortable;  // NF4 on AArch64: the portable kernel (vectorised by the compiler)
+#if CC_X86
   const float* xs = x;
   if (pth != kPortable) {
     float* buf = scratch_floats(0, W.K);
@@ -574,6 +640,7 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
     else nf4_order_avx2(x, W.K, buf);
     xs = buf;
   }
+#endif
   const int chunk = row_chunk(W.N, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
   const std::uint8_t* P = W.packed.data();
   const float* S = W.scales.data();
@@ -712,6 +779,65 @@ CC_AVX512 void direct_rows_avx512(const bf16_t* W, long K, const float* XS, cons
 }
 #pragma GCC diagnostic pop
 #endif
+
+#if CC_NEON
+// The same on 4 lanes (XS: X rows split in groups of 16, as for AVX2): R = 2 weight rows' converted halves (8 registers)
+// meet NB <= 4 activation rows (4 registers each), R x NB accumulators.
+template <int R, int NB>
+CC_INLINE void direct_tile_neon(const bf16_t* W, long K, const float* XS, const float* X, int r, int b0, float* Y,
+                                long N) {
+  const long Km = K & ~15L;
+  const uint32x4_t hi_mask = vdupq_n_u32(0xffff0000u);
+  float32x4_t acc[R][NB];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) acc[i][j] = vdupq_n_f32(0.0f);
+  const bf16_t* w[R];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
+  for (long k = 0; k < Km; k += 16) {
+    float32x4_t wv[R][4];
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const uint32x4_t v0 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k));
+      const uint32x4_t v1 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k + 8));
+      wv[i][0] = vreinterpretq_f32_u32(vshlq_n_u32(v0, 16));
+      wv[i][1] = vreinterpretq_f32_u32(vshlq_n_u32(v1, 16));
+      wv[i][2] = vreinterpretq_f32_u32(vandq_u32(v0, hi_mask));
+      wv[i][3] = vreinterpretq_f32_u32(vandq_u32(v1, hi_mask));
+    }
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      const float* xs = XS + (b0 + j) * K + k;
+      const float32x4_t x0 = vld1q_f32(xs), x1 = vld1q_f32(xs + 4), x2 = vld1q_f32(xs + 8), x3 = vld1q_f32(xs + 12);
+      #pragma GCC unroll 16
+      for (int i = 0; i < R; ++i)
+        acc[i][j] = vfmaq_f32(vfmaq_f32(vfmaq_f32(vfmaq_f32(acc[i][j], wv[i][0], x0), wv[i][1], x1), wv[i][2], x2),
+                              wv[i][3], x3);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      float t = vaddvq_f32(acc[i][j]);
+      for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
+      Y[(b0 + j) * N + r + i] = t;
+    }
+}
+template <int R>
+void direct_rows_neon(const bf16_t* W, long K, const float* XS, const float* X, int B, int r, float* Y, long N) {
+  int b = 0;
+  for (; b + 4 <= B; b += 4) direct_tile_neon<R, 4>(W, K, XS, X, r, b, Y, N);
+  switch (B - b) {
+    case 3: direct_tile_neon<R, 3>(W, K, XS, X, r, b, Y, N); break;
+    case 2: direct_tile_neon<R, 2>(W, K, XS, X, r, b, Y, N); break;
+    case 1: direct_tile_neon<R, 1>(W, K, XS, X, r, b, Y, N); break;
+    default: break;
+  }
+}
+#endif  // CC_NEON
 
 // Panel [kc][PN] of W^T: rows n0 .. n0+PN-1 (zero past N), k0 .. k0+kc-1, as fp32.
 CC_CLONES void pack_panel(const bf16_t* W, int N, long K, int n0, long k0, int kc, int PN, float* P) {
@@ -858,6 +984,24 @@ struct V {
 #undef CC_TILE_TARGET
 }  // namespace tile_emulated512
 #endif
+#if CC_NEON
+// 4 lanes: a 12 x 8 tile, 24 accumulators of the 32 vector registers (two FMAs per broadcast).
+namespace tile_neon {
+struct V {
+  using Reg = float32x4_t;
+  static constexpr int kLanes = 4;
+  static CC_INLINE Reg zero() { return vdupq_n_f32(0.0f); }
+  static CC_INLINE Reg load(const float* p) { return vld1q_f32(p); }
+  static CC_INLINE void store(float* p, Reg r) { vst1q_f32(p, r); }
+  static CC_INLINE Reg broadcast(const float* p) { return vld1q_dup_f32(p); }
+  static CC_INLINE Reg fmadd(Reg a, Reg b, Reg c) { return vfmaq_f32(c, a, b); }
+  static CC_INLINE Reg add(Reg a, Reg b) { return vaddq_f32(a, b); }
+};
+#define CC_TILE_TARGET
+#include "gemm_tile.inc"
+#undef CC_TILE_TARGET
+}  // namespace tile_neon
+#endif
 
 // A path's panel: its width (two vectors), the rows of its register tile and the tile for each row count.
 struct PanelKernel {
@@ -883,6 +1027,9 @@ CC_TILE_REF(tile_avx2)
 CC_TILE_REF(tile_avx512)
 CC_TILE_REF(tile_emulated512)
 #endif
+#if CC_NEON
+CC_TILE_REF(tile_neon)
+#endif
 #undef CC_TILE_REF
 const PanelKernel& panel_for(Path pth) {
 #if CC_X86
@@ -893,11 +1040,29 @@ const PanelKernel& panel_for(Path pth) {
   if (pth == kEmulated512) return emulated;
   if (pth == kAvx2) return avx2;
 #endif
+#if CC_NEON
+  static const PanelKernel neon = panel_kernel<tile_neon_ref>(8, std::make_integer_sequence<int, 12>());
+  if (pth == kNeon) return neon;
+#endif
   static const PanelKernel portable = panel_kernel<tile_portable_ref>(16, std::make_integer_sequence<int, 6>());
   return portable;
 }
 
 void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads) {
+#if CC_NEON
+  if (pth == kNeon && B <= kDirectMaxB) {
+    std::vector<float> xs(static_cast<std::size_t>(B) * K);
+    for (int b = 0; b < B; ++b)
+      split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
+    const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
+    parallel_rows(N, chunk, threads, [&](int r0, int r1) {
+      int r = r0;
+      for (; r + 2 <= r1; r += 2) direct_rows_neon<2>(W, K, xs.data(), X, B, r, Y, N);
+      for (; r < r1; ++r) direct_rows_neon<1>(W, K, xs.data(), X, B, r, Y, N);
+    });
+    return;
+  }
+#endif
 #if CC_X86
   if (pth != kPortable && B <= kDirectMaxB) {  // (the emulated AVX-512 path runs the AVX2 direct tile)
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
@@ -1033,9 +1198,12 @@ bool gemv_force_path(const std::string& name) {
   else if (name == "avx2") want = kAvx2;
   else if (name == "avx512") want = kAvx512;
   else if (name == "avx512_emulated") want = kEmulated512;
+  else if (name == "neon") want = kNeon;
   else return false;
   const int needs = want == kEmulated512 ? kAvx2 : want;
-  if (needs > static_cast<int>(kDetected)) return false;  // this CPU cannot run it
+  // This CPU cannot run it: NEON is AArch64's, the x86-64 paths are ordered by width.
+  if (needs == kNeon ? kDetected != kNeon : needs > kPortable && (kDetected == kNeon || needs > static_cast<int>(kDetected)))
+    return false;
   g_forced.store(want);
   return true;
 }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/ref/roofline.h"
+
 namespace claimcheck {
 
 struct GpuInfo {
@@ -35,9 +37,22 @@ struct HardwareInfo {
   // An NVIDIA GPU the kernel driver lists on this host ("NVIDIA H200"), whether or not this build can use it: where
   // it cannot, the rows measured on the CPU in its place say so. "" when the driver lists none.
   std::string gpu_on_host;
+  // Why this process's CPU is emulated ("qemu-user: ..."), "" on a real CPU (emulation_reason). Under emulation the
+  // CPU fields above describe what /proc/cpuinfo says (the host's CPU, or QEMU's made-up one), and a time measures
+  // the emulator, not a core of the build's architecture.
+  std::string emulated;
 
   bool has_isa(const std::string& flag) const;
 };
+
+// The architecture this program was built for: "x86_64", "aarch64", or "" for another.
+std::string build_architecture();
+// Why a program built for `build_arch` that reads `cpuinfo` (the parsed /proc/cpuinfo) runs on an emulated CPU, ""
+// when nothing says so. qemu-user passes the host's /proc/cpuinfo through (7.2: an aarch64 program on an x86-64 host
+// reads the host's vendor_id and flags, no "CPU implementer"); from 8.1 on it writes its own for Arm guests (its
+// "max" CPU: implementer 0x00, part 0x051, and a "model name: ARMv8 Processor rev N (v8l)" line that an arm64 kernel
+// shows only to 32-bit processes).
+std::string emulation_reason(const ref::CpuIdentity& cpuinfo, const std::string& build_arch);
 
 // `uarch_table`: the microarchitecture table to name the CPU with (none: the name is left empty).
 HardwareInfo probe_hardware(const std::filesystem::path& uarch_table = {});

@@ -59,11 +59,11 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads);
 std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W);
 void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o = {});
 
-// "avx512", "avx2" or "portable": the path the GEMV kernels run with on this CPU.
+// "avx512", "avx2", "neon" (AArch64) or "portable": the path the GEMV kernels run with on this CPU.
 std::string gemv_simd_path();
 // The best path this CPU supports, whatever was forced.
 std::string gemv_detected_path();
-// Forces a path for the calls that follow ("portable", "avx2", "avx512"; "" = back to the detected one), for
+// Forces a path for the calls that follow ("portable", "avx2", "avx512", "neon"; "" = back to the detected one), for
 // tests that run every path the CPU has. Returns false for an unknown name or a path this CPU cannot run.
 bool gemv_force_path(const std::string& name);
 

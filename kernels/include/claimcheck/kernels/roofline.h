@@ -13,6 +13,8 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace claimcheck::kernels {
 
@@ -27,7 +29,7 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
 struct FlopsPeak {
   double flops_per_s = 0;  // all threads together
-  std::string isa;         // "avx512", "avx2" or "portable" (fp32), "avx512_bf16" (bf16 dot products)
+  std::string isa;         // "avx512", "avx2", "neon" or "portable" (fp32), "avx512_bf16" (bf16 dot products)
   int threads = 0;
   int chains = 0;          // independent accumulators per thread
   int lanes = 0;           // fp32 lanes per vector
@@ -49,15 +51,16 @@ struct AmxPeak {
 };
 AmxPeak measure_amx_peak(int threads, int passes = 3, double seconds = 0.05);
 
-// The clock under an all-core load, by two dependent chains of known latency (names in `methods`), the best of three
-// passes each, the mean over `threads` pinned threads. 0 where this architecture has no chain.
+// The clock under an all-core load, by two dependent chains of known latency (names in `methods`), each `seconds`
+// long per pass, both in every pass, the best of 16 passes each, the mean over `threads` pinned threads. 0 where
+// this architecture has no chain.
 struct ClockReading {
   double hz[2] = {0, 0};
   std::string methods[2];
   // The higher reading when the two are within `tolerance` of each other; 0 when they disagree or one is missing.
   double agreed_hz(double tolerance = 0.1) const;
 };
-ClockReading measure_clock(int threads, double seconds = 0.02);
+ClockReading measure_clock(int threads, double seconds = 0.002);
 
 struct Bandwidth {
   double read_bytes_per_s = 0;   // read-only reduction: bytes read / time (the median pass)
@@ -72,9 +75,15 @@ struct Bandwidth {
 // array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each.
 Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
 
+// Seconds to read every byte of `buffers` once the probe's way (1 MiB blocks pulled from a shared counter, each read
+// as four streams) on `threads` pinned threads, the median of `passes`: the yardstick of a kernel that must read those
+// very bytes (the same pages and caches; a stack that fits in a large last-level cache is read from it by both).
+double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t>>& buffers, int threads,
+                            int passes = 3, const RooflineFaults& f = {});
+
 // The last-level cache size from sysfs (bytes; 0 when unknown).
 std::size_t last_level_cache_bytes();
-// "avx512", "avx2" or "portable": the path measure_fma_peak dispatches to on this CPU.
+// "avx512", "avx2", "neon" (AArch64) or "portable": the path measure_fma_peak dispatches to on this CPU.
 std::string roofline_simd_path();
 
 }  // namespace claimcheck::kernels
