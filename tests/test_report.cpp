@@ -268,3 +268,13 @@ TEST(Report, MalformedRooflinesDoNotCrashOrDrawNaN) {
     EXPECT_EQ(svg.find("denormal"), std::string::npos);  // 330 decades below the ridge: left out
   }
 }
+
+// A tree without .git records its commit as null: every writer still renders, the commit "unknown".
+TEST(Report, RendersWithoutACommit) {
+  Report r = sample();
+  r.records["commit"] = nullptr;
+  std::string html;
+  ASSERT_NO_THROW(html = render_html(r));
+  EXPECT_NE(html.find("commit unknown"), std::string::npos);
+  for (const auto& w : all_writers()) EXPECT_NO_THROW(w->render(r)) << w->filename();
+}

@@ -252,6 +252,12 @@ double round_step(double top) {
   return 10 * mag;
 }
 
+// The commit record's sha, "unknown" where there is none (a tree without .git records the commit as null).
+std::string commit_sha(const json& records) {
+  const json c = records.is_object() ? records.value("commit", json()) : json();
+  return c.is_object() && c.contains("sha") && c["sha"].is_string() ? c["sha"].get<std::string>() : "unknown";
+}
+
 // An inline log-log roofline for details.roofline: {title, peak_flops, bandwidth, theoretical_peak_flops?,
 // roofs?: [{name, flops}], points: [{name, intensity, flops}]}: the measured roofs (bandwidth slope, peak ceiling,
 // the ridge where they meet), each further engine's roof (bf16 dot products, AMX tiles) as a ceiling of its own with
@@ -502,7 +508,7 @@ class MarkdownWriter : public ReportWriter {
   std::string render(const Report& r) const override {
     std::ostringstream o;
     o << "# claimcheck report\n\n" << summary_line(summarize(r.claims)) << ".\n\n";
-    o << "Generated " << r.generated_at << ". Commit `" << r.records.value("commit", json::object()).value("sha", "unknown")
+    o << "Generated " << r.generated_at << ". Commit `" << commit_sha(r.records)
       << "`.\n";
     for (const auto& [ch, claims] : by_chapter(r)) {
       auto t = chapter_titles().find(ch);
@@ -567,7 +573,7 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
     o << "<span class=\"skip\">" << s.by_status.at("skip") - s.not_implemented << " skip</span>"
       << "<span class=\"ni\">" << s.not_implemented << " not implemented yet</span></div>"
       << "<div style=\"font-size:12.5px;margin-top:6px;opacity:.8\">generated " << html_escape(r.generated_at)
-      << " · commit " << html_escape(r.records.value("commit", json::object()).value("sha", "unknown"))
+      << " · commit " << html_escape(commit_sha(r.records))
       << " · " << html_escape(r.records.value("hardware", json::object()).value("cpu_model", "")) << "</div></header><main>";
     for (const auto& [ch, claims] : by_chapter(r)) {
       auto t = chapter_titles().find(ch);

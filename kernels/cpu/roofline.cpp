@@ -24,6 +24,9 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -102,6 +105,8 @@ void run_pinned(int threads, Fn fn) {
 // Zen 3 / Skylake: FMA latency 4, two FMA pipes: >= 8 chains in flight; 12 ymm chains + 2 constants fit in the
 // 16 ymm registers of AVX2, 24 zmm chains in the 32 of AVX-512.
 #if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers (_mm512_reduce_add_ps)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #define CC_TARGET(x) __attribute__((target(x), noinline))
 template <int C>
 CC_TARGET("avx2,fma") float fma_avx2(long iters) {
@@ -199,6 +204,23 @@ __attribute__((noinline)) int amx_chain(long iters) {
 }
 float amx_kernel(long iters) { return static_cast<float>(amx_chain(iters)); }
 #endif
+#if defined(__aarch64__)
+// NEON (every AArch64 core): 4 fp32 lanes per fmla. Neoverse V1/V2 have four 128-bit FMA pipes of latency 4 (N1 and
+// N2: two), so >= 16 chains in flight; 24 of the 32 vector registers, 2 for the constants.
+template <int C>
+__attribute__((noinline)) float fma_neon(long iters) {
+  float32x4_t acc[C];
+  for (int i = 0; i < C; ++i) acc[i] = vdupq_n_f32(1.0f + static_cast<float>(i) * 1e-6f);
+  const float32x4_t a = vdupq_n_f32(0.999999f), b = vdupq_n_f32(1e-7f);
+  for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < C; ++i) acc[i] = vfmaq_f32(b, acc[i], a);  // b + acc * a
+  }
+  float32x4_t s = acc[0];
+  for (int i = 1; i < C; ++i) s = vaddq_f32(s, acc[i]);
+  return vaddvq_f32(s);
+}
+#endif
 template <int C>
 __attribute__((noinline)) float fma_portable(long iters) {
   float acc[C];
@@ -229,6 +251,9 @@ Kernel fp32_kernel(const RooflineFaults& f) {
     return f.few_chains ? Kernel{fma_avx512<1>, 1, 16, 2, "avx512"} : Kernel{fma_avx512<24>, 24, 16, 2, "avx512"};
   if (CPU_HAS("avx2") && CPU_HAS("fma"))
     return f.few_chains ? Kernel{fma_avx2<1>, 1, 8, 2, "avx2"} : Kernel{fma_avx2<12>, 12, 8, 2, "avx2"};
+#endif
+#if defined(__aarch64__)
+  return f.few_chains ? Kernel{fma_neon<1>, 1, 4, 2, "neon"} : Kernel{fma_neon<24>, 24, 4, 2, "neon"};
 #endif
   return f.few_chains ? Kernel{fma_portable<1>, 1, 1, 2, "portable"} : Kernel{fma_portable<8>, 8, 1, 2, "portable"};
 }
@@ -343,36 +368,18 @@ const Chain kClockChains[2] = {{plain_chain, 0, "no clock chain for this archite
                                {plain_chain, 0, "no clock chain for this architecture"}};
 #endif
 
-// One chain's clock on `threads` pinned threads at once: the mean over threads of (ops x cycles per op) / time,
-// the best of three passes.
-double chain_clock_hz(const Chain& c, int threads, double seconds) {
-  if (c.cycles_per_op <= 0) return 0;
-  std::uint64_t iters = 1 << 10;
-  for (;;) {  // calibrate
+// Iterations of a chain that take about `seconds` on one thread.
+std::uint64_t chain_iterations(const Chain& c, double seconds) {
+  std::uint64_t iters = 1 << 8;
+  for (;;) {
     const auto t0 = Clock::now();
     volatile std::uint64_t sink = c.fn(iters);
     (void)sink;
     const double s = seconds_since(t0);
-    if (s > seconds / 8 || iters > (1ULL << 40)) {
-      iters = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)));
-      break;
-    }
+    if (s > seconds / 8 || iters > (1ULL << 40))
+      return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)));
     iters *= 4;
   }
-  double best = 0;
-  for (int pass = 0; pass < 3; ++pass) {
-    std::vector<double> hz(threads);
-    run_pinned(threads, [&](int t) {
-      const auto t0 = Clock::now();
-      volatile std::uint64_t sink = c.fn(iters);
-      (void)sink;
-      hz[t] = 32.0 * c.cycles_per_op * static_cast<double>(iters) / seconds_since(t0);
-    });
-    double mean = 0;
-    for (double h : hz) mean += h / threads;
-    best = std::max(best, mean);
-  }
-  return best;
 }
 
 // ---- bandwidth ----------------------------------------------------------------------------------------------
@@ -403,8 +410,8 @@ CC_TARGET("avx2,fma") double read_avx2(const float* x, std::size_t n) {
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       const float* p = x + s * q + i;
-      a[s][0] = _mm256_add_ps(a[s][0], _mm256_load_ps(p));
-      a[s][1] = _mm256_add_ps(a[s][1], _mm256_load_ps(p + 8));
+      a[s][0] = _mm256_add_ps(a[s][0], _mm256_loadu_ps(p));  // (unaligned loads: a caller's buffer may be anywhere)
+      a[s][1] = _mm256_add_ps(a[s][1], _mm256_loadu_ps(p + 8));
     }
   double sum = 0;
   for (auto& st : a)
@@ -566,10 +573,32 @@ AmxPeak measure_amx_peak(int threads, int passes, double seconds) {
 ClockReading measure_clock(int threads, double seconds) {
   threads = std::max(1, threads);
   ClockReading r;
-  r.methods[0] = kClockChains[0].name;
-  r.methods[1] = kClockChains[1].name;
-  r.hz[0] = chain_clock_hz(kClockChains[0], threads, seconds);
-  r.hz[1] = chain_clock_hz(kClockChains[1], threads, seconds);
+  const Chain& a = kClockChains[0];
+  const Chain& b = kClockChains[1];
+  r.methods[0] = a.name;
+  r.methods[1] = b.name;
+  if (a.cycles_per_op <= 0 || b.cycles_per_op <= 0) return r;
+  // Many short passes, each thread running both chains back to back (so that both see the same moment), the best
+  // pass of each kept: a neighbour on a shared machine only ever lowers a reading, and a pass of a few milliseconds
+  // often runs whole within one time slice (16 passes of 2 x 20 ms read 1.0-3.0 GHz under a load of 6 here; the
+  // clock is 2.8).
+  const std::uint64_t na = chain_iterations(a, seconds), nb = chain_iterations(b, seconds);
+  for (int pass = 0; pass < 16; ++pass) {
+    std::vector<double> ha(threads), hb(threads);
+    run_pinned(threads, [&](int t) {
+      auto t0 = Clock::now();
+      volatile std::uint64_t sink = a.fn(na);
+      ha[t] = 32.0 * a.cycles_per_op * static_cast<double>(na) / seconds_since(t0);
+      t0 = Clock::now();
+      sink = b.fn(nb);
+      (void)sink;
+      hb[t] = 32.0 * b.cycles_per_op * static_cast<double>(nb) / seconds_since(t0);
+    });
+    double ma = 0, mb = 0;
+    for (int t = 0; t < threads; ++t) ma += ha[t] / threads, mb += hb[t] / threads;
+    r.hz[0] = std::max(r.hz[0], ma);
+    r.hz[1] = std::max(r.hz[1], mb);
+  }
   return r;
 }
 
@@ -594,6 +623,40 @@ std::size_t last_level_cache_bytes() {
     if (level >= 2) best = std::max(best, bytes);
   }
   return best;
+}
+
+double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t>>& buffers, int threads, int passes,
+                            const RooflineFaults& f) {
+  threads = std::max(1, threads);
+  struct Block {
+    const float* p;
+    std::size_t n;
+  };
+  std::vector<Block> blocks;  // every buffer cut into the probe's 1 MiB blocks (a tail of under 4 bytes left out)
+  for (const auto& [ptr, bytes] : buffers) {
+    const float* p = static_cast<const float*>(ptr);
+    const std::size_t n = bytes / sizeof(float);
+    for (std::size_t i = 0; i < n; i += kReadBlock) blocks.push_back({p + i, std::min(kReadBlock, n - i)});
+  }
+  std::vector<double> times;
+  for (int pass = 0; pass < std::max(1, passes); ++pass) {
+    Span span(threads);
+    std::vector<double> sums(threads);
+    std::atomic<std::size_t> next{0};
+    run_pinned(threads, [&](int t) {
+      span.start[t] = Clock::now();
+      double sum = 0;
+      for (std::size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();)
+        sum += read_sum(blocks[b].p, blocks[b].n, f.read_skips);
+      sums[t] = sum;
+      span.end[t] = Clock::now();
+    });
+    times.push_back(span.seconds());
+    volatile double keep = sums[0];
+    (void)keep;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
