@@ -66,6 +66,14 @@ class Flips:
                                         "origin": origin, "seconds": seconds}) + "\n")
         return r, claims
 
+    def record(self, claim, names, origin):
+        """Figures turned without a judged run: those a planted fault made the check refuse to judge (a roof the
+        probe's validation rejected)."""
+        if self.path and names:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"claim": claim, "status": "error", "turned": list(names), "origin": origin,
+                                    "seconds": 0}) + "\n")
+
 
 def expected_failures(exp, want):
     """(path, claim, statement name, statement) for each statement of the expected files in `exp` marked as an

@@ -625,36 +625,45 @@ std::size_t last_level_cache_bytes() {
   return best;
 }
 
+namespace {
+// One read pass over `blocks` on `threads` pinned threads, the blocks pulled from a shared counter: its wall time;
+// `checksum` (optional) receives the sum of everything read.
+struct ReadBlock {
+  const float* p;
+  std::size_t n;
+};
+double read_pass(const std::vector<ReadBlock>& blocks, int threads, bool skips, double* checksum = nullptr) {
+  Span span(threads);
+  std::vector<double> sums(threads);
+  std::atomic<std::size_t> next{0};
+  run_pinned(threads, [&](int t) {
+    span.start[t] = Clock::now();
+    double sum = 0;
+    for (std::size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();)
+      sum += read_sum(blocks[b].p, blocks[b].n, skips);
+    sums[t] = sum;
+    span.end[t] = Clock::now();
+  });
+  double total = 0;
+  for (double x : sums) total += x;
+  if (checksum) *checksum = total;
+  volatile double keep = total;
+  (void)keep;
+  return span.seconds();
+}
+// x[0..n) cut into the probe's 1 MiB blocks, appended to `out`.
+void cut_blocks(const float* x, std::size_t n, std::vector<ReadBlock>* out) {
+  for (std::size_t i = 0; i < n; i += kReadBlock) out->push_back({x + i, std::min(kReadBlock, n - i)});
+}
+}  // namespace
+
 double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t>>& buffers, int threads, int passes,
                             const RooflineFaults& f) {
   threads = std::max(1, threads);
-  struct Block {
-    const float* p;
-    std::size_t n;
-  };
-  std::vector<Block> blocks;  // every buffer cut into the probe's 1 MiB blocks (a tail of under 4 bytes left out)
-  for (const auto& [ptr, bytes] : buffers) {
-    const float* p = static_cast<const float*>(ptr);
-    const std::size_t n = bytes / sizeof(float);
-    for (std::size_t i = 0; i < n; i += kReadBlock) blocks.push_back({p + i, std::min(kReadBlock, n - i)});
-  }
+  std::vector<ReadBlock> blocks;  // every buffer cut into blocks (a tail of under 4 bytes left out)
+  for (const auto& [ptr, bytes] : buffers) cut_blocks(static_cast<const float*>(ptr), bytes / sizeof(float), &blocks);
   std::vector<double> times;
-  for (int pass = 0; pass < std::max(1, passes); ++pass) {
-    Span span(threads);
-    std::vector<double> sums(threads);
-    std::atomic<std::size_t> next{0};
-    run_pinned(threads, [&](int t) {
-      span.start[t] = Clock::now();
-      double sum = 0;
-      for (std::size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();)
-        sum += read_sum(blocks[b].p, blocks[b].n, f.read_skips);
-      sums[t] = sum;
-      span.end[t] = Clock::now();
-    });
-    times.push_back(span.seconds());
-    volatile double keep = sums[0];
-    (void)keep;
-  }
+  for (int pass = 0; pass < std::max(1, passes); ++pass) times.push_back(read_pass(blocks, threads, f.read_skips));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -686,23 +695,12 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   for (std::size_t i = 0; i < n % 8; ++i) bw.expected_checksum += static_cast<double>(fill_value(n - n % 8 + i));
   bw.expected_checksum += static_cast<double>(n / 8) * 28.0;  // 0 + 1 + ... + 7 per 8 elements
 
+  std::vector<ReadBlock> blocks;
+  cut_blocks(b.get(), n, &blocks);
   std::vector<double> reads, triads;
   for (int p = 0; p < std::max(1, passes); ++p) {
+    reads.push_back(static_cast<double>(n) * sizeof(float) / read_pass(blocks, threads, f.read_skips, &bw.checksum));
     Span span(threads);
-    std::vector<double> sums(threads);
-    std::atomic<std::size_t> next{0};
-    run_pinned(threads, [&](int t) {
-      span.start[t] = Clock::now();
-      double sum = 0;
-      for (std::size_t blk; (blk = next.fetch_add(1, std::memory_order_relaxed)) * kReadBlock < n;)
-        sum += read_sum(b.get() + blk * kReadBlock, std::min(kReadBlock, n - blk * kReadBlock), f.read_skips);
-      sums[t] = sum;
-      span.end[t] = Clock::now();
-    });
-    reads.push_back(static_cast<double>(n) * sizeof(float) / span.seconds());
-    bw.checksum = 0;
-    for (double s : sums) bw.checksum += s;
-
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
       chunk(t, &lo, &hi);
