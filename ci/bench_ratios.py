@@ -18,7 +18,7 @@ def main(src, dst):
         if b.get("run_type") == "aggregate":
             continue
         name = b["run_name"] if "run_name" in b else b["name"]
-        name = name.replace("/real_time", "")
+        name = name.replace("/real_time", "").replace("/manual_time", "")
         runs.setdefault(name, []).append(b)
 
     def med(name, key):
@@ -55,6 +55,26 @@ def main(src, dst):
                            f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
                            f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')})" if peak else ""),
             })
+    # The bf16 matmul at 4096^3 against LibTorch's (oneDNN: AMX or avx512_bf16 where the CPU has them), registered on
+    # CPUs with bf16 instructions; the row names the engine the project's kernel ran on.
+    for name in sorted(n for n in runs if n.startswith("matmul/custom_bf16/")):
+        n = name.split("/")[2]
+        t, lib = med(name, "real_time"), med(f"matmul/libtorch_bf16/{n}", "real_time")
+        if t is None or lib is None:
+            continue
+        engine = (runs[name][0].get("label") or ctx.get("matmul_engine") or "?")
+        flops = med(name, "FLOP/s")
+        lib_flops = med(f"matmul/libtorch_bf16/{n}", "FLOP/s")
+        rows.append({
+            "name": f"bf16 matmul {n}^3 on {engine} vs PyTorch {ctx.get('libtorch_version', '?')} bf16 matmul (oneDNN), "
+                    "equal threads",
+            "ratio": lib / t, "custom_ms": t, "libtorch_ms": lib, "gflops": flops / 1e9 if flops else None,
+            "engine": engine, "short": f"bf16 matmul {n}^3 ({engine})",
+            "spread": max(spread(name), spread(f"matmul/libtorch_bf16/{n}")),
+            "detail": (f"{engine} {t:.1f} ms ({flops / 1e12:.2f} TFLOP/s) vs oneDNN {lib:.1f} ms "
+                       f"({lib_flops / 1e12:.2f} TFLOP/s) at {ctx.get('threads', '?')} threads"
+                       if flops and lib_flops else ""),
+        })
     if peak:
         rows.append({"name": "measured fp32 FMA peak", "ratio": 1.0, "gflops": peak / 1e9,
                      "detail": f"{peak / 1e9:.0f} GFLOP/s on {ctx.get('threads', '?')} threads ({ctx.get('simd_path', '?')})"})

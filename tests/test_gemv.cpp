@@ -374,3 +374,63 @@ TEST(Gemv, ThreadPoolIsRaceFreeAcrossManyCalls) {
     }
   }
 }
+
+// The bf16 matmul (kernels/cpu/matmul_bf16.cpp) on every engine this process can run: the fp32 FMA fallback, the
+// AMX kernel's packing, blocking and tile schedule with each tile instruction done in C (any CPU), and AMX itself
+// where the CPU has it. Shapes cross every edge: partial tiles in M, N and K, odd K, and the 256 x 256 x 512 cache
+// blocks. The answer: fp64 sums of the bf16 values (the answer key's bf16_value), within fp32 accumulation's bound.
+TEST(Matmul, Bf16MatchesFp64OnEveryEngine) {
+  struct MNK {
+    int M, N, K;
+  };
+  const MNK shapes[] = {{1, 1, 1}, {17, 33, 70}, {32, 32, 32}, {40, 300, 1030}, {300, 20, 41}, {5, 7, 3}};
+  int ran = 0;
+  for (const char* engine : {"fp32_fma", "amx_emulated", "amx_bf16"}) {
+    if (!K::matmul_bf16_force(engine)) continue;
+    SCOPED_TRACE(std::string("engine ") + engine);
+    ASSERT_EQ(K::matmul_bf16_engine(), engine);
+    ++ran;
+    for (const MNK& s : shapes) {
+      SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+      const auto A = random_bf16(static_cast<std::size_t>(s.M) * s.K, 11u + s.M);
+      const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 29u + s.N);
+      std::vector<float> C1(static_cast<std::size_t>(s.M) * s.N, -1.0f), C2(C1.size(), -2.0f);
+      K::matmul_bf16(A.data(), s.M, s.K, W.data(), s.N, C1.data(), {1, {}});
+      K::matmul_bf16(A.data(), s.M, s.K, W.data(), s.N, C2.data(), {2, {}});
+      EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), C1.size() * sizeof(float))) << "threads change the result";
+      int bad = 0;
+      for (int m = 0; m < s.M; ++m)
+        for (int n = 0; n < s.N; ++n) {
+          double want = 0, absdot = 0;
+          for (int k = 0; k < s.K; ++k) {
+            const double p = ref::bf16_value(A[static_cast<std::size_t>(m) * s.K + k]) *
+                             ref::bf16_value(W[static_cast<std::size_t>(n) * s.K + k]);
+            want += p;
+            absdot += std::fabs(p);
+          }
+          const double got = C1[static_cast<std::size_t>(m) * s.N + n];
+          if (!(std::fabs(got - want) <= tol32(s.K, absdot)) && ++bad <= 3)
+            ADD_FAILURE() << "C[" << m << "][" << n << "] = " << got << ", fp64 " << want;
+        }
+    }
+  }
+  K::matmul_bf16_force("");
+  EXPECT_GE(ran, 2);  // the fallback and the emulated AMX kernel run everywhere
+  EXPECT_FALSE(K::matmul_bf16_force("amx_int8"));
+}
+
+// The planted fault (the last 32 of K never multiplied) is seen by the same comparison.
+TEST(Matmul, DroppedKTailIsSeen) {
+  ASSERT_TRUE(K::matmul_bf16_force("amx_emulated"));
+  const int M = 20, N = 40, Kd = 96;
+  const auto A = random_bf16(static_cast<std::size_t>(M) * Kd, 5), W = random_bf16(static_cast<std::size_t>(N) * Kd, 6);
+  std::vector<float> good(static_cast<std::size_t>(M) * N), bad(good.size());
+  K::GemvOptions fault{1, {}};
+  ASSERT_TRUE(K::parse_gemv_fault("matmul_drop_last_k", &fault.faults));
+  K::matmul_bf16(A.data(), M, Kd, W.data(), N, good.data(), {1, {}});
+  K::matmul_bf16(A.data(), M, Kd, W.data(), N, bad.data(), fault);
+  K::matmul_bf16_force("");
+  double worst = 0;
+  for (std::size_t i = 0; i < good.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(good[i] - bad[i])));
+  EXPECT_GT(worst, 1.0);  // 32 products of unit-variance values are missing from every element
+}

@@ -92,6 +92,7 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   else if (name == "gemm_per_token") out->gemm_per_token = true;
   else if (name == "stack_bytes_as_elements") out->bytes_as_elements = true;
   else if (name == "gemm_first_tile_only") out->first_tile_only = true;
+  else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
   else return false;
   return true;
 }

@@ -23,9 +23,10 @@ struct GemvFaults {
   bool gemm_per_token = false;       // the batched kernel runs one GEMV per token (re-reads the weights per token)
   bool bytes_as_elements = false;    // a decode stack counts its weights in elements, not bytes
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
+  bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
-// "gemm_first_tile_only"; "" = none. Returns false for a name that is not a GEMV fault
+// "gemm_first_tile_only" / "matmul_drop_last_k"; "" = none. Returns false for a name that is not a GEMV fault
 // (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -38,6 +39,17 @@ struct GemvOptions {
 void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o = {});
 // Y[b, n] = sum_k W[n, k] X[b, k] for b < B: each weight read once for the whole batch.
 void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, const GemvOptions& o = {});
+
+// C[m, n] = sum_k A[m, k] W[n, k]: A bf16 [M, K], W bf16 [N, K] (Linear's layout), C fp32 [M, N], products and
+// sums in fp32 (kernels/cpu/matmul_bf16.cpp). It runs on the engine matmul_bf16_engine() names: "amx_bf16" (the AMX
+// tile unit, where the CPU has amx_bf16 and Linux grants the tile state), "fp32_fma" elsewhere (A widened to fp32,
+// then gemm_bf16), or "amx_emulated" when a test forced it (the AMX kernel's packing and blocking with each tile
+// instruction done in C: slow, any CPU).
+void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C, const GemvOptions& o = {});
+std::string matmul_bf16_engine();
+// Forces an engine for the calls that follow ("fp32_fma", "amx_emulated", "amx_bf16" where present; "" = back to
+// the detected one). Returns false for an unknown name or an engine this CPU lacks.
+bool matmul_bf16_force(const std::string& name);
 
 // NF4, blocks of 64 consecutive weights along K (K must be a multiple of 64). Weight k of row n is
 // code(n, k) = packed[(n*K + k) / 2], low nibble for even k, high nibble for odd k; value = level[code] * scale,

@@ -1,0 +1,308 @@
+// A bf16 x bf16 -> fp32 matmul, C = A W^T (A [M, K], W [N, K]: PyTorch's Linear layout), on the AMX tile unit where
+// the CPU has it, else on the fp32 FMA units (A widened to fp32, the batched GEMM of gemv.cpp).
+//
+// AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes. tdpbf16ps C += A B takes A as
+// 16 rows x 32 bf16 (K contiguous) and B as 16 K-pairs x 16 columns x 2 bf16 (the "VNNI" layout: element (kp, n, j)
+// = B[2 kp + j][n]), 16 x 16 x 32 multiply-adds into fp32. The register block is 2 x 2: four C tiles (tmm0-3), two A
+// tiles (tmm4-5), two B tiles (tmm6-7), so every tile loaded feeds two products.
+//
+// Both operands are packed once per call into whole tiles, zero-padded to 32 rows / 32 K (1 KiB each, contiguous, so
+// a tile load reads one sequential KiB): A's tile (mb, kb) holds rows 16 mb.., K 32 kb..; W's tile (nb, kb) is the
+// VNNI transpose of W's rows 16 nb.., K 32 kb... Cache blocking (GotoBLAS-like): a thread owns a C block of kMc x kNc
+// (256 x 256 fp32, 256 KiB) and walks K in slices of kKc (512): per slice the A block (256 x 512 bf16, 256 KiB) and
+// the W block (as much) are read from L2 and reused 8 times each; C tiles are loaded and stored once per slice
+// (the fp32 accumulators live in C itself between slices). Blocks on the matrix's edges go through a 32 x 32 scratch.
+//
+// The tile instructions are inline assembly (binutils >= 2.34 knows them), so nothing here needs AMX's compiler
+// flags. A test can force "amx_emulated": the same packing, blocking and 2 x 2 tile schedule, each tile instruction
+// done in C on a per-thread copy of the eight tiles, so that every index of this kernel runs on any CPU; only the
+// instructions' own semantics need an AMX machine (claimcheck_gemv_tests runs the real path there).
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "claimcheck/kernels/gemv.h"
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CC_AMX_X86 1
+#else
+#define CC_AMX_X86 0
+#endif
+
+namespace claimcheck::kernels {
+namespace {
+
+constexpr int kMc = 256, kNc = 256, kKc = 512;  // cache block (multiples of 32)
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// ---- the two tile units: AMX itself, and the same operations in C ----------------------------------------------
+#if CC_AMX_X86
+#define CC_TLOAD(t, p, s) asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"(static_cast<long>(s)) : "memory")
+#define CC_TSTORE(t, p, s) asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"(static_cast<long>(s)) : "memory")
+#define CC_TDP(c, a, b) asm volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
+struct RealTiles {
+  static void configure(const TileConfig* c) { asm volatile("ldtilecfg (%0)" ::"r"(c) : "memory"); }
+  static void release() { asm volatile("tilerelease" ::: "memory"); }
+  static void zero_c() { asm volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory"); }
+  // C tile i (0..3: row block i / 2, column block i % 2) from / to fp32 rows of stride ld bytes.
+  static void load_c(int i, const float* p, long ld) {
+    switch (i) {
+      case 0: CC_TLOAD(0, p, ld); break;
+      case 1: CC_TLOAD(1, p, ld); break;
+      case 2: CC_TLOAD(2, p, ld); break;
+      default: CC_TLOAD(3, p, ld); break;
+    }
+  }
+  static void store_c(int i, float* p, long ld) {
+    switch (i) {
+      case 0: CC_TSTORE(0, p, ld); break;
+      case 1: CC_TSTORE(1, p, ld); break;
+      case 2: CC_TSTORE(2, p, ld); break;
+      default: CC_TSTORE(3, p, ld); break;
+    }
+  }
+  // One K step of the 2 x 2 block: A tiles a0, a1 and B tiles b0, b1 (packed, 64-byte rows), four products.
+  static void step(const std::uint16_t* a0, const std::uint16_t* a1, const std::uint16_t* b0, const std::uint16_t* b1) {
+    CC_TLOAD(4, a0, 64);
+    CC_TLOAD(6, b0, 64);
+    CC_TDP(0, 4, 6);
+    CC_TLOAD(7, b1, 64);
+    CC_TDP(1, 4, 7);
+    CC_TLOAD(5, a1, 64);
+    CC_TDP(2, 5, 6);
+    CC_TDP(3, 5, 7);
+  }
+};
+#undef CC_TLOAD
+#undef CC_TSTORE
+#undef CC_TDP
+#endif
+
+// The emulation: tdpbf16ps as the ISA defines it for one element, C[m][n] += sum over the 16 K-pairs of
+// fp32(A[m][2p]) * fp32(B[p][n][0]) + fp32(A[m][2p+1]) * fp32(B[p][n][1]), in fp32.
+struct EmulatedTiles {
+  struct State {
+    float c[4][16][16];
+  };
+  static State& s() {
+    static thread_local State st;
+    return st;
+  }
+  static float f(std::uint16_t b) {
+    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+  }
+  static void configure(const TileConfig*) {}
+  static void release() {}
+  static void zero_c() { std::memset(s().c, 0, sizeof s().c); }
+  static void load_c(int i, const float* p, long ld) {
+    for (int r = 0; r < 16; ++r) std::memcpy(s().c[i][r], reinterpret_cast<const char*>(p) + r * ld, 64);
+  }
+  static void store_c(int i, float* p, long ld) {
+    for (int r = 0; r < 16; ++r) std::memcpy(reinterpret_cast<char*>(p) + r * ld, s().c[i][r], 64);
+  }
+  static void dp(float (&c)[16][16], const std::uint16_t* a, const std::uint16_t* b) {
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n) {
+        float acc = c[m][n];
+        for (int p = 0; p < 16; ++p)
+          acc += f(a[m * 32 + 2 * p]) * f(b[p * 32 + 2 * n]) + f(a[m * 32 + 2 * p + 1]) * f(b[p * 32 + 2 * n + 1]);
+        c[m][n] = acc;
+      }
+  }
+  static void step(const std::uint16_t* a0, const std::uint16_t* a1, const std::uint16_t* b0, const std::uint16_t* b1) {
+    dp(s().c[0], a0, b0);
+    dp(s().c[1], a0, b1);
+    dp(s().c[2], a1, b0);
+    dp(s().c[3], a1, b1);
+  }
+};
+
+// ---- packing --------------------------------------------------------------------------------------------------
+struct Packed {
+  int Mt = 0, Nt = 0, Kt = 0;  // tiles along M, N (even: padded to 32) and K
+  std::vector<std::uint16_t> a, w;
+  const std::uint16_t* a_tile(int mb, int kb) const { return a.data() + (static_cast<std::size_t>(mb) * Kt + kb) * 512; }
+  const std::uint16_t* w_tile(int nb, int kb) const { return w.data() + (static_cast<std::size_t>(nb) * Kt + kb) * 512; }
+};
+
+// Runs fn(i) for i in [0, n) on `threads` threads (the caller one of them), items pulled from a counter.
+template <typename Fn>
+void parallel_items(int n, int threads, Fn fn) {
+  threads = std::max(1, std::min(threads, n));
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+Packed pack(const bf16_t* A, int M, int K, const bf16_t* W, int N, int threads) {
+  Packed p;
+  p.Mt = (M + 31) / 32 * 2;
+  p.Nt = (N + 31) / 32 * 2;
+  p.Kt = (K + 31) / 32;
+  p.a.assign(static_cast<std::size_t>(p.Mt) * p.Kt * 512, 0);
+  p.w.assign(static_cast<std::size_t>(p.Nt) * p.Kt * 512, 0);
+  parallel_items(p.Mt + p.Nt, threads, [&](int item) {
+    if (item < p.Mt) {  // A: row block mb, each tile 16 rows x 32 K as they are
+      const int mb = item;
+      for (int kb = 0; kb < p.Kt; ++kb) {
+        std::uint16_t* t = p.a.data() + (static_cast<std::size_t>(mb) * p.Kt + kb) * 512;
+        for (int r = 0; r < 16 && mb * 16 + r < M; ++r) {
+          const int k0 = kb * 32, kn = std::min(32, K - k0);
+          std::memcpy(t + r * 32, A + static_cast<std::size_t>(mb * 16 + r) * K + k0, kn * sizeof(bf16_t));
+        }
+      }
+    } else {  // W: column block nb; tile row p holds, for each of the 16 columns n, W[n][2p] and W[n][2p + 1]
+      const int nb = item - p.Mt;
+      for (int kb = 0; kb < p.Kt; ++kb) {
+        std::uint16_t* t = p.w.data() + (static_cast<std::size_t>(nb) * p.Kt + kb) * 512;
+        for (int n = 0; n < 16 && nb * 16 + n < N; ++n) {
+          const bf16_t* row = W + static_cast<std::size_t>(nb * 16 + n) * K + kb * 32;
+          const int kn = std::min(32, K - kb * 32);
+          for (int k = 0; k < kn; ++k) t[(k / 2) * 32 + 2 * n + (k % 2)] = row[k];
+        }
+      }
+    }
+  });
+  return p;
+}
+
+// ---- the blocked kernel -----------------------------------------------------------------------------------------
+// C block (rows m0.., columns n0..; 32 x 32) over the K tiles [kb0, kb1): accumulated onto C unless `first`.
+template <typename T>
+void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, float* C, int M, int N, bool drop_last_k) {
+  const bool whole = m0 + 32 <= M && n0 + 32 <= N;
+  alignas(64) float scratch[32 * 32];
+  float* c = C + static_cast<std::size_t>(m0) * N + n0;
+  long ld = static_cast<long>(N) * sizeof(float);
+  if (!whole) {  // the edge: through the scratch, whose rows are 32 floats
+    std::memset(scratch, 0, sizeof scratch);
+    if (!first)
+      for (int r = 0; r < 32 && m0 + r < M; ++r)
+        std::memcpy(scratch + r * 32, c + static_cast<std::size_t>(r) * N, std::min(32, N - n0) * sizeof(float));
+    c = scratch;
+    ld = 32 * sizeof(float);
+  }
+  if (first && whole) {
+    T::zero_c();
+  } else {
+    for (int i = 0; i < 4; ++i) T::load_c(i, c + (i / 2) * 16 * (ld / 4) + (i % 2) * 16, ld);
+  }
+  const int mb = m0 / 16, nb = n0 / 16;
+  if (drop_last_k && kb1 == p.Kt) --kb1;  // the planted fault: the last 32 of K never multiplied
+  for (int kb = kb0; kb < kb1; ++kb) T::step(p.a_tile(mb, kb), p.a_tile(mb + 1, kb), p.w_tile(nb, kb), p.w_tile(nb + 1, kb));
+  for (int i = 0; i < 4; ++i) T::store_c(i, c + (i / 2) * 16 * (ld / 4) + (i % 2) * 16, ld);
+  if (!whole)
+    for (int r = 0; r < 32 && m0 + r < M; ++r)
+      std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32, std::min(32, N - n0) * sizeof(float));
+}
+
+template <typename T>
+void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+  const int mblocks = (M + kMc - 1) / kMc, nblocks = (N + kNc - 1) / kNc, ks = kKc / 32;
+  parallel_items(mblocks * nblocks, threads, [&](int item) {
+    TileConfig cfg;
+    for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    T::configure(&cfg);
+    const int mc0 = (item / nblocks) * kMc, nc0 = (item % nblocks) * kNc;
+    const int mc1 = std::min(M, mc0 + kMc), nc1 = std::min(N, nc0 + kNc);
+    for (int kb0 = 0; kb0 < p.Kt; kb0 += ks)
+      for (int m0 = mc0; m0 < mc1; m0 += 32)
+        for (int n0 = nc0; n0 < nc1; n0 += 32)
+          block32<T>(p, m0, n0, kb0, std::min(p.Kt, kb0 + ks), kb0 == 0, C, M, N, drop_last_k);
+    T::release();
+  });
+}
+
+// ---- the engine this process has ---------------------------------------------------------------------------------
+enum Engine { kFma = 0, kAmx = 1, kAmxEmulated = 2 };
+
+// AMX where CPUID says amx_bf16 and amx_tile (leaf 7, EDX bits 22 and 24) and Linux grants this process the tile
+// data state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; without it the first tile instruction is
+// SIGILL). The permission holds for every thread of the process.
+bool detect_amx() {
+#if CC_AMX_X86
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(d & (1u << 22)) || !(d & (1u << 24))) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+// Asked once, on first use (a process that never multiplies never asks Linux for the larger signal frames).
+bool has_amx() {
+  static const bool yes = detect_amx();
+  return yes;
+}
+std::atomic<int> g_forced{-1};
+Engine engine() {
+  const int f = g_forced.load();
+  return f >= 0 ? static_cast<Engine>(f) : (has_amx() ? kAmx : kFma);
+}
+
+}  // namespace
+
+std::string matmul_bf16_engine() {
+  switch (engine()) {
+    case kAmx: return "amx_bf16";
+    case kAmxEmulated: return "amx_emulated";
+    default: return "fp32_fma";
+  }
+}
+
+bool matmul_bf16_force(const std::string& name) {
+  if (name.empty()) g_forced = -1;
+  else if (name == "fp32_fma") g_forced = kFma;
+  else if (name == "amx_emulated") g_forced = kAmxEmulated;
+  else if (name == "amx_bf16" && has_amx()) g_forced = kAmx;
+  else return false;
+  return true;
+}
+
+void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C, const GemvOptions& o) {
+  if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("matmul_bf16: negative dimension");
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    std::fill(C, C + static_cast<std::size_t>(M) * N, 0.0f);
+    return;
+  }
+  const Engine e = engine();
+  if (e == kFma) {  // A widened to fp32 (exact), the batched GEMM of gemv.cpp
+    std::vector<float> Af(static_cast<std::size_t>(M) * K);
+    for (std::size_t i = 0; i < Af.size(); ++i) Af[i] = from_bf16(A[i]);
+    gemm_bf16(W, N, K, Af.data(), M, C, o);
+    return;
+  }
+  const Packed p = pack(A, M, K, W, N, o.threads);
+  const bool drop = o.faults.matmul_drop_last_k;
+#if CC_AMX_X86
+  if (e == kAmx) {
+    tiled<RealTiles>(p, M, N, C, o.threads, drop);
+    return;
+  }
+#endif
+  tiled<EmulatedTiles>(p, M, N, C, o.threads, drop);
+}
+
+}  // namespace claimcheck::kernels
