@@ -98,7 +98,7 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--out")
     ap.add_argument("--check", type=float)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     threads = len(os.sched_getaffinity(0))
     if a.bench:
@@ -128,7 +128,10 @@ def main():
             py_runs.setdefault(k, []).append(res["seconds"][k])
     bad = 0
     for k in sorted(cpp_runs):
-        c, p = statistics.median(cpp_runs[k]), statistics.median(py_runs[k])
+        # The best round of each side: this VM's two vCPUs sometimes share one host core for seconds at a time, long
+        # enough to slow one side's whole round (T=4096: Python 250 ms against the benchmark's 200 once, 0.80; both
+        # 93-100 % of each other in the other runs); the best round is each side at the machine's own speed.
+        c, p = min(cpp_runs[k]), min(py_runs[k])
         ok = abs(c / p - 1) <= a.check
         bad += not ok
         print(f"{'ok ' if ok else 'BAD'} {k}: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} ms "
