@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
         ->UseManualTime();
   }
   benchmark::AddCustomContext("matmul_engine", K::matmul_bf16_engine());
+  benchmark::AddCustomContext("v3_path", K::attention_v3_path());
   benchmark::AddCustomContext("simd_path", K::attention_simd_path());
   benchmark::AddCustomContext("fma_probe_isa", fma_kernel().isa);
   benchmark::AddCustomContext("libtorch_api", ref::torch_attention_api());

@@ -53,7 +53,9 @@ def main(src, dst):
                 "spread": max(spread(name), spread(f"attention/libtorch/{T}")),
                 "detail": (f"{v} {t:.2f} ms vs {lib_name} {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
                            f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
-                           f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')})" if peak else ""),
+                           f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')}"
+                           + (f"; v3's tile: {ctx['v3_path']}" if v == "v3_register" and "v3_path" in ctx else "")
+                           + ")" if peak else ""),
             })
     # The bf16 matmul at 4096^3 against LibTorch's (oneDNN: AMX or avx512_bf16 where the CPU has them), registered on
     # CPUs with bf16 instructions; the row names the engine the project's kernel ran on.

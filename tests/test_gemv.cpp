@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "claimcheck/kernels/attention.h"
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/kernels/roofline.h"
 #include "claimcheck/ref/attention.h"
@@ -433,4 +434,51 @@ TEST(Matmul, DroppedKTailIsSeen) {
   double worst = 0;
   for (std::size_t i = 0; i < good.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(good[i] - bad[i])));
   EXPECT_GT(worst, 1.0);  // 32 products of unit-variance values are missing from every element
+}
+
+// Attention v3's register tile on every path this CPU can run (kernels/cpu/attention_v3.inc: the AVX2 tile, the
+// AVX-512 tile where the CPU has it, and the AVX-512 tile's source emulated on two ymm per register, so that its
+// 12-row, 16-lane indexing runs on every AVX2 machine) against the answer key's fp64 attention: shapes with
+// partial query groups, key tiles and micro-kernel tails in both dimensions (D not a multiple of 6 or 12, D not a
+// multiple of 8), the planted faults seen.
+TEST(AttentionV3, EveryPathMatchesFp64) {
+  struct Case {
+    int T, D;
+  };
+  const Case cases[] = {{1, 64}, {17, 64}, {77, 64}, {200, 64}, {130, 40}, {50, 13}, {300, 128}};
+  int ran = 0;
+  for (const char* p : {"portable", "avx2", "avx512", "avx512_emulated"}) {
+    if (!K::attention_v3_force_path(p)) continue;
+    SCOPED_TRACE(std::string("path ") + p);
+    ASSERT_EQ(K::attention_v3_path(), p);
+    ++ran;
+    for (const Case& c : cases) {
+      SCOPED_TRACE("T=" + std::to_string(c.T) + " D=" + std::to_string(c.D));
+      const ref::AttnShape rs{1, 2, c.T, c.D};
+      const K::AttentionShape ks{1, 2, c.T, c.D};
+      const auto q = random_f32(rs.elements(), 1), k = random_f32(rs.elements(), 2), v = random_f32(rs.elements(), 3);
+      std::vector<double> want(rs.elements());
+      const auto q64 = widen(q.data(), q.size()), k64 = widen(k.data(), k.size()), v64 = widen(v.data(), v.size());
+      ref::attention_fp64(q64.data(), k64.data(), v64.data(), want.data(), rs);
+      std::vector<float> got(rs.elements());
+      K::attention_forward(K::kAttentionRegister, q.data(), k.data(), v.data(), got.data(), ks, {2, {}});
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+      EXPECT_LT(worst, 2e-5);  // fp32 dot products of D unit-variance terms and a softmax: ~1e-6 in practice
+      // (no_max_subtraction changes nothing at unit-variance logits: ch02's large-logit cases see it.)
+      for (const char* fault : {"mask_off_by_one", "scale_by_d"}) {
+        if (c.T < 2) continue;  // one key: its weight is 1 whatever the mask or the scale
+        K::AttentionOptions o{2, {}};
+        ASSERT_TRUE(K::parse_attention_fault(fault, &o.faults));
+        std::vector<float> bad(rs.elements());
+        K::attention_forward(K::kAttentionRegister, q.data(), k.data(), v.data(), bad.data(), ks, o);
+        double off = 0;
+        for (std::size_t i = 0; i < bad.size(); ++i) off = std::max(off, std::fabs(bad[i] - want[i]));
+        EXPECT_GT(off, 1e-3) << fault;
+      }
+    }
+  }
+  K::attention_v3_force_path("");
+  EXPECT_GE(ran, 1);
+  EXPECT_FALSE(K::attention_v3_force_path("sse9"));
 }

@@ -2,10 +2,11 @@
 //   v1 plain: the series' algorithm row by row — scores, causal mask, max-subtracted softmax, weighted sum.
 //   v2 tiled: online softmax over key tiles (FlashAttention's recurrence); never holds a T x T matrix,
 //             skips the tiles above the diagonal; loops written broadcast-FMA style so they vectorise.
-//   v3 register-blocked: v2's recurrence with AVX2+FMA intrinsics, 6 x 16 register-blocked micro-kernels for
-//             q k^T and p v with the queries in the vector lanes (fp32; fp64 and CPUs without AVX2 run v2's code).
+//   v3 register-blocked: v2's recurrence with AVX-512 or AVX2+FMA intrinsics, 12 x 16 (zmm) or 6 x 16 (ymm)
+//             register-blocked micro-kernels for q k^T and p v with the queries in the vector lanes
+//             (attention_v3.inc, one source for both widths; fp32; fp64 and CPUs without AVX2 run v2's code).
 // All are multi-threaded over (batch x head x query tile); v1 and v2 are compiled for AVX-512, AVX2 and a portable
-// baseline (GCC target_clones), the CPU picking one at load time; v3 picks its AVX2 path at run time.
+// baseline (GCC target_clones), the CPU picking one at load time; v3 picks its AVX-512 or AVX2 tile at run time.
 #include "claimcheck/kernels/attention.h"
 
 #include <algorithm>
@@ -208,7 +209,7 @@ void tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
 //   OT[d][i] += sum_j v[j][d] * P^T[j][i]  6 dims x 16 queries in 12 ymm accumulators, v broadcast likewise.
 // Keys past a group's last visible key are never computed (per 16-query group, so the causal triangle wastes at
 // most a 16 x 16 half block per group and tile); the mask is applied only where a group straddles the diagonal.
-// Machines without AVX2+FMA run v2's code; AVX-512 machines run this AVX2 code.
+// Machines without AVX2+FMA run v2's code; AVX-512 machines run the same tile on zmm, 12 rows per micro-kernel.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CC_HAVE_AVX2_PATH 1
 constexpr int kV3Q = 128;  // queries per task, a multiple of 16
@@ -235,72 +236,6 @@ CC_AVX2_INLINE __m256 exp2_ps(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-// s[r][0..15] = sum_d k[r * D + d] * qt[d * ldq + 0..15], r < R; with `mask`, entries whose key j + r lies past
-// the query's last visible key (last[0..15]) become -inf; x0, x1 take the running max of the 16 lanes.
-template <int R>
-CC_AVX2_INLINE void v3_qk(const float* qt, int ldq, const float* k, int D, float* s, bool mask, const std::int32_t* last,
-                          int j, __m256& x0, __m256& x1) {
-  __m256 a0[R], a1[R];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
-#pragma GCC unroll 2
-  for (int d = 0; d < D; ++d) {
-    const __m256 q0 = _mm256_load_ps(qt + static_cast<long>(d) * ldq);
-    const __m256 q1 = _mm256_load_ps(qt + static_cast<long>(d) * ldq + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 b = _mm256_broadcast_ss(k + r * D + d);
-      a0[r] = _mm256_fmadd_ps(b, q0, a0[r]);
-      a1[r] = _mm256_fmadd_ps(b, q1, a1[r]);
-    }
-  }
-  if (mask) {
-    const __m256i l0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
-    const __m256i l1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(last + 8));
-    const __m256 minf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256i jj = _mm256_set1_epi32(j + r);
-      a0[r] = _mm256_blendv_ps(a0[r], minf, _mm256_castsi256_ps(_mm256_cmpgt_epi32(jj, l0)));
-      a1[r] = _mm256_blendv_ps(a1[r], minf, _mm256_castsi256_ps(_mm256_cmpgt_epi32(jj, l1)));
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    _mm256_store_ps(s + r * 16, a0[r]);
-    _mm256_store_ps(s + r * 16 + 8, a1[r]);
-    x0 = _mm256_max_ps(x0, a0[r]);
-    x1 = _mm256_max_ps(x1, a1[r]);
-  }
-}
-
-// ot[r][0..15] = ot[r][0..15] * corr + sum_j v[j * D + r] * p[j][0..15], r < R, j < n.
-template <int R>
-CC_AVX2_INLINE void v3_pv(const float* p, int n, const float* v, int D, float* ot, int ldo, __m256 c0, __m256 c1) {
-  __m256 a0[R], a1[R];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    a0[r] = _mm256_mul_ps(_mm256_load_ps(ot + r * ldo), c0);
-    a1[r] = _mm256_mul_ps(_mm256_load_ps(ot + r * ldo + 8), c1);
-  }
-#pragma GCC unroll 2
-  for (int j = 0; j < n; ++j) {
-    const __m256 p0 = _mm256_load_ps(p + j * 16), p1 = _mm256_load_ps(p + j * 16 + 8);
-    const float* vj = v + static_cast<long>(j) * D;
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 b = _mm256_broadcast_ss(vj + r);
-      a0[r] = _mm256_fmadd_ps(b, p0, a0[r]);
-      a1[r] = _mm256_fmadd_ps(b, p1, a1[r]);
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    _mm256_store_ps(ot + r * ldo, a0[r]);
-    _mm256_store_ps(ot + r * ldo + 8, a1[r]);
-  }
-}
-
 // 8 x 8 transpose of r[0..7] in place.
 CC_AVX2_INLINE void transpose8(__m256 r[8]) {
   __m256 t[8], u[8];
@@ -320,148 +255,140 @@ CC_AVX2_INLINE void transpose8(__m256 r[8]) {
   }
 }
 
-CC_AVX2 void v3_tile_avx2(const Args<float>& a, long bh, int qt) {
-  const int T_ = a.s.T, D = a.s.D;
-  const auto [q, k, v, o] = head_of(a, bh);
-  const int i0 = qt * kV3Q, rows = std::min(kV3Q, T_ - i0), groups = (rows + 15) / 16, cols = groups * 16;
-  // Scores stay unscaled (as the library's GEMM leaves them): the exponent is fma(s, c, -m * c), whose product is
-  // exact, so no rounding grows with |s| beyond the dot product's own (folding c into q costs ~3x the error on
-  // large logits). m is the running max of the raw scores; m * c the shift, the same value in every tile.
-  const float c = scale_of(a) * 1.44269504088896341f;  // log2(e): softmax in base 2
-  const __m256 vc = _mm256_set1_ps(c);
-  const float ninf = -std::numeric_limits<float>::infinity();
-  const bool no_max = a.f.no_max_subtraction;
+#define CC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define CC_AVX512_INLINE inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 
-  // Group-major: group g's 16 queries are QT[g][d][0..15] (D x 16 contiguous floats), likewise OT. 2 x 128 KiB
-  // of stack at most (D = 256).
-  alignas(64) float QT[kMaxD * kV3Q];
-  alignas(64) float OT[kMaxD * kV3Q];
-  alignas(64) float S[kV3K * 16];
-  alignas(32) float m[kV3Q], l[kV3Q];
-  alignas(32) std::int32_t lastk[kV3Q];
-  for (int i = 0; i < cols; ++i) {
-    m[i] = ninf;
-    l[i] = 0;
-    lastk[i] = last_key(a, i0 + std::min(i, rows - 1));  // padding columns copy the last row's mask
+// The vector operations of v3's tile (attention_v3.inc), per width.
+struct V256 {  // AVX2: 16 queries in two ymm, 6 rows per micro-kernel (12 accumulators)
+  using Reg = __m256;
+  static constexpr int kLanes = 8, kRows = 6;
+  static CC_AVX2_INLINE Reg zero() { return _mm256_setzero_ps(); }
+  static CC_AVX2_INLINE Reg set1(float x) { return _mm256_set1_ps(x); }
+  static CC_AVX2_INLINE Reg load(const float* p) { return _mm256_load_ps(p); }
+  static CC_AVX2_INLINE void store(float* p, Reg x) { _mm256_store_ps(p, x); }
+  static CC_AVX2_INLINE Reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static CC_AVX2_INLINE Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static CC_AVX2_INLINE Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static CC_AVX2_INLINE Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static CC_AVX2_INLINE Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static CC_AVX2_INLINE Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static CC_AVX2_INLINE Reg fmsub(Reg a, Reg b, Reg c) { return _mm256_fmsub_ps(a, b, c); }
+  static CC_AVX2_INLINE Reg exp2(Reg x) { return exp2_ps(x); }
+  // -inf in the lanes whose last visible key (last[0..7]) is below key j.
+  static CC_AVX2_INLINE Reg after(Reg a, int j, const std::int32_t* last) {
+    const __m256i l = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
+    const __m256 past = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(j), l));
+    return _mm256_blendv_ps(a, _mm256_set1_ps(-std::numeric_limits<float>::infinity()), past);
   }
-  if (D % 8 == 0) {
-    for (int i = 0; i < cols; i += 8)
-      for (int d = 0; d < D; d += 8) {
-        __m256 r[8];
-        for (int x = 0; x < 8; ++x)
-          r[x] = i + x < rows ? _mm256_loadu_ps(q + static_cast<long>(i0 + i + x) * D + d) : _mm256_setzero_ps();
-        transpose8(r);
-        float* dst = QT + (static_cast<long>(i / 16) * D + d) * 16 + i % 16;
-        for (int x = 0; x < 8; ++x) _mm256_store_ps(dst + x * 16, r[x]);
-      }
-  } else {
-    for (int i = 0; i < cols; ++i) {
-      const float* qi = q + static_cast<long>(i0 + std::min(i, rows - 1)) * D;
-      float* dst = QT + static_cast<long>(i / 16) * D * 16 + i % 16;
-      for (int d = 0; d < D; ++d) dst[d * 16] = i < rows ? qi[d] : 0.0f;
-    }
+};
+struct V512 {  // AVX-512: 16 queries in one zmm, 12 rows per micro-kernel (12 accumulators, enough for two FMA units)
+  using Reg = __m512;
+  static constexpr int kLanes = 16, kRows = 12;
+  static CC_AVX512_INLINE Reg zero() { return _mm512_setzero_ps(); }
+  static CC_AVX512_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
+  static CC_AVX512_INLINE Reg load(const float* p) { return _mm512_load_ps(p); }
+  static CC_AVX512_INLINE void store(float* p, Reg x) { _mm512_store_ps(p, x); }
+  static CC_AVX512_INLINE Reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static CC_AVX512_INLINE Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static CC_AVX512_INLINE Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static CC_AVX512_INLINE Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static CC_AVX512_INLINE Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static CC_AVX512_INLINE Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static CC_AVX512_INLINE Reg fmsub(Reg a, Reg b, Reg c) { return _mm512_fmsub_ps(a, b, c); }
+  // exp2_ps's polynomial and exponent on 16 lanes.
+  static CC_AVX512_INLINE Reg exp2(Reg x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-127.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(128.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(1.5353361959569156e-4f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3398875016719103e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.61843691766262e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503323674201965e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022647738456726e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471824645996e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
   }
-  std::fill(OT, OT + static_cast<long>(D) * cols, 0.0f);
+  static CC_AVX512_INLINE Reg after(Reg a, int j, const std::int32_t* last) {
+    const __mmask16 past = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(j), _mm512_load_si512(last));
+    return _mm512_mask_blend_ps(past, a, _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+  }
+};
+// AVX-512's 16 lanes and 12 rows on two ymm (tests only): V512's indexing on any AVX2 machine.
+struct VEmulated512 {
+  struct Reg {
+    __m256 lo, hi;
+  };
+  static constexpr int kLanes = 16, kRows = 12;
+  static CC_AVX2_INLINE Reg zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static CC_AVX2_INLINE Reg set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+  static CC_AVX2_INLINE Reg load(const float* p) { return {_mm256_load_ps(p), _mm256_load_ps(p + 8)}; }
+  static CC_AVX2_INLINE void store(float* p, Reg x) {
+    _mm256_store_ps(p, x.lo);
+    _mm256_store_ps(p + 8, x.hi);
+  }
+  static CC_AVX2_INLINE Reg broadcast(const float* p) { return set1(*p); }
+  static CC_AVX2_INLINE Reg add(Reg a, Reg b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static CC_AVX2_INLINE Reg sub(Reg a, Reg b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+  static CC_AVX2_INLINE Reg mul(Reg a, Reg b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static CC_AVX2_INLINE Reg max(Reg a, Reg b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+  static CC_AVX2_INLINE Reg fmadd(Reg a, Reg b, Reg c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  static CC_AVX2_INLINE Reg fmsub(Reg a, Reg b, Reg c) {
+    return {_mm256_fmsub_ps(a.lo, b.lo, c.lo), _mm256_fmsub_ps(a.hi, b.hi, c.hi)};
+  }
+  static CC_AVX2_INLINE Reg exp2(Reg x) { return {exp2_ps(x.lo), exp2_ps(x.hi)}; }
+  static CC_AVX2_INLINE Reg after(Reg a, int j, const std::int32_t* last) {
+    return {V256::after(a.lo, j, last), V256::after(a.hi, j, last + 8)};
+  }
+};
 
-  const int key_end = lastk[rows - 1] + 1;
-  for (int j0 = 0; j0 < key_end; j0 += kV3K) {
-    const int nk = std::min(kV3K, key_end - j0);
-    const float* kt = k + static_cast<long>(j0) * D;
-    const float* vt = v + static_cast<long>(j0) * D;
-    // The next tile's K and V rows (contiguous), requested a share per group so they arrive while this one runs.
-    const long next_bytes = static_cast<long>(std::min(kV3K, std::max(0, key_end - j0 - nk))) * D * 4;
-    for (int g = 0; g < groups; ++g) {
-      for (long b = next_bytes * g / groups; b < next_bytes * (g + 1) / groups; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(kt + static_cast<long>(nk) * D) + b, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(vt + static_cast<long>(nk) * D) + b, _MM_HINT_T0);
-      }
-      const int c0 = g * 16;
-      const int n = std::min(nk, lastk[c0 + 15] - j0 + 1);  // keys any query of the group sees
-      if (n <= 0) continue;
-      // S^T = K Q^T for the group, 6 keys at a time; the causal mask only where some query of the group cannot
-      // see the group's last key; the running max per query (lane).
-      const bool mask = j0 + n - 1 > lastk[c0];
-      const std::int32_t* lg = lastk + c0;
-      const float* qg = QT + static_cast<long>(g) * D * 16;
-      float* og = OT + static_cast<long>(g) * D * 16;
-      const __m256 m0 = _mm256_load_ps(m + c0), m1 = _mm256_load_ps(m + c0 + 8);
-      __m256 x0 = m0, x1 = m1;
-      int jr = 0;
-      for (; jr + 6 <= n; jr += 6)
-        v3_qk<6>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1);
-      switch (n - jr) {
-        case 5: v3_qk<5>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1); break;
-        case 4: v3_qk<4>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1); break;
-        case 3: v3_qk<3>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1); break;
-        case 2: v3_qk<2>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1); break;
-        case 1: v3_qk<1>(qg, 16, kt + static_cast<long>(jr) * D, D, S + jr * 16, mask, lg, j0 + jr, x0, x1); break;
-        default: break;
-      }
-      // Online softmax, per lane.
-      _mm256_store_ps(m + c0, x0);
-      _mm256_store_ps(m + c0 + 8, x1);
-      __m256 corr0 = _mm256_set1_ps(1.0f), corr1 = corr0, sh0, sh1;
-      if (no_max) {
-        sh0 = sh1 = _mm256_setzero_ps();
-      } else {
-        sh0 = _mm256_mul_ps(x0, vc);
-        sh1 = _mm256_mul_ps(x1, vc);
-        corr0 = exp2_ps(_mm256_sub_ps(_mm256_mul_ps(m0, vc), sh0));
-        corr1 = exp2_ps(_mm256_sub_ps(_mm256_mul_ps(m1, vc), sh1));
-      }
-      __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0;
-      for (int j = 0; j < n; ++j) {
-        const __m256 p0 = exp2_ps(_mm256_fmsub_ps(_mm256_load_ps(S + j * 16), vc, sh0));
-        const __m256 p1 = exp2_ps(_mm256_fmsub_ps(_mm256_load_ps(S + j * 16 + 8), vc, sh1));
-        _mm256_store_ps(S + j * 16, p0);
-        _mm256_store_ps(S + j * 16 + 8, p1);
-        sum0 = _mm256_add_ps(sum0, p0);
-        sum1 = _mm256_add_ps(sum1, p1);
-      }
-      _mm256_store_ps(l + c0, _mm256_fmadd_ps(_mm256_load_ps(l + c0), corr0, sum0));
-      _mm256_store_ps(l + c0 + 8, _mm256_fmadd_ps(_mm256_load_ps(l + c0 + 8), corr1, sum1));
-      // OT = OT * corr + V^T P^T, 6 dims at a time.
-      int d0 = 0;
-      for (; d0 + 6 <= D; d0 += 6) v3_pv<6>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1);
-      switch (D - d0) {
-        case 5: v3_pv<5>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1); break;
-        case 4: v3_pv<4>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1); break;
-        case 3: v3_pv<3>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1); break;
-        case 2: v3_pv<2>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1); break;
-        case 1: v3_pv<1>(S, n, vt + d0, D, og + d0 * 16, 16, corr0, corr1); break;
-        default: break;
-      }
-    }
-  }
-  // out[i][d] = OT[d][i] / l[i], transposed back 8 x 8.
-  if (D % 8 == 0) {
-    for (int i = 0; i < rows; i += 8) {
-      const float* src = OT + static_cast<long>(i / 16) * D * 16 + i % 16;
-      for (int d = 0; d < D; d += 8) {
-        __m256 r[8];
-        for (int x = 0; x < 8; ++x) r[x] = _mm256_load_ps(src + (d + x) * 16);
-        transpose8(r);
-        for (int x = 0; x < 8 && i + x < rows; ++x)
-          _mm256_storeu_ps(o + static_cast<long>(i0 + i + x) * D + d, _mm256_mul_ps(r[x], _mm256_set1_ps(1.0f / l[i + x])));
-      }
-    }
-  } else {
-    for (int i = 0; i < rows; ++i) {
-      const float inv = 1.0f / l[i];
-      const float* src = OT + static_cast<long>(i / 16) * D * 16 + i % 16;
-      float* oi = o + static_cast<long>(i0 + i) * D;
-      for (int d = 0; d < D; ++d) oi[d] = src[d * 16] * inv;
-    }
-  }
-}
+namespace v3_avx2 {
+using V = V256;
+#define CC_V3_TARGET CC_AVX2
+#define CC_V3_INLINE CC_AVX2_INLINE
+#include "attention_v3.inc"
+#undef CC_V3_TARGET
+#undef CC_V3_INLINE
+}  // namespace v3_avx2
+namespace v3_avx512 {
+using V = V512;
+#define CC_V3_TARGET CC_AVX512
+#define CC_V3_INLINE CC_AVX512_INLINE
+#include "attention_v3.inc"
+#undef CC_V3_TARGET
+#undef CC_V3_INLINE
+}  // namespace v3_avx512
+namespace v3_emulated512 {
+using V = VEmulated512;
+#define CC_V3_TARGET CC_AVX2
+#define CC_V3_INLINE CC_AVX2_INLINE
+#include "attention_v3.inc"
+#undef CC_V3_TARGET
+#undef CC_V3_INLINE
+}  // namespace v3_emulated512
 
-bool v3_has_avx2() {
-  static const bool yes = [] {
+// v3's path: the widest this CPU has, or one a test forced (attention_v3_force_path).
+enum V3Path { kV3None = 0, kV3Avx2 = 1, kV3Avx512 = 2, kV3Emulated512 = 3 };
+V3Path v3_detected() {
+  static const V3Path p = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      return kV3Avx512;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? kV3Avx2 : kV3None;
   }();
-  return yes;
+  return p;
 }
+std::atomic<int> g_v3_forced{-1};
+V3Path v3_path() {
+  const int f = g_v3_forced.load(std::memory_order_relaxed);
+  return f >= 0 ? static_cast<V3Path>(f) : v3_detected();
+}
+bool v3_has_avx2() { return v3_path() != kV3None; }
 #endif
 
 // v3's tasks: kV3Q query rows each where the AVX2 path runs, v2's kTileQ rows otherwise (and in fp64).
@@ -474,7 +401,12 @@ long v3_tiles(const AttentionShape& s, bool fp32) {
 }
 void register_tile(const Args<float>& a, long bh, int qt) {
 #ifdef CC_HAVE_AVX2_PATH
-  if (v3_has_avx2()) return v3_tile_avx2(a, bh, qt);
+  switch (v3_path()) {
+    case kV3Avx512: return v3_avx512::tile(a, bh, qt);
+    case kV3Emulated512: return v3_emulated512::tile(a, bh, qt);
+    case kV3Avx2: return v3_avx2::tile(a, bh, qt);
+    default: break;
+  }
 #endif
   tiled_tile_f32(a, bh, qt);
 }
@@ -542,6 +474,35 @@ void attention_forward(int version, const float* q, const float* k, const float*
 void attention_forward(int version, const double* q, const double* k, const double* v, double* out,
                        const AttentionShape& s, const AttentionOptions& o) {
   forward(version, q, k, v, out, s, o);
+}
+
+std::string attention_v3_path() {
+#ifdef CC_HAVE_AVX2_PATH
+  switch (v3_path()) {
+    case kV3Avx512: return "avx512";
+    case kV3Emulated512: return "avx512_emulated";
+    case kV3Avx2: return "avx2";
+    default: break;
+  }
+#endif
+  return "portable";
+}
+
+bool attention_v3_force_path(const std::string& name) {
+#ifdef CC_HAVE_AVX2_PATH
+  const V3Path have = v3_detected();
+  int want = -1;
+  if (name.empty()) want = -1;
+  else if (name == "avx512" && have == kV3Avx512) want = kV3Avx512;
+  else if (name == "avx512_emulated" && have != kV3None) want = kV3Emulated512;
+  else if (name == "avx2" && have != kV3None) want = kV3Avx2;
+  else if (name == "portable") want = kV3None;
+  else return false;
+  g_v3_forced.store(want);
+  return true;
+#else
+  return name.empty() || name == "portable";
+#endif
 }
 
 std::string attention_simd_path() {

@@ -41,6 +41,12 @@ void attention_forward(int version, const double* q, const double* k, const doub
 
 // The instruction set the vectorised code paths run with on this CPU: "avx512", "avx2" or "portable".
 std::string attention_simd_path();
+// v3's register tile: "avx512" (16 queries per zmm, 12 x 16 micro-kernels), "avx2" (two ymm, 6 x 16), "portable"
+// (v2's code), or "avx512_emulated" where a test forced it (the AVX-512 tile's source on two ymm per register).
+std::string attention_v3_path();
+// Forces v3's path for the calls that follow ("" = the detected one). False for an unknown name or a path this CPU
+// cannot run.
+bool attention_v3_force_path(const std::string& name);
 
 // Parses a planted-fault name ("no_max_subtraction", "scale_by_d", "mask_off_by_one"); "" = none.
 // Returns false for an unknown name.
