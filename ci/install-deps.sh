@@ -9,6 +9,7 @@ packages=(
   libssl-dev libcli11-dev                # SHA-256 (OpenSSL EVP); the command line (CLI11)
   python3 python3-venv                   # the shared PyTorch environment is created from Debian's Python
   fortunes                               # English text for the chapter 3 corpus
+  libcpuinfo-dev                         # the core's microarchitecture where the table does not name it
   clang libclang-rt-14-dev               # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)
 )
 

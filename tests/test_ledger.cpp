@@ -223,6 +223,32 @@ TEST(Roofline, TheTableTellsCoresApartByModelNameAndLeavesStrangersUnknown) {
   EXPECT_FALSE(uarch_of(ref::CpuIdentity{"HygonGenuine", 24, 1}).known());
 }
 
+// libcpuinfo's name decides only where no rule names the CPU by its numbers: Debian 12's library calls every
+// family-25 core "zen3", a Zen 4 among them, so the tested table comes first.
+TEST(Roofline, LibcpuinfoNamesOnlyWhatTheTableDoesNot) {
+  auto zen4 = machine("zen4");
+  zen4.library_uarch = "zen3";  // the library's mistake
+  EXPECT_EQ(uarch_of(zen4).name, "Zen 4");
+  EXPECT_EQ(uarch_of(zen4).identified_by, "table");
+  ref::CpuIdentity later{"AuthenticAMD", 25, 0xf0};  // a family-25 model the table has not met
+  EXPECT_FALSE(uarch_of(later).known());
+  later.library_uarch = "zen3";
+  EXPECT_EQ(uarch_of(later).name, "Zen 3");
+  EXPECT_EQ(uarch_of(later).identified_by, "libcpuinfo");
+  later.vendor = "HygonGenuine";  // the name, not the vendor: no rule
+  EXPECT_FALSE(uarch_of(later).known());
+  ref::CpuIdentity skx{"GenuineIntel", 6, 250};
+  skx.library_uarch = "sky_lake";  // client or server, one or two units: the name alone does not say
+  EXPECT_FALSE(uarch_of(skx).known());
+  ref::CpuIdentity arm;
+  arm.vendor = "ARM";
+  arm.implementer = "0x41";
+  arm.part = "0xfff";
+  arm.library_uarch = "neoverse_v1";
+  EXPECT_EQ(uarch_of(arm).name, "Neoverse V1");
+  EXPECT_EQ(fp32(uarch_of(arm), "neon"), 32);
+}
+
 TEST(Roofline, AMalformedTableIsAnErrorNamingTheField) {
   const auto bad = std::filesystem::temp_directory_path() / "claimcheck-bad-uarch.json";
   const ref::CpuIdentity zen3{"AuthenticAMD", 25, 1};

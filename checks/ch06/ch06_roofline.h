@@ -251,6 +251,8 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"cpu", r.cpu.model_name},
           {"microarchitecture", r.uarch.known() ? r.uarch.name : "unknown"},
           {"microarchitecture_why", r.uarch.why},
+          {"microarchitecture_by", r.uarch.identified_by},  // "table" (CPUID's numbers) or "libcpuinfo"
+          {"libcpuinfo_uarch", r.cpu.library_uarch},
           {"physical_cores", r.cores},
           {"fma_probe_attempts", r.probe_attempts},
           {"engines", engines},

@@ -71,7 +71,12 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   h.cpu_vendor = cpu.vendor;
   h.cpu_family = cpu.family;
   h.cpu_model_number = cpu.model;
-  if (!uarch_table.empty() && !cpu.vendor.empty()) h.microarchitecture = ref::identify_microarch(cpu, uarch_table).name;
+  h.libcpuinfo_uarch = cpu.library_uarch;
+  if (!uarch_table.empty() && !cpu.vendor.empty()) {
+    const ref::Microarch m = ref::identify_microarch(cpu, uarch_table);
+    h.microarchitecture = m.name;
+    h.microarchitecture_by = m.identified_by;
+  }
   static const char* interesting[] = {"sse4_2",      "avx",       "avx2",     "fma",      "f16c",        "avx512f",
                                       "avx512bw",    "avx512vl",  "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
                                       "amx_bf16",    "amx_int8",  "asimd",    "asimddp",  "sve",         "sve2",
@@ -102,6 +107,8 @@ nlohmann::json to_json(const HardwareInfo& h) {
   nlohmann::json j = {{"cpu_model", h.cpu_model},   {"cpu_vendor", h.cpu_vendor},
                       {"cpu_family", h.cpu_family}, {"cpu_model_number", h.cpu_model_number},
                       {"microarchitecture", h.microarchitecture.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture)},
+                      {"microarchitecture_by", h.microarchitecture_by.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture_by)},
+                      {"libcpuinfo_uarch", h.libcpuinfo_uarch.empty() ? nlohmann::json() : nlohmann::json(h.libcpuinfo_uarch)},
                       {"logical_cpus", h.logical_cpus},
                       {"usable_cpus", h.usable_cpus}, {"isa", h.isa},
                       {"memory_bytes", h.memory_bytes}};

@@ -13,6 +13,9 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#ifdef CLAIMCHECK_HAS_LIBCPUINFO
+#include <cpuinfo.h>
+#endif
 
 namespace claimcheck::ref {
 
@@ -61,9 +64,37 @@ CpuIdentity parse_cpuinfo(std::istream& in, const std::string& where) {
   return c;
 }
 
+namespace {
+// libcpuinfo's name for the first core's microarchitecture: the enum cpuinfo_uarch_NAME as NAME, for the cores the
+// table can use (those whose name tells the FLOP per cycle); "" where the library is absent or does not know it.
+std::string library_uarch_name() {
+#ifdef CLAIMCHECK_HAS_LIBCPUINFO
+  if (!cpuinfo_initialize() || cpuinfo_get_cores_count() == 0) return "";
+  switch (static_cast<std::uint32_t>(cpuinfo_get_core(0)->uarch)) {
+    case 0x00100208: return "haswell";  // the enum's values, stable across the library's versions
+    case 0x00100209: return "broadwell";
+    case 0x0010020A: return "sky_lake";
+    case 0x0010020C: return "sunny_cove";
+    case 0x00200109: return "zen";
+    case 0x0020010A: return "zen2";
+    case 0x0020010B: return "zen3";
+    case 0x0020010C: return "zen4";
+    case 0x00300400: return "neoverse_n1";
+    case 0x00300402: return "neoverse_v1";
+    case 0x00300403: return "neoverse_n2";
+    case 0x00300404: return "neoverse_v2";
+    default: return "";
+  }
+#else
+  return "";
+#endif
+}
+}  // namespace
+
 CpuIdentity read_cpu_identity() {
   std::ifstream in("/proc/cpuinfo");
   CpuIdentity c = parse_cpuinfo(in, "/proc/cpuinfo");
+  c.library_uarch = library_uarch_name();
   std::ifstream fmax("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   double khz = 0;
   if (fmax >> khz && khz > 0) {
@@ -119,7 +150,8 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
     throw std::runtime_error(table.string() + ": field 'rules': expected a list");
   static const std::set<std::string> keys = {"name",       "vendor", "family",              "models", "implementer",
                                              "parts",      "isa",    "model_name",          "fp32_flop_per_cycle",
-                                             "bf16_dot",   "amx_bf16", "why"};
+                                             "bf16_dot",   "amx_bf16", "why", "cpuinfo_uarch"};
+  Microarch by_numbers, by_library;
   for (std::size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
     const std::string where = table.string() + ": field 'rules[" + std::to_string(i) + "]";
@@ -134,6 +166,7 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
       throw std::runtime_error(where + ".family': expected an integer");
     const nlohmann::json* models = string_list(r, "models", where);
     const nlohmann::json* parts = string_list(r, "parts", where);
+    const nlohmann::json* library_names = string_list(r, "cpuinfo_uarch", where);
     // Every rule's figures are checked, matching or not: a typo in a rule for another CPU is still a typo.
     Microarch m;
     m.name = r["name"].get<std::string>();
@@ -184,9 +217,29 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
     }
     match = match && (!r.contains("isa") || cpu.has(r["isa"].get<std::string>()));
     match = match && (!r.contains("model_name") || std::regex_search(cpu.model_name, name_re));
-    if (match) return m;
+    if (match && !by_numbers.known()) {
+      by_numbers = m;
+      by_numbers.identified_by = "table";
+    }
+    // libcpuinfo's name: only with the rule's vendor (or implementer) and ISA condition, only for a CPU no rule
+    // names by its numbers (the library's own table lags new cores and calls every family-25 core "zen3" in Debian
+    // 12's version, a Zen 4 among them).
+    bool named = library_names && !cpu.library_uarch.empty() &&
+                 ((r.contains("vendor") && r["vendor"].get<std::string>() == cpu.vendor) ||
+                  (r.contains("implementer") && r["implementer"].get<std::string>() == cpu.implementer)) &&
+                 (!r.contains("isa") || cpu.has(r["isa"].get<std::string>()));
+    if (named) {
+      bool any = false;
+      for (const auto& n : *library_names) any = any || n.get<std::string>() == cpu.library_uarch;
+      named = any;
+    }
+    if (named && !by_library.known()) {
+      by_library = m;
+      by_library.identified_by = "libcpuinfo";
+    }
   }
-  return {};  // no rule names this CPU
+  if (by_numbers.known()) return by_numbers;
+  return by_library;  // unknown ("") where neither names this CPU
 }
 
 double nearest_figure(const std::vector<double>& figures, double measured) {

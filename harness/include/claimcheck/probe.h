@@ -28,6 +28,8 @@ struct HardwareInfo {
   std::string cpu_vendor;         // vendor_id ("GenuineIntel", "AuthenticAMD"), "ARM" on Arm
   int cpu_family = 0, cpu_model_number = 0;  // CPUID family and model (x86)
   std::string microarchitecture;  // from the answer key's table (reference/data/hardware/cpu-uarch.json); "" unknown
+  std::string microarchitecture_by;  // "table" (by CPUID's numbers) or "libcpuinfo" (by the library's name); "" unknown
+  std::string libcpuinfo_uarch;   // libcpuinfo's name for the core ("zen3"); "" where absent or unknown to it
   int logical_cpus = 0;          // online
   int usable_cpus = 0;           // in this process's affinity mask
   std::vector<std::string> isa;  // the flags that matter here: avx2, avx512f, avx512_bf16, amx_bf16, ...

@@ -24,18 +24,25 @@ struct CpuIdentity {
   std::vector<std::string> flags;  // x86 "flags", Arm "Features", as /proc/cpuinfo spells them
   double clock_hz = 0;     // the highest clock the system states (cpufreq's maximum, else /proc/cpuinfo's MHz)
   std::string clock_source;
+  // libcpuinfo's name for the first core's microarchitecture ("zen3", "sky_lake", "neoverse_v1"; its enum without
+  // the cpuinfo_uarch_ prefix): read_cpu_identity fills it where the project was built with libcpuinfo and the library
+  // knows the core, "" otherwise.
+  std::string library_uarch;
   bool has(const std::string& flag) const;
 };
 // The first processor's block of a /proc/cpuinfo text (lines starting with '#' skipped); `where` names the source in
 // errors. Throws std::runtime_error naming it when the text names no CPU (no vendor_id and no CPU implementer).
 CpuIdentity parse_cpuinfo(std::istream& in, const std::string& where);
-// parse_cpuinfo of /proc/cpuinfo, with the clock the system states.
+// parse_cpuinfo of /proc/cpuinfo, with the clock the system states and libcpuinfo's name for the core.
 CpuIdentity read_cpu_identity();
 
 // What one core of a microarchitecture does per cycle, from the table (reference/data/hardware/cpu-uarch.json).
 struct Microarch {
   std::string name;  // "" when no rule names this CPU: then nothing below is known
   std::string why;   // the rule's sources
+  // "table" (the rule's vendor, family and models, or implementer and parts) or "libcpuinfo" (no rule names this CPU
+  // by its numbers, and the rule lists libcpuinfo's name for it: cpuinfo_uarch)
+  std::string identified_by;
   // fp32 FLOP per cycle per core by the vector ISA a probe ran ("avx512", "avx2", "neon"); more than one figure where
   // CPUID cannot tell them apart (Skylake-SP's one or two 512-bit units).
   std::map<std::string, std::vector<double>> fp32_flop_per_cycle;
