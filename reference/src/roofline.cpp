@@ -14,7 +14,8 @@
 
 #include <nlohmann/json.hpp>
 #ifdef CLAIMCHECK_HAS_LIBCPUINFO
-#include <cpuinfo.h>
+#include <cpuinfo.h>  // its types only: the library is opened at run time
+#include <dlfcn.h>
 #endif
 
 namespace claimcheck::ref {
@@ -69,22 +70,33 @@ namespace {
 // table can use (those whose name tells the FLOP per cycle); "" where the library is absent or does not know it.
 std::string library_uarch_name() {
 #ifdef CLAIMCHECK_HAS_LIBCPUINFO
-  if (!cpuinfo_initialize() || cpuinfo_get_cores_count() == 0) return "";
-  switch (static_cast<std::uint32_t>(cpuinfo_get_core(0)->uarch)) {
-    case 0x00100208: return "haswell";  // the enum's values, stable across the library's versions
-    case 0x00100209: return "broadwell";
-    case 0x0010020A: return "sky_lake";
-    case 0x0010020C: return "sunny_cove";
-    case 0x00200109: return "zen";
-    case 0x0020010A: return "zen2";
-    case 0x0020010B: return "zen3";
-    case 0x0020010C: return "zen4";
-    case 0x00300400: return "neoverse_n1";
-    case 0x00300402: return "neoverse_v1";
-    case 0x00300403: return "neoverse_n2";
-    case 0x00300404: return "neoverse_v2";
-    default: return "";
-  }
+  // Opened with RTLD_LOCAL, never linked: LibTorch carries a cpuinfo of its own, and a system libcpuinfo.so among a
+  // process's libraries interposes on it (ATen then misreads the CPU: its SDPA ran 2.7-3.2x slower here, every
+  // LibTorch claim with it). Asked once per process.
+  static const std::string name = [] {
+    void* h = dlopen("libcpuinfo.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return std::string();
+    auto init = reinterpret_cast<bool (*)()>(dlsym(h, "cpuinfo_initialize"));
+    auto count = reinterpret_cast<std::uint32_t (*)()>(dlsym(h, "cpuinfo_get_cores_count"));
+    auto core = reinterpret_cast<const cpuinfo_core* (*)(std::uint32_t)>(dlsym(h, "cpuinfo_get_core"));
+    if (!init || !count || !core || !init() || count() == 0) return std::string();
+    switch (static_cast<std::uint32_t>(core(0)->uarch)) {
+      case 0x00100208: return std::string("haswell");  // the enum's values, stable across the library's versions
+      case 0x00100209: return std::string("broadwell");
+      case 0x0010020A: return std::string("sky_lake");
+      case 0x0010020C: return std::string("sunny_cove");
+      case 0x00200109: return std::string("zen");
+      case 0x0020010A: return std::string("zen2");
+      case 0x0020010B: return std::string("zen3");
+      case 0x0020010C: return std::string("zen4");
+      case 0x00300400: return std::string("neoverse_n1");
+      case 0x00300402: return std::string("neoverse_v1");
+      case 0x00300403: return std::string("neoverse_n2");
+      case 0x00300404: return std::string("neoverse_v2");
+      default: return std::string();
+    }
+  }();
+  return name;
 #else
   return "";
 #endif
