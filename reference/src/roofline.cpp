@@ -70,11 +70,13 @@ namespace {
 // table can use (those whose name tells the FLOP per cycle); "" where the library is absent or does not know it.
 std::string library_uarch_name() {
 #ifdef CLAIMCHECK_HAS_LIBCPUINFO
-  // Opened with RTLD_LOCAL, never linked: LibTorch carries a cpuinfo of its own, and a system libcpuinfo.so among a
-  // process's libraries interposes on it (ATen then misreads the CPU: its SDPA ran 2.7-3.2x slower here, every
-  // LibTorch claim with it). Asked once per process.
+  // Opened in a link-map namespace of its own (dlmopen), never linked: LibTorch's libc10 exports a cpuinfo of its
+  // own. Linked, the system libcpuinfo.so interposed on it (ATen misread the CPU: its SDPA ran 2.7-3.2x slower here,
+  // every LibTorch claim with it); merely dlopen'ed, its one relocation against its own cpuinfo_isa bound to libc10's
+  // and its initialisation wrote its older layout there. In a new namespace it sees only its own symbols. Asked once
+  // per process.
   static const std::string name = [] {
-    void* h = dlopen("libcpuinfo.so.0", RTLD_NOW | RTLD_LOCAL);
+    void* h = dlmopen(LM_ID_NEWLM, "libcpuinfo.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!h) return std::string();
     auto init = reinterpret_cast<bool (*)()>(dlsym(h, "cpuinfo_initialize"));
     auto count = reinterpret_cast<std::uint32_t (*)()>(dlsym(h, "cpuinfo_get_cores_count"));
