@@ -84,6 +84,10 @@ PLANTED = [
     ("master_copy_in_param_dtype", "ch04.bytes_per_param_measured"),
     ("adam_state_in_param_dtype", "ch04.bytes_per_param_measured"),
     ("lora_b_random_init", "ch05.lora_delta"), ("merge_without_scale", "ch05.lora_delta"),
+    # The decoder and LoRA against transformers and peft (issue 24): each fault keeps every count, byte and shape.
+    ("gqa_tiled", "ch05.qwen_params"), ("rope_half_swapped", "ch05.qwen_params"),
+    ("rmsnorm_eps_ignored", "ch05.qwen_params"), ("rope_theta_ignored", "ch04.activation_gib"),
+    ("rmsnorm_no_rsqrt", "ch04.activation_gib"), ("lora_a_zero_init", "ch05.lora_delta"),
     ("lora_skips_last_layer", "ch05.lora_fraction"), ("tie_word_embeddings_ignored", "ch05.qwen_params"),
     ("length_limit_counts_as_stop", "ch05.eos_in_loss"),
     ("gemm_per_token", "ch06.decode_intensity"),

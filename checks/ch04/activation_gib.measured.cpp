@@ -1,6 +1,7 @@
 // ch04.activation_gib, measured part: saved bytes per token per layer of the Llama-shaped decoder
 // (inputs.measure_config) under the counting allocator, per op, as k x hidden; k carried to the claim's model
-// (inputs.config: Llama-3-8B's hidden size and layers) at B x T.
+// (inputs.config: Llama-3-8B's hidden size and layers) at B x T; and that model, scaled down, against transformers'
+// LlamaForCausalLM (checks/decoder_vs_transformers.h).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include "../decoder_vs_transformers.h"
 #include "claimcheck/train/memory.h"
 #endif
 
@@ -90,6 +92,8 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
                  std::to_string(lengths[0]) + " and " + std::to_string(lengths[1]) +
                  ": bytes the forward leaves live with autograd minus without, autocast weight copies excluded, per "
                  "token per layer; k carries to Llama-3-8B because the shape ratios (FFN 3.5x, GQA 4) are the same");
+  // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.
+  checks::decoder_vs_transformers(ctx, "measure_config", "reference_overrides");
 #else
   (void)ctx;
 #endif

@@ -1,11 +1,13 @@
 // ch05.qwen_params, measured part: the count on the decoder built in LibTorch by the code under test from the same
-// config.json (random initialisation, no weights), and its difference from the ledger's count.
+// config.json (random initialisation, no weights), and its difference from the ledger's count; then that model,
+// scaled down, against transformers' Qwen2ForCausalLM (checks/decoder_vs_transformers.h).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include "../decoder_vs_transformers.h"
 #include "claimcheck/train/experiments.h"
 #endif
 
@@ -20,6 +22,8 @@ static void qwen_params_built(claimcheck::Context& ctx) {
   ctx.measure("built_exact", static_cast<double>(m.params), "params");
   ctx.measure("built_minus_config", static_cast<double>(m.params - ledger), "params");
   ctx.detail("build_seconds", m.build_seconds);
+  // The same code's model, scaled down, against transformers' Qwen2ForCausalLM.
+  checks::decoder_vs_transformers(ctx, "config", "reference_overrides");
 #else
   (void)ctx;
 #endif

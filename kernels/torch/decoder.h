@@ -23,6 +23,11 @@ struct DecoderConfig {
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool tie = false, qkv_bias = false, o_bias = false, mlp_bias = false;
   double rms_eps = 1e-6, rope_theta = 10000.0;
+  // A fault planted in the model by a test (never from a config): "gqa_tiled" (k and v tiled over the query heads,
+  // not interleaved), "rope_half_swapped" (the rotation's halves swapped: rotates the other way),
+  // "rope_theta_ignored" (10000 whatever the config says), "rmsnorm_eps_ignored", "rmsnorm_no_rsqrt" (divides by the
+  // mean square, not by its root).
+  std::string fault;
 };
 // Throws std::invalid_argument "<file>: field '<key>': <why>" for a config this code cannot build.
 DecoderConfig read_decoder_config(const std::filesystem::path& file);
@@ -53,15 +58,23 @@ inline const std::vector<std::string>& decoder_segments() {
 struct ProjImpl : torch::nn::Module {
   ProjImpl(std::int64_t in, std::int64_t out, bool bias)
       : base(register_module("base", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)))) {}
-  // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale".
-  void enable_lora(int r, double alpha, const std::string& fault = "") {
+  // A as peft initialises it (kaiming_uniform_ with a = sqrt(5): U(-1/sqrt(in), 1/sqrt(in))), B zero; the scale
+  // alpha / r, or alpha / sqrt(r) with rsLoRA (peft's use_rslora).
+  // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init".
+  void enable_lora(int r, double alpha, const std::string& fault = "", bool rslora = false) {
     const auto in = base->weight.size(1), out = base->weight.size(0);
-    A = register_parameter("lora_A", torch::randn({r, in}) / std::sqrt(static_cast<double>(in)));
+    A = register_parameter("lora_A", torch::empty({r, in}));
+    {
+      torch::NoGradGuard ng;
+      if (fault == "lora_a_zero_init") A.zero_();  // planted: then neither A nor B ever gets a gradient
+      else torch::nn::init::kaiming_uniform_(A, std::sqrt(5.0));
+    }
     // A planted fault initialises B like A (then the adapter changes the model before any training).
     B = register_parameter("lora_B", fault == "lora_b_random_init"
                                          ? torch::randn({out, r}) / std::sqrt(static_cast<double>(r))
                                          : torch::zeros({out, r}));
-    scale = fault == "alpha_not_over_r" ? alpha : alpha / r;  // a planted fault forgets the / r
+    const double denom = rslora ? std::sqrt(static_cast<double>(r)) : static_cast<double>(r);
+    scale = fault == "alpha_not_over_r" ? alpha : alpha / denom;  // a planted fault forgets the / r
     merge_unscaled = fault == "merge_without_scale";
   }
   torch::Tensor forward(const torch::Tensor& x) {
@@ -83,10 +96,19 @@ TORCH_MODULE(Proj);
 
 // Llama's RMSNorm as the modeling code writes it: weight * x / sqrt(mean(x^2) + eps).
 struct RMSNormImpl : torch::nn::Module {
-  RMSNormImpl(std::int64_t d, double eps) : eps(eps) { weight = register_parameter("weight", torch::ones({d})); }
-  torch::Tensor forward(const torch::Tensor& x) { return weight * (x * torch::rsqrt(x.pow(2).mean(-1, true) + eps)); }
+  RMSNormImpl(std::int64_t d, double eps, const std::string& fault = "")
+      : eps(fault == "rmsnorm_eps_ignored" ? 0.0 : eps), no_rsqrt(fault == "rmsnorm_no_rsqrt") {
+    weight = register_parameter("weight", torch::ones({d}));
+  }
+  // In fp32 whatever the input's dtype, then back to it before the weight, as transformers' LlamaRMSNorm does.
+  torch::Tensor forward(const torch::Tensor& x) {
+    const auto x32 = x.to(torch::kFloat);
+    const auto ms = x32.pow(2).mean(-1, true) + eps;
+    return weight * (no_rsqrt ? x32 / ms : x32 * torch::rsqrt(ms)).to(x.scalar_type());
+  }
   torch::Tensor weight;
   double eps;
+  bool no_rsqrt = false;  // a planted fault
 };
 TORCH_MODULE(RMSNorm);
 
@@ -103,8 +125,8 @@ struct DecoderLayerImpl : torch::nn::Module {
     add("gate_proj", c.hidden, c.intermediate, c.mlp_bias);  // mlp
     add("up_proj", c.hidden, c.intermediate, c.mlp_bias);
     add("down_proj", c.intermediate, c.hidden, c.mlp_bias);
-    ln1 = register_module("input_layernorm", RMSNorm(c.hidden, c.rms_eps));
-    ln2 = register_module("post_attention_layernorm", RMSNorm(c.hidden, c.rms_eps));
+    ln1 = register_module("input_layernorm", RMSNorm(c.hidden, c.rms_eps, c.fault));
+    ln2 = register_module("post_attention_layernorm", RMSNorm(c.hidden, c.rms_eps, c.fault));
   }
   // grad_limit >= 0: segments from that index on run without autograd (see DecoderRun::grad_segments).
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin, const DecoderRun& run = {},
@@ -134,14 +156,20 @@ struct DecoderLayerImpl : torch::nn::Module {
     segment(2);
     auto rope = [&](const torch::Tensor& t) {  // rotate-half RoPE
       auto t1 = t.slice(-1, 0, c.head_dim / 2), t2 = t.slice(-1, c.head_dim / 2);
+      if (c.fault == "rope_half_swapped") return t * cos + torch::cat({t2, -t1}, -1) * sin;  // planted
       return t * cos + torch::cat({-t2, t1}, -1) * sin;
     };
     q = rope(q);
     k = rope(k);
     segment(3);
     const auto rep = c.heads / c.kv_heads;  // grouped-query attention
-    k = k.repeat_interleave(rep, 1);
-    v = v.repeat_interleave(rep, 1);
+    if (c.fault == "gqa_tiled") {  // planted: query head h reads kv head h % kv_heads, not h / rep
+      k = k.repeat({1, rep, 1, 1});
+      v = v.repeat({1, rep, 1, 1});
+    } else {
+      k = k.repeat_interleave(rep, 1);
+      v = v.repeat_interleave(rep, 1);
+    }
     if (run.eager_attention || run.attention_fault == "attention_not_fused") {  // a planted fault: never fused
       auto s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
       note("attention scores (matmul)", s);
@@ -188,7 +216,7 @@ struct DecoderImpl : torch::nn::Module {
   explicit DecoderImpl(const DecoderConfig& c) : c(c) {
     embed = register_module("embed_tokens", torch::nn::Embedding(c.vocab, c.hidden));
     for (int i = 0; i < c.layers; ++i) layers.push_back(register_module("layers_" + std::to_string(i), DecoderLayer(c)));
-    norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps));
+    norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps, c.fault));
     if (!c.tie)
       lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.vocab).bias(false)));
     torch::NoGradGuard ng;
@@ -198,7 +226,8 @@ struct DecoderImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& ids) {
     const auto T = ids.size(1);
     const auto dtype = embed->weight.scalar_type();  // bf16 when the model was converted, else fp32
-    auto inv = torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
+    const double theta = c.fault == "rope_theta_ignored" ? 10000.0 : c.rope_theta;  // planted
+    auto inv = torch::pow(theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
     auto ang = torch::outer(torch::arange(T, torch::kFloat), inv);
     auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype), sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
     auto x = embed(ids);

@@ -137,6 +137,31 @@ struct LoraDeltaResult {
 };
 LoraDeltaResult lora_delta(std::uint64_t seed, const std::string& fault);
 
+// ---- the decoder and LoRA exported for transformers and peft (the answer key compares) ----------------
+struct DecoderExport {
+  std::int64_t params = 0, tensors = 0;
+  double loss = 0;
+};
+// Builds the decoder from config.json (seeded random weights; norm weights and biases moved off 1 and 0), in "fp32"
+// or "bf16", runs random ids [batch, seq] forward and the shifted cross-entropy backward, and writes
+// dir/model.safetensors (the parameters under transformers' names) and dir/run.safetensors (input_ids, logits,
+// loss, grad.<name>). fault (tests only): the decoder's planted faults (DecoderConfig::fault), "qkv_bias_missing".
+DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
+                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "");
+
+struct LoraCase {
+  std::int64_t in = 256, out = 192;
+  int r = 8;
+  double alpha = 16;
+  bool rslora = false;
+  double lr = 1e-2, weight_decay = 1e-2;  // AdamW
+};
+// One LoRA linear (with bias) of the code under test, written to `file` (safetensors): x, the cotangent g, the
+// base weight and bias, A, B at init and "trained", the outputs at init and after, the merged weight, A and B after
+// one AdamW step on sum(y * g), and a fresh adapter's delta weight after one step from its own initialisation.
+// fault (tests only): ProjImpl::enable_lora's planted faults.
+void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault = "");
+
 struct LossMaskResult {
   double loss_err = 0;           // |masked loss - fp64 mean over the intended targets|
   double masked_grad_max = 0;    // max |d loss / d logits| at masked positions

@@ -1,0 +1,159 @@
+// The code under test as transformers and peft see it: the decoder's parameters under the names save_pretrained
+// writes, and LoRA's A and B as peft names them, each with a forward and backward (or an optimizer step) of the
+// project's code, written as safetensors. The answer key (reference/python/hf_reference.py) loads them into
+// transformers' LlamaForCausalLM / Qwen2ForCausalLM and peft's LoRA layer, runs the same inputs there and compares.
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "decoder.h"
+
+namespace claimcheck::train {
+namespace {
+
+using Named = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// safetensors: an 8-byte little-endian header length, a JSON header (dtype, shape, byte range of each tensor),
+// then the raw bytes. The header is padded with spaces to 8 bytes, as the reference writer does.
+void write_safetensors(const std::filesystem::path& file, const Named& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  std::vector<torch::Tensor> data;
+  std::uint64_t offset = 0;
+  for (const auto& [name, t0] : tensors) {
+    auto t = t0.detach().cpu().contiguous();
+    std::string dtype;
+    switch (t.scalar_type()) {
+      case torch::kFloat: dtype = "F32"; break;
+      case torch::kBFloat16: dtype = "BF16"; break;
+      case torch::kDouble: dtype = "F64"; break;
+      case torch::kLong: dtype = "I64"; break;
+      default: throw std::logic_error(name + ": no safetensors dtype for " + std::string(c10::toString(t.scalar_type())));
+    }
+    const auto bytes = static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
+    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    data.push_back(t);
+  }
+  std::string h = header.dump();
+  while (h.size() % 8) h += ' ';
+  std::ofstream out(file, std::ios::binary);
+  const std::uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  for (const auto& t : data)
+    out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
+  if (!out.flush()) throw std::runtime_error(file.string() + ": cannot be written");
+}
+
+// The Hugging Face name of a parameter of Decoder (what LlamaForCausalLM / Qwen2ForCausalLM's state_dict calls it).
+std::string hf_name(const std::string& key) {
+  if (key == "embed_tokens.weight" || key == "norm.weight") return "model." + key;
+  if (key == "lm_head.weight") return key;
+  static const std::regex layer(R"(layers_(\d+)\.(\w+?)(?:\.base)?\.(weight|bias))");
+  std::smatch m;
+  if (!std::regex_match(key, m, layer)) throw std::logic_error("decoder parameter '" + key + "' has no Hugging Face name");
+  const std::string module = m[2];
+  std::string block;
+  if (module == "q_proj" || module == "k_proj" || module == "v_proj" || module == "o_proj") block = "self_attn.";
+  else if (module == "gate_proj" || module == "up_proj" || module == "down_proj") block = "mlp.";
+  return "model.layers." + m[1].str() + "." + block + module + "." + m[3].str();
+}
+
+}  // namespace
+
+DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
+                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault) {
+  if (dtype != "fp32" && dtype != "bf16") throw std::invalid_argument("export_decoder_run: dtype '" + dtype + "' (fp32, bf16)");
+  DecoderConfig c = read_decoder_config(config);
+  c.fault = fault;
+  if (fault == "qkv_bias_missing") c.qkv_bias = false;
+  if (fault == "tie_word_embeddings_ignored") c.tie = false;
+  torch::manual_seed(seed);
+  Decoder model(c);
+  {
+    // Norm weights and biases away from their initial 1 and 0, so that one the forward forgets to apply shows.
+    torch::NoGradGuard ng;
+    for (auto& p : model->named_parameters())
+      if (p.value().dim() == 1) {
+        if (p.key().find("bias") != std::string::npos) p.value().normal_(0.0, 0.02);
+        else p.value().normal_(1.0, 0.1);
+      }
+  }
+  if (dtype == "bf16") model->to(torch::kBFloat16);
+  auto ids = torch::randint(0, c.vocab, {batch, seq});
+  auto logits = model->forward(ids);
+  auto loss = lm_loss(logits.slice(1, 0, seq - 1), ids.slice(1, 1), true);
+  loss.backward();
+
+  Named params, run{{"input_ids", ids}, {"logits", logits}, {"loss", loss}};
+  DecoderExport e;
+  for (const auto& p : model->named_parameters()) {
+    const std::string name = hf_name(p.key());
+    params.emplace_back(name, p.value());
+    run.emplace_back("grad." + name, p.value().grad());
+    e.params += p.value().numel();
+  }
+  e.tensors = static_cast<std::int64_t>(params.size());
+  e.loss = loss.item<double>();
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", params);
+  write_safetensors(dir / "run.safetensors", run);
+  return e;
+}
+
+void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault) {
+  torch::manual_seed(seed);
+  const auto x = torch::randn({16, k.in}), g = torch::randn({16, k.out});  // inputs; the loss is sum(y * g)
+  Proj p(k.in, k.out, true);
+  p->enable_lora(k.r, k.alpha, fault, k.rslora);
+  Named t{{"x", x}, {"g", g}, {"base.weight", p->base->weight}, {"base.bias", p->base->bias},
+          {"lora_A", p->A.clone()}, {"lora_B.init", p->B.clone()}};
+  {
+    torch::NoGradGuard ng;
+    t.emplace_back("y.init", p->forward(x));
+    p->B.copy_(torch::randn({k.out, k.r}) * 0.1);  // as if trained
+    t.emplace_back("lora_B", p->B.clone());
+    t.emplace_back("y", p->forward(x));
+    t.emplace_back("merged.weight", p->merged_weight());
+  }
+  // One AdamW step on A and B (the base frozen, as peft leaves it), from the trained B.
+  p->base->weight.requires_grad_(false);
+  p->base->bias.requires_grad_(false);
+  const auto adamw = torch::optim::AdamWOptions(k.lr).weight_decay(k.weight_decay);
+  {
+    torch::optim::AdamW opt({p->A, p->B}, adamw);
+    (p->forward(x) * g).sum().backward();
+    opt.step();
+    torch::NoGradGuard ng;
+    t.emplace_back("step.lora_A", p->A.clone());
+    t.emplace_back("step.lora_B", p->B.clone());
+    t.emplace_back("step.y", p->forward(x));
+  }
+  // Learning from the initialisation: a fresh adapter (the project's A, B = 0) on the same base, one step.
+  {
+    Proj q(k.in, k.out, true);
+    {
+      torch::NoGradGuard ng;
+      q->base->weight.copy_(p->base->weight);
+      q->base->bias.copy_(p->base->bias);
+    }
+    q->enable_lora(k.r, k.alpha, fault, k.rslora);
+    q->base->weight.requires_grad_(false);
+    q->base->bias.requires_grad_(false);
+    torch::optim::AdamW opt({q->A, q->B}, adamw);
+    (q->forward(x) * g).sum().backward();
+    opt.step();
+    torch::NoGradGuard ng;
+    t.emplace_back("fresh.lora_A", q->A.clone());
+    t.emplace_back("fresh.delta_weight", q->merged_weight() - q->base->weight);
+  }
+  std::filesystem::create_directories(file.parent_path());
+  write_safetensors(file, t);
+}
+
+}  // namespace claimcheck::train

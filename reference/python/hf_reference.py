@@ -1,0 +1,266 @@
+"""The answer key's Hugging Face side: the project's decoder and LoRA, exported by the code under test as safetensors
+(kernels/torch/hf_export.cpp), against the implementations the field trusts, on the same weights and inputs.
+
+  decoder --config C --run fp32:DIR [--run bf16:DIR ...]
+      transformers' model for C's model_type (LlamaForCausalLM, Qwen2ForCausalLM), built from C with eager attention,
+      loads DIR/model.safetensors (strict: every key and shape), runs DIR/run.safetensors' input_ids with labels =
+      input_ids (transformers shifts them itself), backpropagates its loss, and compares the logits, the loss and
+      every parameter's gradient with the project's.
+  lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
+      peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
+      weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
+      output after one torch.optim.AdamW step on sum(y * g). Then a fresh peft adapter, initialised by peft, takes the
+      same step: the project's fresh delta weight against peft's, as a norm ratio (an adapter that cannot learn: 0).
+
+A comparison's figure is the worst |project - reference| / (atol + rtol |reference|) over the elements, with
+torch.testing.assert_close's default atol and rtol for the dtype: at most 1 is what assert_close accepts.
+Prints one JSON object (the pydriver protocol: measurements, details, skip); exits 77-free: a missing transformers,
+peft or safetensors is a "skip" with the reason."""
+import argparse
+import json
+import math
+import sys
+
+PROG = "hf_reference.py"
+# torch.testing.assert_close's defaults (its documentation's table): dtype -> (rtol, atol).
+TOLERANCES = {"float32": (1.3e-6, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float64": (1e-7, 1e-7)}
+
+
+def emit(measurements=(), details=None, skip=None):
+    out = {"measurements": list(measurements), "details": details or {}}
+    if skip:
+        out["skip"] = skip
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+def die(msg):
+    sys.stderr.write(f"{PROG}: {msg}\n")
+    sys.exit(2)
+
+
+def imports():
+    try:
+        import torch  # noqa: F401
+        import safetensors.torch  # noqa: F401
+        import transformers  # noqa: F401
+        import peft  # noqa: F401
+    except ImportError as e:
+        emit(skip=f"transformers, peft and safetensors are not importable by {sys.executable} "
+                  f"({type(e).__name__}: {e}); `make setup` installs them")
+        sys.exit(0)
+
+
+def tolerance_units(project, reference):
+    """The worst element of |project - reference| in units of assert_close's tolerance for reference's dtype."""
+    import torch
+    if project.shape != reference.shape:
+        return math.inf
+    rtol, atol = TOLERANCES[str(reference.dtype).replace("torch.", "")]
+    a, b = project.double(), reference.double()
+    if not torch.isfinite(a).all():
+        return math.inf
+    return ((a - b).abs() / (atol + rtol * b.abs())).max().item() if a.numel() else 0.0
+
+
+def relative(project, reference):
+    """max |project - reference| / max |reference| (a detail: the size of the difference beside its scale)."""
+    a, b = project.double(), reference.double()
+    scale = b.abs().max().item()
+    return (a - b).abs().max().item() / scale if scale > 0 else (a - b).abs().max().item()
+
+
+def rms(a, b):
+    return (a.double() - b.double()).pow(2).mean().sqrt().item()
+
+
+def forward_backward(model, weights, ids, tied):
+    """transformers' model on these weights: its logits, its loss (labels = ids, shifted by transformers) and every
+    parameter's gradient of that loss, by the names in weights."""
+    model.load_state_dict(weights, strict=False)
+    if tied:
+        model.tie_weights()
+    model.train()  # dropout is 0 in these configs; train() as the project's step runs
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    params = dict(model.named_parameters())
+    res = {"logits": out.logits.detach(), "loss": out.loss.detach().float().reshape(())}
+    res.update({f"grad.{name}": params[name].grad for name in weights})
+    return res
+
+
+def finite(x):
+    return x if math.isfinite(x) else None
+
+
+def decoder(a):
+    import torch
+    from safetensors.torch import load_file
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+    transformers.logging.set_verbosity_error()
+    try:
+        with open(a.config, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{a.config}: {e}")
+    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
+    cfg = AutoConfig.for_model(d["model_type"], **kw)
+    measurements, details = [], {"transformers": transformers.__version__, "torch": torch.__version__,
+                                 "model_class": None, "attn_implementation": "eager", "runs": {}}
+    keys_mismatch = 0
+    for spec in a.run:
+        dtype_name, _, folder = spec.partition(":")
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
+        details["model_class"] = type(model).__name__
+        weights = load_file(f"{folder}/model.safetensors")
+        run = load_file(f"{folder}/run.safetensors")
+        own = model.state_dict()
+        tied = bool(getattr(cfg, "tie_word_embeddings", False))
+        missing = sorted(k for k in own if k not in weights and not (tied and k == "lm_head.weight"))
+        unexpected = sorted(k for k in weights if k not in own)
+        shapes = sorted(k for k in weights if k in own and tuple(own[k].shape) != tuple(weights[k].shape))
+        dtypes = sorted(k for k in weights if k in own and own[k].dtype != weights[k].dtype)
+        bad = len(missing) + len(unexpected) + len(shapes) + len(dtypes)
+        keys_mismatch += bad
+        r = {"tensors": len(weights), "missing": missing[:8], "unexpected": unexpected[:8], "shape_differs": shapes[:8],
+             "dtype_differs": dtypes[:8]}
+        if bad:
+            details["runs"][dtype_name] = r
+            measurements.append({"name": f"transformers_{dtype_name}", "value": None, "unit": "ratio"})
+            continue
+        ids = run["input_ids"]
+        ref = forward_backward(model, weights, ids, tied)
+        project = {"logits": run["logits"], "loss": run["loss"].reshape(())}
+        project.update({f"grad.{name}": run[f"grad.{name}"] for name in weights})
+        units = {k: tolerance_units(project[k], ref[k]) for k in project}
+        rel = {k: relative(project[k], ref[k]) for k in project}
+        r.update({"loss_project": run["loss"].item(), "loss_transformers": ref["loss"].item(),
+                  "logits_relative": finite(rel["logits"]),
+                  "tolerance": dict(zip(("rtol", "atol"), TOLERANCES[str(dtype).replace("torch.", "")]))})
+        if dtype == torch.float32:
+            figure, worst = max(units.values()), units
+        else:
+            # bf16 against assert_close's bf16 tolerance fails for transformers against itself (its eager and sdpa
+            # attention differ by ~1000 units on these logits): the figure is how far the project's bf16 lies from
+            # the fp32 answer (transformers in fp32 on the same bf16 weights), in units of how far transformers'
+            # own bf16 lies from it (RMS of the difference, per tensor: the logits and every weight matrix's gradient).
+            truth_model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+            truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids, tied)
+            worst = {}
+            for k in project:
+                # The loss is one number and biases and norm weights have a few dozen: their ratios are a few draws of
+                # two rounding errors (fp32 judges them element by element); the logits and the weight matrices here.
+                if project[k].dim() < 2:
+                    continue
+                e_ref = rms(ref[k], truth[k])
+                worst[k] = rms(project[k], truth[k]) / e_ref if e_ref > 0 else (0.0 if rms(project[k], truth[k]) == 0 else math.inf)
+            figure = max(worst.values())
+            r["assert_close_units_worst"] = finite(max(units.values()))
+            r["figure"] = "RMS(project bf16 - transformers fp32) / RMS(transformers bf16 - transformers fp32)"
+        r["loss_relative"] = finite(rel["loss"])
+        top = sorted(worst.items(), key=lambda kv: -kv[1])[:6]
+        r["worst"] = [{"tensor": k, "figure": finite(v), "assert_close_units": finite(units[k]),
+                       "relative": finite(rel[k])} for k, v in top]
+        details["runs"][dtype_name] = r
+        measurements.append({"name": f"transformers_{dtype_name}", "value": finite(figure), "unit": "ratio"})
+    measurements.append({"name": "transformers_keys_mismatch", "value": keys_mismatch, "unit": "count"})
+    emit(measurements, details)
+
+
+def lora(a):
+    import torch
+    from safetensors.torch import load_file
+    import peft
+    from peft import LoraConfig, get_peft_model
+
+    class One(torch.nn.Module):
+        def __init__(self, i, o):
+            super().__init__()
+            self.proj = torch.nn.Linear(i, o, bias=True)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    def adapter(t, r, alpha, rslora):
+        out_f, in_f = t["base.weight"].shape
+        m = One(in_f, out_f)
+        with torch.no_grad():
+            m.proj.weight.copy_(t["base.weight"])
+            m.proj.bias.copy_(t["base.bias"])
+        pm = get_peft_model(m, LoraConfig(r=r, lora_alpha=alpha, target_modules=["proj"], lora_dropout=0.0,
+                                          use_rslora=rslora, bias="none"))
+        return pm, pm.base_model.model.proj
+
+    worst_all, learn_ratios, details = 0.0, [], {"peft": peft.__version__, "torch": torch.__version__, "cases": {}}
+    torch.manual_seed(a.seed)
+    for spec in a.case:
+        name, r, alpha, rslora, lr, wd, path = spec.split(":", 6)
+        r, alpha, rslora, lr, wd = int(r), float(alpha), rslora == "1", float(lr), float(wd)
+        t = load_file(path)
+        pm, layer = adapter(t, r, alpha, rslora)
+        la, lb = layer.lora_A["default"].weight, layer.lora_B["default"].weight
+        x, g = t["x"], t["g"]
+        worst = {}
+        with torch.no_grad():
+            la.copy_(t["lora_A"])
+            lb.copy_(t["lora_B.init"])
+            worst["y.init"] = tolerance_units(t["y.init"], pm(x))
+            lb.copy_(t["lora_B"])
+            worst["y"] = tolerance_units(t["y"], pm(x))
+            worst["merged.weight"] = tolerance_units(t["merged.weight"],
+                                                     layer.base_layer.weight + layer.get_delta_weight("default"))
+        opt = torch.optim.AdamW([la, lb], lr=lr, weight_decay=wd)
+        (pm(x) * g).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            worst["step.lora_A"] = tolerance_units(t["step.lora_A"], la)
+            worst["step.lora_B"] = tolerance_units(t["step.lora_B"], lb)
+            worst["step.y"] = tolerance_units(t["step.y"], pm(x))
+        # A fresh adapter as peft initialises it, one step on the same base and data.
+        fresh, fl = adapter(t, r, alpha, rslora)
+        fa, fb = fl.lora_A["default"].weight, fl.lora_B["default"].weight
+        opt = torch.optim.AdamW([fa, fb], lr=lr, weight_decay=wd)
+        (fresh(x) * g).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            peft_delta = fl.get_delta_weight("default")
+            ratio = t["fresh.delta_weight"].double().norm().item() / max(peft_delta.double().norm().item(), 1e-300)
+            a_std = t["fresh.lora_A"].double().std().item() / fa.double().std().item()
+        learn_ratios.append(ratio)
+        worst_all = max(worst_all, max(worst.values()))
+        details["cases"][name] = {"r": r, "alpha": alpha, "use_rslora": rslora, "scaling_peft": layer.scaling["default"],
+                                  "tolerance_units": {k: finite(v) for k, v in worst.items()},
+                                  "fresh_delta_norm_ratio": finite(ratio), "fresh_A_std_ratio": finite(a_std),
+                                  "fresh_A_max_abs": t["fresh.lora_A"].abs().max().item(),
+                                  "peft_A_bound": 1 / math.sqrt(t["x"].shape[1])}
+    # The learning figure that is furthest from 1 (too slow or too fast from the initialisation).
+    learn = max(learn_ratios, key=lambda v: abs(math.log(v)) if v > 0 else math.inf)
+    emit([{"name": "peft", "value": finite(worst_all), "unit": "ratio"},
+          {"name": "peft_fresh_step", "value": finite(learn), "unit": "ratio"}], details)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    d = sub.add_parser("decoder")
+    d.add_argument("--config", required=True)
+    d.add_argument("--run", action="append", required=True, help="fp32:DIR or bf16:DIR")
+    lo = sub.add_parser("lora")
+    lo.add_argument("--case", action="append", required=True)
+    lo.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    imports()
+    if a.what == "decoder":
+        for spec in a.run:
+            if spec.partition(":")[0] not in ("fp32", "bf16"):
+                die(f"--run '{spec}': expected fp32:DIR or bf16:DIR")
+        decoder(a)
+    else:
+        lora(a)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
