@@ -1,40 +1,83 @@
 // ch05.loss_mask — 「SFTTrainer(...)  # loss mask = ignore_index=-100」
-// The project's template labels and its loss over ChatML-rendered conversations, against targets derived from
-// the text in reference/ (the assistant contents' character spans in the rendered string): the labels must be
-// those targets, the loss the fp64 mean over them, and the masked positions must get exactly zero gradient.
+// The project's chat template, batching and loss against the answer key: the conversations rendered with Qwen2.5's
+// own chat template (reference/python/chat_template.py: jinja2 as transformers' apply_chat_template renders it), the
+// answer spans derived from that rendering turn by turn, and the loss computed from those targets alone
+// (ref::masked_mean_nll, fp64) on the logits the project's loss saw. The labels must be those targets, the loss
+// their mean, and every position the targets do not look at (padding included) must get exactly zero gradient.
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "claimcheck/ref/chat.h"
 #include "claimcheck/train/chat.h"
 #include "claimcheck/train/experiments.h"
+
+#include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
 static void loss_mask(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  // Prepare: the conversations as the project reads them, and the answer key's targets for the same file.
+  // Prepare: the conversations as the project reads them, and the answer key's tokens and targets for the same file.
   const auto convs = claimcheck::train::load_conversations(ctx.input_path("conversations"));
-  const auto want = claimcheck::ref::chatml_targets(ctx.input_path("conversations"));
-  std::vector<std::vector<std::int64_t>> intended;
-  for (const auto& t : want) intended.push_back(t.targets);
-  // Run.
-  const auto r = claimcheck::train::loss_mask(convs, intended, ctx.seed(), ctx.planted_fault());
-  // Verify: position by position, then the loss and the gradient.
-  long mismatches = 0, positions = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (r.tokens[i] != want[i].tokens)
-      throw std::runtime_error("ch05.loss_mask: conversation " + std::to_string(i) + ": the template's tokens "
-                               "differ from the rendered string's (the two sides no longer describe one text)");
-    for (std::size_t p = 0; p < want[i].targets.size(); ++p) mismatches += r.labels[i][p] != want[i].targets[p];
-    positions += static_cast<long>(want[i].targets.size());
+  const nlohmann::json key = claimcheck::run_python_driver(
+      ctx, "reference/python/chat_template.py",
+      {"--template", ctx.input_path("template").string(), "--conversations", ctx.input_path("conversations").string()});
+  if (key.contains("skip")) ctx.skip(key["skip"].get<std::string>());
+  const auto& rendered = key.at("conversations");
+  if (rendered.size() != convs.size())
+    throw std::runtime_error("ch05.loss_mask: the answer key rendered " + std::to_string(rendered.size()) +
+                             " conversations, the project read " + std::to_string(convs.size()));
+  std::vector<std::vector<std::int64_t>> tokens, targets;
+  for (const auto& c : rendered) {
+    tokens.push_back(c.at("tokens").get<std::vector<std::int64_t>>());
+    targets.push_back(c.at("targets").get<std::vector<std::int64_t>>());
   }
-  ctx.measure(r.loss_err, "abs error");
-  ctx.measure("label_mismatches", static_cast<double>(mismatches), "count");
-  ctx.measure("masked_grad", r.masked_grad_max, "abs error");
-  ctx.measure("unmasked_grad", r.unmasked_grad_max, "abs error");
+  // Run: the project's template, batch and loss.
+  const auto r = claimcheck::train::loss_mask(convs, ctx.seed(), ctx.planted_fault());
+  // Verify: token by token, label by label, then the loss and the gradient.
+  long token_mismatches = 0, label_mismatches = 0, positions = 0, padded = 0, multi_turn = 0;
+  std::size_t longest = 0, shortest = SIZE_MAX;
+  for (std::size_t i = 0; i < convs.size(); ++i) {
+    const auto& a = r.tokens[i];
+    const auto& b = tokens[i];
+    const std::size_t n = std::min(a.size(), b.size());
+    token_mismatches += static_cast<long>(std::max(a.size(), b.size()) - n);
+    for (std::size_t p = 0; p < n; ++p) {
+      token_mismatches += a[p] != b[p];
+      label_mismatches += a[p] == b[p] && r.labels[i][p] != targets[i][p];
+    }
+    positions += static_cast<long>(b.size());
+    longest = std::max(longest, b.size());
+    shortest = std::min(shortest, b.size());
+    multi_turn += rendered[i].at("answers").get<int>() > 1;
+  }
+  for (const auto& b : tokens) padded += b.size() < longest;
+  const auto nll = claimcheck::ref::masked_mean_nll(r.logits, r.rows, r.positions, r.vocab, targets);
+  double masked_grad = 0, unmasked_min = INFINITY;
+  for (std::int64_t i = 0; i < r.rows; ++i)
+    for (std::int64_t t = 0; t < r.positions; ++t) {
+      const double g = r.grad_max[static_cast<std::size_t>(i * r.positions + t)];
+      if (nll.looks[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)]) unmasked_min = std::min(unmasked_min, g);
+      else masked_grad = std::max(masked_grad, g);
+    }
+  ctx.measure(std::fabs(r.loss - nll.mean), "abs error");
+  ctx.measure("token_mismatches", static_cast<double>(token_mismatches), "count");
+  ctx.measure("label_mismatches", static_cast<double>(label_mismatches), "count");
+  ctx.measure("masked_grad", masked_grad, "abs error");
+  ctx.measure("unmasked_grad_min", unmasked_min, "abs error");
   ctx.detail("positions", positions);
-  ctx.assumption("targets from the text: ChatML rendered as a string, assistant contents found by character "
-                 "offset, the string tokenised by scanning (reference/src/chat_ref.cpp); random logits over the "
-                 "258-token byte vocabulary; the reference mean is computed in fp64");
+  ctx.detail("targets", nll.count);
+  ctx.detail("loss", {{"project", r.loss}, {"answer_key", nll.mean}});
+  ctx.detail("batch", {{"rows", r.rows}, {"positions", r.positions}, {"padded_rows", padded}, {"longest", longest},
+                       {"shortest", shortest}, {"multi_turn", multi_turn}});
+  ctx.detail("template", key.value("details", nlohmann::json::object()));
+  ctx.assumption("targets from Qwen2.5's own chat template (reference/data/chat), rendered by jinja2 as transformers "
+                 "does; answers found turn by turn (each answer's content and its <|im_end|>); the text tokenised as "
+                 "bytes plus <|im_start|> and <|im_end|>; random logits over the 258-token vocabulary; the reference "
+                 "mean in fp64 from the targets alone");
 #endif
 }
-CLAIMCHECK_REGISTER(loss_mask).claim("ch05.loss_mask").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(loss_mask)
+    .claim("ch05.loss_mask")
+    .needs(claimcheck::Requirement::libtorch)
+    .needs(claimcheck::Requirement::python);

@@ -46,8 +46,21 @@ void push_text(Encoded& e, const std::string& s, bool labelled, std::int64_t mas
 
 Encoded encode_chat(const Conversation& c, const TemplateOptions& o) {
   Encoded e;
-  for (const auto& m : c) {
-    const bool answer = m.role == "assistant";
+  // Qwen2.5's template opens with its default system prompt when the conversation brings none.
+  Conversation with_system;
+  const Conversation* msgs = &c;
+  if (o.fault != "no_default_system" && (c.empty() || c.front().role != "system")) {
+    with_system.push_back({"system", kQwenDefaultSystem});
+    with_system.insert(with_system.end(), c.begin(), c.end());
+    msgs = &with_system;
+  }
+  std::size_t last_answer = msgs->size();
+  for (std::size_t i = 0; i < msgs->size(); ++i)
+    if ((*msgs)[i].role == "assistant") last_answer = i;
+  for (std::size_t i = 0; i < msgs->size(); ++i) {
+    const auto& m = (*msgs)[i];
+    // A planted fault labels only the last answer (as a template written for single-turn data would).
+    const bool answer = m.role == "assistant" && (o.fault != "template_last_answer_only" || i == last_answer);
     e.tokens.push_back(kImStart);
     e.labels.push_back(o.mask_label);
     push_text(e, m.role + "\n", false, o.mask_label);

@@ -19,8 +19,10 @@ TinyConfig chat_model() {
 }
 
 // One batch: sequences padded to the longest with <|im_end|> tokens whose labels are -100; targets are
-// labels shifted left (HF's convention: labels align with input_ids, the model shifts).
-std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context) {
+// labels shifted left (HF's convention: labels align with input_ids, the model shifts). A planted fault
+// (unshifted_when_padded) forgets the shift in the rows that are padded.
+std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context,
+                                                 bool unshifted_when_padded = false) {
   std::size_t len = 0;
   for (int i = 0; i < n; ++i) len = std::max(len, enc[(first + i) % enc.size()].tokens.size());
   len = std::min<std::size_t>(len, context + 1);
@@ -29,9 +31,10 @@ std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc
   for (int i = 0; i < n; ++i) {
     const auto& e = enc[(first + i) % enc.size()];
     const auto m = std::min(e.tokens.size(), len);
+    const std::size_t shift = unshifted_when_padded && m < len ? 0 : 1;
     for (std::size_t t = 0; t + 1 < m; ++t) {
       x[i][static_cast<long>(t)] = e.tokens[t];
-      y[i][static_cast<long>(t)] = e.labels[t + 1];
+      y[i][static_cast<long>(t)] = e.labels[t + shift];
     }
   }
   return {x, y};
@@ -39,43 +42,33 @@ std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc
 
 }  // namespace
 
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, const std::vector<std::vector<std::int64_t>>& intended_labels,
-                         std::uint64_t seed, const std::string& fault) {
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault) {
   torch::manual_seed(seed);
   TemplateOptions o;
   if (fault == "mask_label_0") o.mask_label = 0;  // a planted fault: 0 is a real token id
+  o.fault = fault;
   std::vector<Encoded> enc;
-  for (const auto& c : convs) enc.push_back(encode_chat(c, o));
-  auto [x, y] = batch_of(enc, 0, static_cast<int>(std::min<std::size_t>(enc.size(), 4)), 256);
+  std::size_t longest = 0;
+  for (const auto& c : convs) {
+    enc.push_back(encode_chat(c, o));
+    longest = std::max(longest, enc.back().tokens.size());
+  }
+  if (enc.empty()) throw std::invalid_argument("loss_mask: no conversations");
+  // Every conversation in one batch, none cut: the shorter ones padded to the longest.
+  auto [x, y] = batch_of(enc, 0, static_cast<int>(enc.size()), static_cast<int>(longest),
+                         fault == "pad_targets_unshifted");
   auto logits = torch::randn({y.size(0), y.size(1), kChatVocab}, torch::requires_grad());
   auto loss = lm_loss(logits, y, true);
   loss.backward();
-  // The caller's targets (derived from the text, not by this template), shifted and padded as the batch is: the
-  // mean of -log p(target) over the positions they do not mask.
-  if (intended_labels.size() != enc.size())
-    throw std::invalid_argument("loss_mask: " + std::to_string(intended_labels.size()) + " intended label rows for " +
-                                std::to_string(enc.size()) + " conversations");
-  auto intended = batch_of([&] {
-    std::vector<Encoded> e;
-    for (std::size_t i = 0; i < enc.size(); ++i) {
-      if (intended_labels[i].size() != enc[i].tokens.size())
-        throw std::invalid_argument("loss_mask: conversation " + std::to_string(i) + " has " +
-                                    std::to_string(enc[i].tokens.size()) + " tokens, the intended labels " +
-                                    std::to_string(intended_labels[i].size()));
-      e.push_back({enc[i].tokens, intended_labels[i]});
-    }
-    return e;
-  }(), 0, static_cast<int>(std::min<std::size_t>(enc.size(), 4)), 256).second;
-  auto keep = intended.ne(kIgnoreIndex);
-  auto logp = F::log_softmax(logits.detach().to(torch::kDouble), -1);
-  auto picked = logp.gather(-1, intended.clamp_min(0).unsqueeze(-1)).squeeze(-1);
-  const double manual = -(picked.masked_select(keep)).mean().item<double>();
   LossMaskResult r;
-  r.loss_err = std::fabs(loss.item<double>() - manual);
-  auto g = logits.grad().abs().amax(-1);
-  r.masked_grad_max = g.masked_select(keep.logical_not()).max().item<double>();
-  r.unmasked_grad_max = g.masked_select(keep).max().item<double>();
-  r.masked_fraction = 1.0 - keep.to(torch::kDouble).mean().item<double>();
+  r.loss = loss.item<double>();
+  r.rows = logits.size(0);
+  r.positions = logits.size(1);
+  r.vocab = logits.size(2);
+  auto flat = logits.detach().contiguous();
+  r.logits.assign(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  auto g = logits.grad().abs().amax(-1).contiguous();
+  r.grad_max.assign(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
   for (const auto& e : enc) r.tokens.push_back(e.tokens), r.labels.push_back(e.labels);
   return r;
 }

@@ -1,5 +1,6 @@
 #include "claimcheck/ref/chat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -118,6 +119,36 @@ AnswerEntropy answer_entropy(const std::vector<ChatTargets>& convs) {
   e.prompt_blind = entropy(answers, static_cast<double>(e.answers)) * static_cast<double>(e.answers) /
                    static_cast<double>(e.tokens);
   return e;
+}
+
+MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions, std::int64_t vocab,
+                          const std::vector<std::vector<std::int64_t>>& targets) {
+  if (rows < 0 || positions < 0 || vocab <= 0 || static_cast<std::int64_t>(logits.size()) != rows * positions * vocab)
+    throw SpecError("masked_mean_nll: " + std::to_string(logits.size()) + " logits for " + std::to_string(rows) + " x " +
+                    std::to_string(positions) + " x " + std::to_string(vocab));
+  if (static_cast<std::int64_t>(targets.size()) != rows)
+    throw SpecError("masked_mean_nll: " + std::to_string(targets.size()) + " target rows for " + std::to_string(rows));
+  MaskedNll r;
+  double sum = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    r.looks.emplace_back(static_cast<std::size_t>(positions), false);
+    for (std::int64_t t = 0; t < positions; ++t) {
+      const auto next = static_cast<std::size_t>(t + 1);
+      if (next >= targets[i].size() || targets[i][next] == kIgnore) continue;
+      const std::int64_t y = targets[i][next];
+      if (y < 0 || y >= vocab) throw SpecError("masked_mean_nll: target " + std::to_string(y) + " outside the vocabulary");
+      const float* z = logits.data() + (i * positions + t) * vocab;
+      double m = z[0];
+      for (std::int64_t v = 1; v < vocab; ++v) m = std::max(m, static_cast<double>(z[v]));
+      double s = 0;
+      for (std::int64_t v = 0; v < vocab; ++v) s += std::exp(static_cast<double>(z[v]) - m);
+      sum += m + std::log(s) - static_cast<double>(z[y]);
+      ++r.count;
+      r.looks.back()[static_cast<std::size_t>(t)] = true;
+    }
+  }
+  r.mean = r.count ? sum / static_cast<double>(r.count) : std::nan("");
+  return r;
 }
 
 }  // namespace claimcheck::ref

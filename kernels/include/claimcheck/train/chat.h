@@ -24,13 +24,19 @@ struct Encoded {
   std::vector<std::int64_t> labels;  // kIgnoreIndex where the loss does not look
 };
 
+// What Qwen2.5's chat template writes as the system message when a conversation has none.
+inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
 struct TemplateOptions {
   bool eos_in_loss = true;        // the <|im_end|> after each answer is a target
   std::int64_t mask_label = kIgnoreIndex;  // a planted fault uses 0 here
+  // A fault planted by tests: "template_last_answer_only" (only the last answer labelled), "no_default_system".
+  std::string fault;
 };
 
-// <|im_start|>role\ncontent<|im_end|>\n per message, Qwen's ChatML shape; only assistant contents
-// (and, by default, their <|im_end|>) carry labels.
+// <|im_start|>role\ncontent<|im_end|>\n per message, Qwen2.5's chat template (ChatML) without tools: its default
+// system message first when the conversation has none; only assistant contents (and, by default, their <|im_end|>)
+// carry labels.
 Encoded encode_chat(const Conversation& c, const TemplateOptions& o = {});
 // The prompt for generation: every message but the last assistant one, then "<|im_start|>assistant\n".
 std::vector<std::int64_t> encode_prompt(const Conversation& c);

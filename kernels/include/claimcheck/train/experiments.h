@@ -163,17 +163,17 @@ struct LoraCase {
 void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault = "");
 
 struct LossMaskResult {
-  double loss_err = 0;           // |masked loss - fp64 mean over the intended targets|
-  double masked_grad_max = 0;    // max |d loss / d logits| at masked positions
-  double unmasked_grad_max = 0;
-  double masked_fraction = 0;
-  std::vector<std::vector<std::int64_t>> tokens, labels;  // what the template code produced, per conversation
+  double loss = 0;  // the project's masked loss over its batch
+  std::int64_t rows = 0, positions = 0, vocab = 0;
+  std::vector<float> logits;    // [rows][positions][vocab]: the random logits the loss saw (row r is conversation r)
+  std::vector<float> grad_max;  // [rows][positions]: max over the vocabulary of |d loss / d logit|
+  std::vector<std::vector<std::int64_t>> tokens, labels;  // what the template produced, per conversation
 };
-// The project's template and loss on `convs` (random logits): the loss against the fp64 mean over `intended`
-// (per conversation, -100 where the loss must not look: the caller's targets, derived independently), and the
-// gradient at the positions `intended` masks. fault "mask_label_0": the template marks masked labels with 0.
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, const std::vector<std::vector<std::int64_t>>& intended,
-                         std::uint64_t seed, const std::string& fault);
+// The project's template, batching (all conversations in one batch, padded to the longest, targets shifted) and
+// loss on `convs` with random logits. Planted faults (tests only): "mask_label_0" (masked labels are 0),
+// "template_last_answer_only", "no_default_system" (TemplateOptions::fault), "pad_targets_unshifted" (the padded
+// rows' targets not shifted).
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault);
 
 struct SftResult {
   std::vector<double> losses;

@@ -34,4 +34,16 @@ struct AnswerEntropy {
 };
 AnswerEntropy answer_entropy(const std::vector<ChatTargets>& convs);
 
+// The masked next-token loss from the targets alone (fp64): logits laid out [rows][positions][vocab], row r
+// conversation r right-padded, position t predicting token t + 1 (the causal shift, as transformers' loss does it);
+// the mean of -log softmax(logits[r][t])[targets[r][t + 1]] over the (r, t) whose target is not -100. `looks[r][t]`
+// says which positions the loss must see (all others, padding included, must get no gradient).
+struct MaskedNll {
+  double mean = 0;
+  std::int64_t count = 0;
+  std::vector<std::vector<bool>> looks;
+};
+MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions, std::int64_t vocab,
+                          const std::vector<std::vector<std::int64_t>>& targets);
+
 }  // namespace claimcheck::ref
