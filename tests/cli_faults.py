@@ -90,6 +90,7 @@ PLANTED = [
     ("rmsnorm_no_rsqrt", "ch04.activation_gib"), ("lora_a_zero_init", "ch05.lora_delta"),
     ("template_last_answer_only", "ch05.loss_mask"), ("no_default_system", "ch05.loss_mask"),
     ("pad_targets_unshifted", "ch05.loss_mask"),
+    ("ckpt_recompute_without_autocast", "ch04.checkpointing_compute"),
     ("lora_skips_last_layer", "ch05.lora_fraction"), ("tie_word_embeddings_ignored", "ch05.qwen_params"),
     ("length_limit_counts_as_stop", "ch05.eos_in_loss"),
     ("gemm_per_token", "ch06.decode_intensity"),

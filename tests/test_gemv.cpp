@@ -2,9 +2,13 @@
 // every SIMD path this CPU has, odd shapes, one and two threads, the planted faults, and the decode stack.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -434,6 +438,51 @@ TEST(Matmul, DroppedKTailIsSeen) {
   double worst = 0;
   for (std::size_t i = 0; i < good.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(good[i] - bad[i])));
   EXPECT_GT(worst, 1.0);  // 32 products of unit-variance values are missing from every element
+}
+
+// A property test: every version (v1-v3) in fp32 and fp64 against the answer key's fp64 attention over random shapes,
+// drawn until they reach every tail: T mod 16 (v3's partial query groups) and D mod 24 (the 6-, 8- and 12-wide
+// micro-kernel tails) take every value. Seeded ($CLAIMCHECK_PROPERTY_SEED, else a fixed seed) and logged.
+TEST(Attention, RandomShapesReachEveryTailAndMatchFp64) {
+  const char* env = std::getenv("CLAIMCHECK_PROPERTY_SEED");
+  const unsigned seed = env && *env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 20261202u;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dt(1, 200), dd(1, 96), dh(1, 2);
+  std::set<int> t_tails, d_tails;
+  int shapes = 0;
+  while ((t_tails.size() < 16 || d_tails.size() < 24) && shapes < 400) {
+    const int T = dt(rng), D = dd(rng), H = dh(rng);
+    ++shapes;
+    t_tails.insert(T % 16);
+    d_tails.insert(D % 24);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " shape " + std::to_string(shapes) + ": H=" + std::to_string(H) +
+                 " T=" + std::to_string(T) + " D=" + std::to_string(D));
+    const ref::AttnShape rs{1, H, T, D};
+    const K::AttentionShape ks{1, H, T, D};
+    const auto q = random_f32(rs.elements(), rng()), k = random_f32(rs.elements(), rng()), v = random_f32(rs.elements(), rng());
+    const auto q64 = widen(q.data(), q.size()), k64 = widen(k.data(), k.size()), v64 = widen(v.data(), v.size());
+    std::vector<double> want(rs.elements());
+    ref::attention_fp64(q64.data(), k64.data(), v64.data(), want.data(), rs);
+    for (int version : K::kAttentionVersions) {
+      std::vector<float> got(rs.elements());
+      K::attention_forward(version, q.data(), k.data(), v.data(), got.data(), ks, {1, {}});
+      std::vector<double> got64(rs.elements());
+      K::attention_forward(version, q64.data(), k64.data(), v64.data(), got64.data(), ks, {1, {}});
+      double worst = 0, worst64 = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::fabs(got[i] - want[i]));
+        worst64 = std::max(worst64, std::fabs(got64[i] - want[i]));
+      }
+      EXPECT_LT(worst, 2e-5) << K::attention_version_name(version) << " fp32";
+      EXPECT_LT(worst64, 1e-12) << K::attention_version_name(version) << " fp64";
+    }
+  }
+  std::printf("attention property test: seed %u, %d random shapes, T mod 16 and D mod 24 all reached: %s\n", seed,
+              shapes, t_tails.size() == 16 && d_tails.size() == 24 ? "yes" : "no");
+  ::testing::Test::RecordProperty("seed", static_cast<int>(seed));
+  ::testing::Test::RecordProperty("shapes", shapes);
+  EXPECT_EQ(t_tails.size(), 16u);
+  EXPECT_EQ(d_tails.size(), 24u);
 }
 
 // Attention v3's register tile on every path this CPU can run (kernels/cpu/attention_v3.inc: the AVX2 tile, the

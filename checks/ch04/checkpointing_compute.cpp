@@ -31,6 +31,13 @@ static void checkpointing_compute(claimcheck::Context& ctx) {
                  std::to_string(tokens) + " tokens): forward + backward, best of " + std::to_string(repeats) +
                  " interleaved runs each; the head and the loss are outside (they are not recomputed)");
   ctx.assumption("gradients compared bit for bit: the recompute runs the same CPU kernels on the same inputs");
+  // The recompute under CPU bf16 autocast (the branch that restores the forward's autocast state): one untimed step
+  // each way on the same model, gradients compared bit for bit (the recompute must run the same bf16 kernels).
+  if (precision != "autocast") {
+    const auto a = train::checkpointing(config, ctx.seed(), batch, tokens, 1, "autocast", ctx.planted_fault());
+    ctx.measure_bool("grads_equal_plain_autocast", a.grads_bitwise_equal);
+    ctx.detail("autocast_grads", {{"max_abs_diff", a.grad_max_abs_diff}, {"scale", a.grad_scale}});
+  }
   if (precision == "fp32")
     ctx.assumption("fp32 here, not bf16: this CPU has no native bf16, and its bf16 backward runs many times its "
                    "forward, which hides the recompute (see the expected file)");

@@ -101,7 +101,8 @@ struct CheckpointFn : torch::autograd::Function<CheckpointFn> {
       const bool was = at::autocast::is_autocast_enabled(at::kCPU);
       const bool in_forward = ctx->saved_data["autocast"].toBool();
       c10::AutoGradMode on(true);
-      at::autocast::set_autocast_enabled(at::kCPU, in_forward);  // recompute exactly as the forward ran
+      // Recompute exactly as the forward ran (a planted fault recomputes without autocast: fp32 where it was bf16).
+      at::autocast::set_autocast_enabled(at::kCPU, fault == "ckpt_recompute_without_autocast" ? false : in_forward);
       y = l->forward(xi, saved[1], saved[2]);
       at::autocast::set_autocast_enabled(at::kCPU, was);
       if (!was) at::autocast::clear_cache();
