@@ -1,5 +1,6 @@
-"""ch01.protocols: the six rows of the series' table, each executed. The pure-Python half of each row always
-runs; the PyTorch half runs where this interpreter imports torch, and is skipped with the reason otherwise."""
+"""ch01.protocols: the six rows of the series' table, each executed in plain Python (value) and on PyTorch's own
+objects (pytorch_rows: DataLoader over a Dataset and a lazy IterableDataset, nn.Module.__call__'s pre-hooks, forward
+and hooks in order, torch.no_grad as decorator and context manager, model(**batch)). Skipped without torch."""
 import contextlib
 import dataclasses
 import json
@@ -105,38 +106,75 @@ class TrainConfig:
 cfg = TrainConfig(lr=1e-3)
 rows["@dataclass"] = TrainConfig(**json.loads(json.dumps(dataclasses.asdict(cfg)))) == cfg
 
-# The PyTorch half, where torch is importable.
+# PyTorch's own objects on the same protocols (judged: pytorch_rows); without torch the claim is skipped.
 torch_rows = {}
 try:
     import torch
-    from torch.utils.data import DataLoader, Dataset
-
-    class T(Dataset):
-        def __len__(self):
-            return 4
-
-        def __getitem__(self, i):
-            return torch.tensor([i])
-
-    torch_rows["Dataset/DataLoader"] = [b.tolist() for b in DataLoader(T(), batch_size=2)] == [[[0], [1]], [[2], [3]]]
-    lin, order = torch.nn.Linear(2, 2), []
-    lin.register_forward_pre_hook(lambda mod, args: order.append("hook"))
-    lin.register_forward_hook(lambda mod, args, out: order.append("after forward"))
-    lin(torch.ones(1, 2))
-    torch_rows["nn.Module.__call__"] = order == ["hook", "after forward"]
-    x = torch.ones(1, requires_grad=True)
-
-    @torch.no_grad()
-    def f(t):
-        return (t * 2).requires_grad
-
-    with torch.no_grad():
-        y = (x * 2).requires_grad
-    torch_rows["torch.no_grad"] = f(x) is False and y is False
-    torch_note = f"torch {torch.__version__}"
+    from torch.utils.data import DataLoader, Dataset, IterableDataset
 except ImportError as e:
-    torch_note = f"skipped: torch is not importable by {sys.executable} ({e})"
+    emit(skip=f"the PyTorch rows need torch, which {sys.executable} does not import ({e})")
+    sys.exit(0)
 
-emit(measurements=[measurement("value", sum(bool(v) for v in rows.values()), "count")],
-     details={"rows": rows, "torch_rows": torch_rows, "torch": torch_note, "planted_fault": planted or None},
-     assumptions=["each row is executed in plain Python; the PyTorch counterparts run where torch imports"])
+
+class T(Dataset):  # __getitem__ / __len__
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.tensor([i])
+
+
+torch_rows["Dataset/DataLoader"] = [b.tolist() for b in DataLoader(T(), batch_size=2)] == [[[0], [1]], [[2], [3]]]
+pulled = []
+
+
+class Stream(IterableDataset):  # yield: DataLoader pulls items only as batches are asked for
+    def __iter__(self):
+        for i in range(10**9):
+            pulled.append(i)
+            yield torch.tensor([i])
+
+
+loader = iter(DataLoader(Stream(), batch_size=2))
+before = list(pulled)
+first = next(loader).tolist()
+torch_rows["IterableDataset/yield"] = before == [] and first == [[0], [1]] and pulled == [0, 1]
+
+
+class Lin(torch.nn.Linear):  # __call__: the pre-hooks, forward, then the hooks
+    def forward(self, x):
+        order.append("forward")
+        return super().forward(x)
+
+
+lin, order = Lin(2, 2), []
+lin.register_forward_pre_hook(lambda mod, args: order.append("pre-hook"))
+lin.register_forward_hook(lambda mod, args, out: order.append("hook"))
+lin(torch.ones(1, 2))
+torch_rows["nn.Module.__call__"] = order == ["pre-hook", "forward", "hook"]
+x = torch.ones(1, requires_grad=True)
+
+
+@torch.no_grad()
+def f(t):
+    return (t * 2).requires_grad
+
+
+with torch.no_grad():
+    y = (x * 2).requires_grad
+torch_rows["torch.no_grad"] = f(x) is False and y is False and (x * 2).requires_grad is True
+
+
+class Model(torch.nn.Module):  # model(**batch): the keys become forward's arguments by name
+    def forward(self, input_ids, attention_mask=None, labels=None):
+        return input_ids.sum() * 100 + attention_mask.sum() * 10 + labels.sum()
+
+
+batch_t = {"labels": torch.tensor([1]), "input_ids": torch.tensor([2]), "attention_mask": torch.tensor([3])}
+torch_rows["model(**batch)"] = Model()(**batch_t).item() == 231
+
+emit(measurements=[measurement("value", sum(bool(v) for v in rows.values()), "count"),
+                   measurement("pytorch_rows", sum(bool(v) for v in torch_rows.values()), "count")],
+     details={"rows": rows, "torch_rows": torch_rows, "torch": torch.__version__, "planted_fault": planted or None},
+     assumptions=["each row is executed in plain Python, and on PyTorch's own Dataset, IterableDataset, nn.Module, "
+                  "no_grad and **kwargs call (the @dataclass row has no PyTorch object)"])
