@@ -48,11 +48,7 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
     ctx.pending("the decoder against transformers: " + r["skip"].get<std::string>());
     return;
   }
-  for (const auto& m : r.at("measurements")) {
-    const auto& v = m.at("value");
-    ctx.measure(m.at("name").get<std::string>(), v.is_number() ? v.get<double>() : std::nan(""), m.at("unit").get<std::string>());
-  }
-  ctx.detail("transformers", r.value("details", nlohmann::json::object()));
+  claimcheck::forward_driver_result(ctx, r);
   ctx.detail("transformers_config", c);
   ctx.assumption("against transformers: " + src.filename().string() + " with " + o.dump() + ", random weights (norms and " +
                  "biases off 1 and 0), B = " + std::to_string(batch) + ", T = " + std::to_string(seq) +

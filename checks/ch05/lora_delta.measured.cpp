@@ -39,12 +39,8 @@ static void lora_delta_vs_peft(claimcheck::Context& ctx) {
     ctx.pending("LoRA against peft: " + r["skip"].get<std::string>());
     return;
   }
-  for (const auto& m : r.at("measurements")) {
-    const auto& v = m.at("value");
-    ctx.measure(m.at("name").get<std::string>(), v.is_number() ? v.get<double>() : std::nan(""), m.at("unit").get<std::string>());
-  }
+  claimcheck::forward_driver_result(ctx, r);
   ctx.detail("peft_cases", cases);
-  ctx.detail("peft", r.value("details", nlohmann::json::object()));
   ctx.assumption("against peft: one nn.Linear with bias, LoraConfig(r, lora_alpha, use_rslora, dropout 0) per case; "
                  "AdamW on A and B only, the base frozen");
 #else

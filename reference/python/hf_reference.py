@@ -14,8 +14,8 @@
 
 A comparison's figure is the worst |project - reference| / (atol + rtol |reference|) over the elements, with
 torch.testing.assert_close's default atol and rtol for the dtype: at most 1 is what assert_close accepts.
-Prints one JSON object (the pydriver protocol: measurements, details, skip); exits 77-free: a missing transformers,
-peft or safetensors is a "skip" with the reason."""
+Prints one JSON object (the pydriver protocol: measurements, details under "transformers" or "peft", skip): a missing
+transformers, peft or safetensors is a "skip" with the reason, which the checks list as pending."""
 import argparse
 import json
 import math
@@ -47,7 +47,7 @@ def imports():
         import peft  # noqa: F401
     except ImportError as e:
         emit(skip=f"transformers, peft and safetensors are not importable by {sys.executable} "
-                  f"({type(e).__name__}: {e}); `make setup` installs them")
+                  f"({type(e).__name__}: {e}); `make configure` (ci/setup-python.sh) installs them")
         sys.exit(0)
 
 
@@ -167,7 +167,7 @@ def decoder(a):
         details["runs"][dtype_name] = r
         measurements.append({"name": f"transformers_{dtype_name}", "value": finite(figure), "unit": "ratio"})
     measurements.append({"name": "transformers_keys_mismatch", "value": keys_mismatch, "unit": "count"})
-    emit(measurements, details)
+    emit(measurements, {"transformers": details})
 
 
 def lora(a):
@@ -239,7 +239,7 @@ def lora(a):
     # The learning figure that is furthest from 1 (too slow or too fast from the initialisation).
     learn = max(learn_ratios, key=lambda v: abs(math.log(v)) if v > 0 else math.inf)
     emit([{"name": "peft", "value": finite(worst_all), "unit": "ratio"},
-          {"name": "peft_fresh_step", "value": finite(learn), "unit": "ratio"}], details)
+          {"name": "peft_fresh_step", "value": finite(learn), "unit": "ratio"}], {"peft": details})
 
 
 def main(argv):
