@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-# Timed in a fresh interpreter: each call's mean over >= 0.2 s, the best of 5 (Google Benchmark's repetitions).
+# Timed in a fresh interpreter: each call's mean over >= 0.2 s, the best of 3, as the benchmark side is timed (3
+# repetitions of >= 0.2 s): the same number of samples on each side, so that neither side's best-of is the luckier.
 PY_TIMER = r"""
 import json, statistics, sys, time
 import torch
@@ -30,7 +31,7 @@ torch.set_num_threads(threads)
 def per_call(f):
     f()
     reps = []
-    for _ in range(5):
+    for _ in range(3):
         n, t0 = 0, time.perf_counter()
         while True:
             f(); n += 1

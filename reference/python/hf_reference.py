@@ -74,12 +74,15 @@ def rms(a, b):
     return (a.double() - b.double()).pow(2).mean().sqrt().item()
 
 
-def forward_backward(model, weights, ids, tied):
-    """transformers' model on these weights: its logits, its loss (labels = ids, shifted by transformers) and every
-    parameter's gradient of that loss, by the names in weights."""
+def forward_backward(model, weights, ids):
+    """transformers' model on these weights (a parameter they do not name is zero): its logits, its loss (labels =
+    ids, shifted by transformers) and every parameter's gradient of that loss, by the names in weights."""
+    import torch
     model.load_state_dict(weights, strict=False)
-    if tied:
-        model.tie_weights()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name not in weights:
+                p.zero_()
     model.train()  # dropout is 0 in these configs; train() as the project's step runs
     out = model(input_ids=ids, labels=ids)
     out.loss.backward()
@@ -91,6 +94,12 @@ def forward_backward(model, weights, ids, tied):
 
 def finite(x):
     return x if math.isfinite(x) else None
+
+
+def figure_value(x):
+    """A figure for the report: a non-finite one (NaN or inf outputs) as the largest double, so that it fails its bound
+    instead of being an input error."""
+    return x if math.isfinite(x) else sys.float_info.max
 
 
 def decoder(a):
@@ -117,22 +126,20 @@ def decoder(a):
         details["model_class"] = type(model).__name__
         weights = load_file(f"{folder}/model.safetensors")
         run = load_file(f"{folder}/run.safetensors")
-        own = model.state_dict()
-        tied = bool(getattr(cfg, "tie_word_embeddings", False))
-        missing = sorted(k for k in own if k not in weights and not (tied and k == "lm_head.weight"))
+        # transformers' parameters (a tied head is one parameter: the embedding) against the exported names.
+        own = dict(model.named_parameters())
+        missing = sorted(k for k in own if k not in weights)
         unexpected = sorted(k for k in weights if k not in own)
         shapes = sorted(k for k in weights if k in own and tuple(own[k].shape) != tuple(weights[k].shape))
         dtypes = sorted(k for k in weights if k in own and own[k].dtype != weights[k].dtype)
-        bad = len(missing) + len(unexpected) + len(shapes) + len(dtypes)
-        keys_mismatch += bad
+        keys_mismatch += len(missing) + len(unexpected) + len(shapes) + len(dtypes)
         r = {"tensors": len(weights), "missing": missing[:8], "unexpected": unexpected[:8], "shape_differs": shapes[:8],
              "dtype_differs": dtypes[:8]}
-        if bad:
-            details["runs"][dtype_name] = r
-            measurements.append({"name": f"transformers_{dtype_name}", "value": None, "unit": "ratio"})
-            continue
+        # What matches is loaded; a parameter the project lacks is zero on this side (an absent bias adds nothing),
+        # one it has that transformers lacks is not compared: the keys count the difference, the figures what follows.
+        weights = {k: v for k, v in weights.items() if k in own and k not in shapes}
         ids = run["input_ids"]
-        ref = forward_backward(model, weights, ids, tied)
+        ref = forward_backward(model, weights, ids)
         project = {"logits": run["logits"], "loss": run["loss"].reshape(())}
         project.update({f"grad.{name}": run[f"grad.{name}"] for name in weights})
         units = {k: tolerance_units(project[k], ref[k]) for k in project}
@@ -148,7 +155,7 @@ def decoder(a):
             # the fp32 answer (transformers in fp32 on the same bf16 weights), in units of how far transformers'
             # own bf16 lies from it (RMS of the difference, per tensor: the logits and every weight matrix's gradient).
             truth_model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
-            truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids, tied)
+            truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids)
             worst = {}
             for k in project:
                 # The loss is one number and biases and norm weights have a few dozen: their ratios are a few draws of
@@ -165,7 +172,7 @@ def decoder(a):
         r["worst"] = [{"tensor": k, "figure": finite(v), "assert_close_units": finite(units[k]),
                        "relative": finite(rel[k])} for k, v in top]
         details["runs"][dtype_name] = r
-        measurements.append({"name": f"transformers_{dtype_name}", "value": finite(figure), "unit": "ratio"})
+        measurements.append({"name": f"transformers_{dtype_name}", "value": figure_value(figure), "unit": "ratio"})
     measurements.append({"name": "transformers_keys_mismatch", "value": keys_mismatch, "unit": "count"})
     emit(measurements, {"transformers": details})
 
@@ -238,8 +245,8 @@ def lora(a):
                                   "peft_A_bound": 1 / math.sqrt(t["x"].shape[1])}
     # The learning figure that is furthest from 1 (too slow or too fast from the initialisation).
     learn = max(learn_ratios, key=lambda v: abs(math.log(v)) if v > 0 else math.inf)
-    emit([{"name": "peft", "value": finite(worst_all), "unit": "ratio"},
-          {"name": "peft_fresh_step", "value": finite(learn), "unit": "ratio"}], {"peft": details})
+    emit([{"name": "peft", "value": figure_value(worst_all), "unit": "ratio"},
+          {"name": "peft_fresh_step", "value": figure_value(learn), "unit": "ratio"}], {"peft": details})
 
 
 def main(argv):
