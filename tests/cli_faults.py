@@ -87,7 +87,8 @@ PLANTED = [
     # The decoder and LoRA against transformers and peft (issue 24): each fault keeps every count, byte and shape.
     ("gqa_tiled", "ch05.qwen_params"), ("rope_half_swapped", "ch05.qwen_params"),
     ("rmsnorm_eps_ignored", "ch05.qwen_params"), ("rope_theta_ignored", "ch04.activation_gib"),
-    ("rmsnorm_no_rsqrt", "ch04.activation_gib"), ("lora_a_zero_init", "ch05.lora_delta"),
+    ("rmsnorm_no_rsqrt", "ch04.activation_gib"), ("attention_bias_misread", "ch04.activation_gib"),
+    ("lora_a_zero_init", "ch05.lora_delta"),
     ("template_last_answer_only", "ch05.loss_mask"), ("no_default_system", "ch05.loss_mask"),
     ("pad_targets_unshifted", "ch05.loss_mask"),
     ("ckpt_recompute_without_autocast", "ch04.checkpointing_compute"),

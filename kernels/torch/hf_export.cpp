@@ -73,6 +73,7 @@ DecoderExport export_decoder_run(const std::filesystem::path& config, const std:
   c.fault = fault;
   if (fault == "qkv_bias_missing") c.qkv_bias = false;
   if (fault == "tie_word_embeddings_ignored") c.tie = false;
+  if (fault == "attention_bias_misread") c.qkv_bias = c.o_bias = !c.qkv_bias;  // planted: attention_bias read inverted
   torch::manual_seed(seed);
   Decoder model(c);
   {

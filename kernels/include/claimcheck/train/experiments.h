@@ -145,7 +145,8 @@ struct DecoderExport {
 // Builds the decoder from config.json (seeded random weights; norm weights and biases moved off 1 and 0), in "fp32"
 // or "bf16", runs random ids [batch, seq] forward and the shifted cross-entropy backward, and writes
 // dir/model.safetensors (the parameters under transformers' names) and dir/run.safetensors (input_ids, logits,
-// loss, grad.<name>). fault (tests only): the decoder's planted faults (DecoderConfig::fault), "qkv_bias_missing".
+// loss, grad.<name>). fault (tests only): the decoder's planted faults (DecoderConfig::fault), "qkv_bias_missing",
+// "tie_word_embeddings_ignored", "attention_bias_misread" (q, k, v and o biases where the config has none, or none).
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
                                  int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "");
 
