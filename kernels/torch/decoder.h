@@ -31,6 +31,16 @@ struct DecoderConfig {
 };
 // Throws std::invalid_argument "<file>: field '<key>': <why>" for a config this code cannot build.
 DecoderConfig read_decoder_config(const std::filesystem::path& file);
+// A config misread on purpose (tests only): "qkv_bias_missing" (Qwen2's q/k/v without bias),
+// "tie_word_embeddings_ignored" (an lm_head of its own), "attention_bias_misread" (attention biases inverted); any
+// other fault is the model's (DecoderConfig::fault).
+inline DecoderConfig with_planted_fault(DecoderConfig c, const std::string& fault) {
+  c.fault = fault;
+  if (fault == "qkv_bias_missing") c.qkv_bias = false;
+  if (fault == "tie_word_embeddings_ignored") c.tie = false;
+  if (fault == "attention_bias_misread") c.qkv_bias = c.o_bias = !c.qkv_bias;
+  return c;
+}
 
 // How a forward runs (set on the model; defaults are the plain model).
 struct DecoderRun {

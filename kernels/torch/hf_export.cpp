@@ -69,11 +69,7 @@ std::string hf_name(const std::string& key) {
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
                                  int batch, int seq, const std::filesystem::path& dir, const std::string& fault) {
   if (dtype != "fp32" && dtype != "bf16") throw std::invalid_argument("export_decoder_run: dtype '" + dtype + "' (fp32, bf16)");
-  DecoderConfig c = read_decoder_config(config);
-  c.fault = fault;
-  if (fault == "qkv_bias_missing") c.qkv_bias = false;
-  if (fault == "tie_word_embeddings_ignored") c.tie = false;
-  if (fault == "attention_bias_misread") c.qkv_bias = c.o_bias = !c.qkv_bias;  // planted: attention_bias read inverted
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
   {

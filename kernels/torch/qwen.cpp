@@ -27,9 +27,7 @@ std::int64_t count(const std::vector<torch::Tensor>& ps, bool trainable_only) {
 QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
                                   int seq_len, const std::string& fault) {
   install_counting_allocator();
-  DecoderConfig c = read_decoder_config(config);
-  if (fault == "qkv_bias_missing") c.qkv_bias = false;
-  if (fault == "tie_word_embeddings_ignored") c.tie = false;  // a planted fault: an lm_head of its own
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   QwenLoraMeasure m;
   auto t0 = std::chrono::steady_clock::now();
