@@ -1,8 +1,13 @@
 // ch06.profiler_buckets — 「profiler 表怎么读：慢先归到 GEMM、attention、copy_、launch 开销或 GPU 空转之一」
 // Chapter 3's training step (the tiny character Transformer, AdamW) profiled through PyTorch's RecordFunction observers: each operator's self
 // time in one bucket (GEMM, attention, copy_, other operators) and the time between top-level operators (launch
-// overhead / idle). The step's wall time is measured apart; the buckets must account for it.
+// overhead / idle, timed as the intervals between them). The step's wall time is measured apart; the buckets must
+// account for it. Each event's bucket is held against the answer key's (reference/data/profiler/buckets.json, applied
+// to the event's place in the call tree): a misfiled operator fails, whatever its share.
 #include "claimcheck/check.h"
+#include "claimcheck/ref/profiler.h"
+
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +20,7 @@ static void profiler_buckets(claimcheck::Context& ctx) {
   namespace train = claimcheck::train;
   // Prepare.
   const int batch = ctx.input("batch").get<int>();
+  const claimcheck::ref::BucketTable key = claimcheck::ref::load_bucket_table(ctx.input_path("answer_key"));
 
   // Run.
   const auto p = train::profile_step("tiny", {}, ctx.seed(), batch, 0, ctx.planted_fault());
@@ -33,6 +39,29 @@ static void profiler_buckets(claimcheck::Context& ctx) {
   for (const auto& b : train::profile_bucket_names())
     gemm_largest = gemm_largest && shares["gemm"].get<double>() >= shares[b].get<double>();
   ctx.measure_bool("gemm_largest", gemm_largest);
+  // Event by event against the answer key: the places in the call tree whose bucket differs, and the time they carry.
+  int misfiled = 0;
+  double misfiled_s = 0;
+  nlohmann::json misfiled_ops = nlohmann::json::array();
+  std::map<std::string, double> key_seconds;
+  for (const auto& op : p.ops) {
+    const std::string want = claimcheck::ref::bucket_of(key, op.frames);
+    key_seconds[want] += op.self_s;
+    if (op.bucket == want) continue;
+    ++misfiled;
+    misfiled_s += op.self_s;
+    if (misfiled_ops.size() < 8) {
+      std::string path;
+      for (const auto& f : op.frames) path += (path.empty() ? "" : " > ") + f;
+      misfiled_ops.push_back({{"op", path}, {"bucket", op.bucket.empty() ? "(none)" : op.bucket},
+                              {"answer_key", want}, {"self_ms", op.self_s * 1e3}, {"calls", op.calls}});
+    }
+  }
+  ctx.measure("misfiled_operators", misfiled, "count");
+  nlohmann::json key_shares = nlohmann::json::object();
+  for (const auto& [b, s] : key_seconds) key_shares[b] = 100 * s / p.wall_s;
+  ctx.detail("answer_key", {{"shares_percent", key_shares}, {"misfiled_ms", misfiled_s * 1e3},
+                            {"misfiled", misfiled_ops}, {"places_in_call_tree", p.ops.size()}});
   nlohmann::json parts = nlohmann::json::array(), top = nlohmann::json::array();
   for (const auto& b : train::profile_bucket_names()) parts.push_back({{"name", b}, {"value", p.seconds.at(b) * 1e3}});
   for (const auto& [name, s] : p.top_ops) top.push_back({{"op", name}, {"self_ms", s * 1e3}});

@@ -192,10 +192,17 @@ struct Recorder {
   std::vector<Frame> stack;
   std::map<std::string, double> self_by_op;
   std::map<std::string, double> by_bucket;
+  // Every event's self time by its frames (outermost first) and the bucket it went to ("" where none took it).
+  std::map<std::pair<std::vector<std::string>, std::string>, std::pair<double, int>> by_path;
   double top_level = 0;
+  // The time outside any top-level operator, timed as intervals: from the step's start (or the last top-level
+  // exit) to the next top-level entry, and from the last exit to the step's end.
+  double gaps = 0;
+  Clock::time_point idle_since;
   int events = 0;
   bool drop_copy = false;
   bool gemm_forward_only = false;
+  bool copy_in_other = false;
 };
 thread_local Recorder* t_recorder = nullptr;
 // Which frame an exit closes: events that end out of order (or on another thread) close their own frame, and any
@@ -226,6 +233,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   f.name = fn.name();
   f.in_attention = attention_name(f.name) || (!r->stack.empty() && r->stack.back().in_attention);
   f.t0 = Clock::now();
+  if (r->stack.empty()) r->gaps += std::chrono::duration<double>(f.t0 - r->idle_since).count();
   r->stack.push_back(std::move(f));
   auto ref = std::make_unique<FrameRef>();
   ref->recorder = r;
@@ -237,20 +245,33 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
   const auto* ref = dynamic_cast<const FrameRef*>(ctx);
   Recorder* r = ref ? ref->recorder : nullptr;
   if (!r || r != t_recorder || ref->depth == 0 || ref->depth > r->stack.size()) return;
+  const auto t1 = Clock::now();
   const Frame f = std::move(r->stack[ref->depth - 1]);
   r->stack.resize(ref->depth - 1);
-  const double dur = since(f.t0), self = std::max(0.0, dur - f.children);
+  const double dur = std::chrono::duration<double>(t1 - f.t0).count(), self = std::max(0.0, dur - f.children);
   ++r->events;
-  if (r->stack.empty()) r->top_level += dur;
-  else r->stack.back().children += dur;
+  if (r->stack.empty()) {
+    r->top_level += dur;
+    r->idle_since = t1;
+  } else {
+    r->stack.back().children += dur;
+  }
   r->self_by_op[f.name] += self;
   std::string bucket = "other_ops";
   if (f.in_attention) bucket = "attention";
   // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
   else if (gemm_ops().count(f.name) && !(r->gemm_forward_only && f.name == "aten::mm")) bucket = "gemm";
-  else if (copy_ops().count(f.name)) bucket = "copy_";
-  if (bucket == "copy_" && r->drop_copy) return;  // the planted fault: a bucket map without copy_
-  r->by_bucket[bucket] += self;
+  // A planted fault: copies filed under the other operators.
+  else if (copy_ops().count(f.name)) bucket = r->copy_in_other ? "other_ops" : "copy_";
+  if (bucket == "copy_" && r->drop_copy) bucket.clear();  // the planted fault: a bucket map without copy_
+  std::vector<std::string> frames;
+  frames.reserve(r->stack.size() + 1);
+  for (const auto& a : r->stack) frames.push_back(a.name);
+  frames.push_back(f.name);
+  auto& at_path = r->by_path[{std::move(frames), bucket}];
+  at_path.first += self;
+  ++at_path.second;
+  if (!bucket.empty()) r->by_bucket[bucket] += self;
 }
 
 }  // namespace
@@ -308,6 +329,7 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
   Recorder rec;
   rec.drop_copy = fault == "buckets_drop_copy";
   rec.gemm_forward_only = fault == "buckets_gemm_forward_only";
+  rec.copy_in_other = fault == "buckets_copy_in_other";
   double wall = 0;
   {
     struct Observing {  // removed however the step ends
@@ -324,8 +346,11 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
       at::CallbackHandle handle = 0;
     } observing(&rec);
     const auto t0 = Clock::now();
+    rec.idle_since = t0;
     step();
-    wall = since(t0);
+    const auto t1 = Clock::now();
+    wall = std::chrono::duration<double>(t1 - t0).count();
+    if (rec.stack.empty()) rec.gaps += std::chrono::duration<double>(t1 - rec.idle_since).count();
   }
 
   ProfileBuckets out;
@@ -334,7 +359,8 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
   out.operators = rec.events;
   for (const auto& b : profile_bucket_names()) out.seconds[b] = 0;
   for (const auto& [b, s] : rec.by_bucket) out.seconds[b] = s;
-  out.seconds["gaps"] = std::max(0.0, wall - rec.top_level);
+  out.seconds["gaps"] = rec.gaps;
+  for (auto& [key, v] : rec.by_path) out.ops.push_back({key.first, key.second, v.first, v.second});
   std::vector<std::pair<std::string, double>> ops(rec.self_by_op.begin(), rec.self_by_op.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (ops.size() > 8) ops.resize(8);

@@ -51,18 +51,27 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats);
 // A profiled training step: every operator RecordFunction reports, its self time (its time
 // minus its children's) put in one bucket by its name and its ancestors': "gemm" (mm, addmm, bmm, ...),
 // "attention" (inside scaled_dot_product_attention and its backward), "copy_" (copy_, to, contiguous, clone),
-// "other_ops" (every other operator), and "gaps": the step's wall time outside any top-level operator
-// (launch overhead / idle: on a CPU, the C++ between operators).
+// "other_ops" (every other operator), and "gaps": the time outside any top-level operator, timed as the intervals
+// between them (launch overhead / idle: on a CPU, the C++ between operators).
+struct ProfiledOp {
+  std::vector<std::string> frames;  // the operator's ancestors' names, outermost first, then its own
+  std::string bucket;               // where its self time went ("" where no bucket took it)
+  double self_s = 0;                // summed over its calls at this place
+  int calls = 0;
+};
 struct ProfileBuckets {
   std::map<std::string, double> seconds;      // by bucket
   double wall_s = 0;                          // the step, timed around the profiled region
   int operators = 0;                          // events recorded
   std::vector<std::pair<std::string, double>> top_ops;  // the largest self times, by operator name
+  std::vector<ProfiledOp> ops;                // every event, by its place in the call tree and its bucket
   std::string api;                            // how the events were collected
 };
 // model "tiny": chapter 3's step (the tiny character Transformer, batch x 128 tokens; config and tokens unused);
 // "block": the decoder layers of `config` as time_block_step runs them. Throws std::invalid_argument otherwise.
-// fault (tests): "buckets_drop_copy" (the bucket map has no copy_ bucket: its time is lost).
+// fault (tests): "buckets_drop_copy" (the bucket map has no copy_ bucket: its time is lost),
+// "buckets_gemm_forward_only" (backward's aten::mm is not a GEMM), "buckets_copy_in_other" (copies filed under
+// other_ops).
 ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
                             int batch, int tokens, const std::string& fault = "");
 const std::vector<std::string>& profile_bucket_names();  // gemm, attention, copy_, other_ops, gaps
