@@ -85,7 +85,8 @@ REGEXES = [r".*\.(q|v)_proj", r".*\.(qkv_proj|c_fc|gate_up_proj|down_proj)"]
 
 def random_config(rng, fam):
     heads = rng.choice([1, 2, 4, 8, 16, 32])
-    head_dim = rng.choice([4, 8, 16])
+    # now and then an odd head: transformers 5 refuses a fully rotated one wider than 4 (validate_rope)
+    head_dim = rng.choice([4, 8, 16]) if rng.random() < 0.85 else rng.choice([3, 5, 7])
     d = {"model_type": fam, "vocab_size": rng.randint(50, 700), "num_hidden_layers": rng.randint(1, 3),
          "num_attention_heads": heads, "intermediate_size": rng.randint(4, 96)}
     # hidden: heads x head_dim, or (not for Llama and Gemma2, which refuse it) anything with an explicit head_dim
@@ -108,6 +109,8 @@ def random_config(rng, fam):
     acts = ["silu", "gelu", "relu", "gelu_pytorch_tanh"]
     if rng.random() < 0.3:
         d["hidden_act"] = rng.choice(acts)
+    if rng.random() < 0.1:  # a partly rotated head: an odd one is taken then
+        d["partial_rotary_factor"] = rng.choice([0.5, 1.0])
     for key, v in (("rope_theta", 10000.0), ("rms_norm_eps", 1e-6), ("torch_dtype", "bfloat16"), ("sliding_window", 64)):
         if rng.random() < 0.3:
             d[key] = v

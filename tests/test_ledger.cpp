@@ -513,6 +513,23 @@ TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
             ref::count_params(parse(cfg_of("olmo"))).total());
 }
 
+TEST(Ledger, OddHeadUnderRopeRefusedAsTransformersDoes) {
+  // transformers 5's validate_rope: a fully rotated head of odd width above 4 is refused where the config holds a
+  // head_dim (the key, or Llama's and Mistral's hidden // heads); 3 is allowed, and so is a partly rotated head.
+  const std::string h2 = R"({"vocab_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "model_type": ")";
+  for (const char* fam : {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "olmo", "starcoder2", "mixtral", "qwen2_moe"})
+    EXPECT_EQ(field_of(h2 + fam + R"(", "hidden_size": 16, "head_dim": 5})"), "head_dim") << fam;
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 10})"), "head_dim");            // 10 // 2 = 5, computed
+  EXPECT_EQ(field_of(h2 + R"(mistral", "hidden_size": 14, "head_dim": null})"), "head_dim");  // null: computed
+  EXPECT_EQ(field_of(h2 + R"(qwen2", "hidden_size": 10})"), "(accepted)");          // Qwen2Config holds none
+  EXPECT_EQ(field_of(h2 + R"(starcoder2", "hidden_size": 14})"), "(accepted)");
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 6})"), "(accepted)");           // 3: at most 4
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 16, "head_dim": 5, "partial_rotary_factor": 0.5})"), "(accepted)");
+  EXPECT_EQ(field_of(h2 + R"(qwen2", "hidden_size": 16, "head_dim": 5, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})"),
+            "(accepted)");
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 16, "head_dim": 7, "partial_rotary_factor": 1.0})"), "head_dim");
+}
+
 TEST(Ledger, GptShapeCountsAsGpt2IsPublished) {
   // GPT-2 small: 124,439,808 parameters with its lm_head tied to the token embedding (the ledger's shape is untied).
   const ref::GptShape g = ref::parse_gpt_shape(

@@ -301,6 +301,30 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
                         f.head_dim_absent > 0 ? cls + "'s default"
                                               : cls + ": hidden_size // num_attention_heads" +
                                                     (c.hidden % c.heads ? " (rounded down, as transformers does)" : ""));
+  // transformers 5's validate_rope (RotaryEmbeddingConfigMixin) refuses a fully rotated head of odd width above 4
+  // (rotate_half splits the head in two). It reads the config's head_dim attribute: the key where given, else what
+  // the class sets (Llama, Mistral: hidden_size // num_attention_heads, a null too; Qwen3, Gemma, Gemma2: their
+  // defaults); the classes that set none (Qwen2, Phi-3, OLMo, StarCoder2, Mixtral, Qwen2-MoE) are not checked. The
+  // rotated width is head_dim x partial_rotary_factor (the key, or rope_parameters' / rope_scaling's), rounded down.
+  {
+    const std::string t = c.model_type;
+    const bool computed = t == "llama" || t == "mistral";
+    const bool held = explicit_head_dim || (j.contains("head_dim") ? computed
+                                                                   : computed || f.head_dim_absent > 0);
+    double prf = 1.0;
+    for (const char* block : {"rope_scaling", "rope_parameters"})
+      if (j.contains(block) && j.at(block).is_object() && j.at(block).contains("partial_rotary_factor") &&
+          j.at(block).at("partial_rotary_factor").is_number())
+        prf = j.at(block).at("partial_rotary_factor").get<double>();
+    if (j.contains("partial_rotary_factor") && j.at("partial_rotary_factor").is_number())
+      prf = j.at("partial_rotary_factor").get<double>();
+    const std::int64_t h = c.head_dim;
+    if (held && h > 4 && h % 2 != 0 && static_cast<std::int64_t>(static_cast<double>(h) * prf) == h)
+      fail(file, "head_dim",
+           std::to_string(h) + (explicit_head_dim ? "" : " (" + cls + ": hidden_size // num_attention_heads)") +
+               " is odd: RoPE rotates pairs, and " + cls + " (transformers 5's validate_rope) refuses a fully "
+               "rotated head of odd width above 4");
+  }
   c.max_position = present(j, "max_position_embeddings") ? int_field(j, file, "max_position_embeddings", 1, f.cls) : 0;
   read.emplace_back("max_position_embeddings");
   c.tie_embeddings = flag("tie_word_embeddings", f.tie_default);
