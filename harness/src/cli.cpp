@@ -317,6 +317,8 @@ int cmd_run(const Args& a) {
       }
     }
     std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
+    for (const auto& m : r.measurements)  // a headline no bug in a model or kernel can move says so
+      if (m.name == "value" && m.compared && !m.basis.empty()) line += "  [" + basis_label(m.basis) + "]";
     log << line << "\n";
     const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
     if (!quiet || bad || ids.size() == 1) std::cout << line << "\n";

@@ -109,6 +109,7 @@ json to_json(const ClaimResult& r) {
       o["stated"] = m.stated;
       o["why"] = m.why;
       if (!m.evidence.empty()) o["evidence"] = m.evidence;
+      if (!m.basis.empty()) o["basis"] = m.basis;
       if (m.expected_failure) o["expected_failure"] = m.xfail_reason;
     }
     ms.push_back(o);
@@ -163,6 +164,7 @@ ClaimResult claim_from_json(const json& j) {
       x.stated = m.at("stated");
       x.why = m.at("why");
       x.evidence = m.value("evidence", "");
+      x.basis = m.value("basis", "");
     }
     r.measurements.push_back(x);
   }

@@ -22,6 +22,7 @@ struct Measurement {
   nlohmann::json stated;       // the stated value (when compared)
   std::string why;             // the tolerance's why (when compared)
   std::string evidence;        // the measurements behind the tolerance, where its expected file gives them
+  std::string basis;           // a figure no bug in a model or kernel can move (tolerance.h): its kind, else ""
   bool expected_failure = false;  // its statement is an expected failure ("expect": "xfail")
   std::string xfail_reason;
 };

@@ -72,8 +72,22 @@ std::string measured_text(const ClaimResult& c) {
   if (!c.measured.is_object()) return "—";
   return value_text(c.measured.value("value", json()), c.measured.value("unit", ""));
 }
+// A label after a verdict whose statement no bug in a model or kernel can move ("by definition", ...).
+std::string basis_suffix(const std::string& basis) {
+  std::string l;
+  try {
+    l = basis_label(basis);
+  } catch (const std::invalid_argument&) {
+    l = basis;  // a report.json read back from another version: shown as it is
+  }
+  return l.empty() ? "" : " (" + l + ")";
+}
+
 std::string verdict_label(const ClaimResult& c) {
   if (c.status == Status::skip && c.not_implemented) return "not implemented";
+  // The headline statement's basis: a pass by definition is not a measured pass.
+  for (const auto& m : c.measurements)
+    if (m.name == "value" && m.compared) return to_string(c.status) + basis_suffix(m.basis);
   return to_string(c.status);
 }
 
@@ -592,7 +606,7 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
           o << "<details><summary>figures, assumptions, alternatives</summary><ul>";
           for (const auto& m : c->measurements)
             o << "<li>" << html_escape(m.name) << ": " << html_escape(value_text(m.value, m.unit))
-              << (m.compared ? " — " + html_escape(m.verdict) + " <i>(" + html_escape(m.why) + ")</i>" : "")
+              << (m.compared ? " — " + html_escape(m.verdict + basis_suffix(m.basis)) + " <i>(" + html_escape(m.why) + ")</i>" : "")
               << (m.compared && !m.evidence.empty() ? " <small>evidence: " + html_escape(m.evidence) + "</small>" : "")
               << "</li>";
           for (const auto& a : c->assumptions) o << "<li>assumes: " << html_escape(a) << "</li>";

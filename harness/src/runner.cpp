@@ -247,6 +247,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.stated = s.value;
     m.why = s.compare.why;
     m.evidence = s.compare.evidence;
+    m.basis = s.compare.basis;
     m.expected_failure = s.xfail;
     m.xfail_reason = s.xfail && !(r.details.contains("variant") && r.details["variant"].contains(s.name))  // a variant's reason has its figures already
                          ? with_figures(s.xfail_reason, derived, r.measurements, e.file.string(),

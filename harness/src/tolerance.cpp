@@ -190,4 +190,13 @@ std::string ArrayVerdict::text() const {
   return s;
 }
 
+std::string basis_label(const std::string& basis) {
+  if (basis.empty()) return "";
+  if (basis == "definition") return "by definition";
+  if (basis == "arithmetic") return "the series' arithmetic";
+  if (basis == "read_back") return "read back";
+  if (basis == "self_check") return "the harness's self-check";
+  throw std::invalid_argument("'" + basis + "' is not one of definition, arithmetic, read_back, self_check");
+}
+
 }  // namespace claimcheck

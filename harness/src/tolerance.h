@@ -26,7 +26,14 @@ struct Comparison {
   double part_step = 0;
   std::string why;                      // one line: why this tolerance
   std::string evidence;                 // optional: the measurements behind it (machines, dates, runs)
+  // optional: what kind of figure this statement compares where no bug in a model or a kernel can move it (it
+  // cannot fail from one, so the report labels it): "definition" (holds by construction: a sum of dtype sizes, a
+  // ratio whose terms cancel), "arithmetic" (the series' own arithmetic redone), "read_back" (a value read from a
+  // public file), "self_check" (the harness checking its own records). Absent: a computed or measured figure.
+  std::string basis;
 };
+// The label the report prints for a basis ("" for none); throws std::invalid_argument for an unknown one.
+std::string basis_label(const std::string& basis);
 
 struct Tol {
   double atol, rtol;
