@@ -63,6 +63,16 @@ d = load(target); del d["compare"]["why"]
 with_file(__import__("json").dumps(d), "compare.why", "tolerance without why")
 d = load(target); d["also"]["params"]["compare"]["step"] = -1
 with_file(__import__("json").dumps(d), "also.params.compare.step", "negative step")
+# A typo in a key: the statements under it must not be dropped with a PASS (issue 26's `alsoo`), nor a key at the
+# wrong level (evidence beside compare, not in it), nor a key its rule does not read (min under close).
+d = load(target); d["alsoo"] = d.pop("also")
+with_file(__import__("json").dumps(d), "alsoo", "a misspelt also")
+d = load(target); d["also"]["params"]["evidence"] = "measured somewhere"
+with_file(__import__("json").dumps(d), "also.params.evidence", "evidence beside compare")
+d = load(target); d["compare"] = {"rule": "close", "rtol": 0.1, "min": 3, "why": "x"}
+with_file(__import__("json").dumps(d), "compare.min", "a key the rule does not read")
+d = load(target); d["compare"]["basis"] = "obvious"
+with_file(__import__("json").dumps(d), "compare.basis", "an unknown basis")
 d = load(target); d["inputs"]["config"] = "reference/data/configs/none.json"
 open(target, "w", encoding="utf-8").write(__import__("json").dumps(d))
 r = run(cc, "run", "--claim", "ch04.full_finetune_gb", "--expected", exp)

@@ -58,13 +58,41 @@ std::vector<std::string> get_string_list(const json& j, const std::string& file,
   return out;
 }
 
+// A key outside `allowed` is one error naming the file and the key: a typo (`alsoo`, `evidence` one level too high)
+// must not drop what it holds and still pass.
+void only_keys(const json& j, const std::string& file, const std::string& p, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : j.items()) {
+    if (std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) continue;
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    input_error(file, p + k, "unknown key (here: " + list + ")");
+  }
+}
+
 Comparison parse_compare(const json& c, const std::string& file, const std::string& path) {
   if (!c.is_object()) input_error(file, path, "expected an object");
   const std::string p = path + ".";
   Comparison out;
   out.rule = get_string(c, file, p, "rule");
+  // The keys of each rule, beside rule, why, evidence and basis.
+  if (out.rule == "close") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "dtype", "atol", "rtol"});
+  else if (out.rule == "rounded" || out.rule == "truncated") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "step"});
+  else if (out.rule == "bound") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "min", "max"});
+  else if (out.rule == "band") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "relative_to", "lo", "hi"});
+  else if (out.rule == "rounded_parts")
+    only_keys(c, file, p, {"rule", "why", "evidence", "basis", "step", "part_step", "parts"});
+  else if (out.rule == "interval") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "lo_from", "hi_from"});
+  else if (out.rule == "equal") only_keys(c, file, p, {"rule", "why", "evidence", "basis"});
   out.why = get_string(c, file, p, "why");
   if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
+  if (c.contains("basis")) {
+    out.basis = get_string(c, file, p, "basis");
+    try {
+      basis_label(out.basis);
+    } catch (const std::exception& e) {
+      input_error(file, p + "basis", e.what());
+    }
+  }
   if (out.rule == "close") {
     if (c.contains("dtype")) {
       out.dtype = get_string(c, file, p, "dtype");
@@ -137,6 +165,7 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   Statement s;
   s.name = name;
   const std::string p = path.empty() ? "" : path + ".";
+  if (!path.empty()) only_keys(j, file, p, {"value", "unit", "compare", "variants", "part", "expect", "xfail_reason"});
   const json& v = field(j, file, p, "value");
   if (v.is_number()) {
     if (!std::isfinite(v.get<double>())) input_error(file, p + "value", "not a finite number");
@@ -153,6 +182,7 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
     for (std::size_t i = 0; i < vs.size(); ++i) {
       const std::string vp = p + "variants[" + std::to_string(i) + "]";
       if (!vs[i].is_object()) input_error(file, vp, "expected an object");
+      only_keys(vs[i], file, vp + ".", {"when", "compare", "expect", "xfail_reason"});
       Variant var;
       var.when = get_string(vs[i], file, vp + ".", "when");
       if (const std::string bad = when_error(var.when); !bad.empty()) input_error(file, vp + ".when", bad);
@@ -212,6 +242,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   }
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
+  only_keys(j, file, "", {"schema", "id", "title", "source", "source_en", "kind", "requires", "setup_specific", "value",
+                          "unit", "compare", "variants", "also", "expect", "xfail_reason", "pending", "inputs"});
   Expected e;
   e.file = path;
   e.raw = j;
