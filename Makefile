@@ -51,7 +51,10 @@ report: build
 	  python3 ci/bench_decode_ratios.py $(BUILD)/bench_decode.json $(BUILD)/bench_rows_decode.json; fi
 	@python3 -c 'import glob, json, sys; print(json.dumps([r for f in sorted(glob.glob(sys.argv[1])) for r in json.load(open(f))], indent=2))' \
 	  '$(BUILD)/bench_rows_*.json' > $(BUILD)/benchmarks.json
-	$(BUILD)/claimcheck run --report report --benchmarks $(BUILD)/benchmarks.json
+	@$(BUILD)/claimcheck run --report report --benchmarks $(BUILD)/benchmarks.json; rc=$$?; \
+	  if [ $$rc -eq 1 ]; then echo "claimcheck: exit 1: a claim failed or passed unexpectedly on this machine (the FAIL / XPASS lines above; report/report.html); make says Error 1 and exits 2"; \
+	  elif [ $$rc -ne 0 ]; then echo "claimcheck: exit $$rc: bad input or a check error (the line above names the file and field, or the ERROR claim); make exits 2"; fi; \
+	  exit $$rc
 
 clean:
 	rm -rf $(BUILD) report

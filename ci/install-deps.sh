@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages claimcheck needs (Debian 12, as root), and only what is missing.
-# LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or installs (once per machine).
+# Installs the Debian packages claimcheck needs (Debian 12, as root), and only what is missing: a user without root
+# whose machine has them all goes on. `bash ci/install-deps.sh sanitize` adds clang for ci/sanitize.sh (the README's
+# commands do not need it). LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or
+# installs (once per machine).
 set -euo pipefail
 
 packages=(
@@ -10,8 +12,10 @@ packages=(
   python3 python3-venv                   # the shared PyTorch environment is created from Debian's Python
   fortunes                               # English text for the chapter 3 corpus
   libcpuinfo-dev                         # the core's microarchitecture where the table does not name it
-  clang libclang-rt-14-dev               # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)
 )
+if [ "${1:-}" = sanitize ]; then
+  packages+=(clang libclang-rt-14-dev)   # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

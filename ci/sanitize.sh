@@ -8,6 +8,7 @@
 # with a negative or non-finite size, an untyped exception) fails the script; a finding's input is printed and kept
 # under build-sanitize/fuzz/findings/. Reproduce: build-sanitize/fuzz/<target> <file>.
 set -euo pipefail
+bash "$(dirname "$0")/install-deps.sh" sanitize  # clang and its runtime, where missing
 cd "$(dirname "$0")/.."
 build=$PWD/build-sanitize  # absolute: fuzz_cli works in a scratch folder of its own
 jobs=${CLAIMCHECK_SANITIZE_JOBS:-$(nproc)}

@@ -319,9 +319,10 @@ int cmd_run(const Args& a) {
     std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
     for (const auto& m : r.measurements)  // a headline no bug in a model or kernel can move says so
       if (m.name == "value" && m.compared && !m.basis.empty()) line += "  [" + basis_label(m.basis) + "]";
-    log << line << "\n";
+    log << line << "\n" << std::flush;
     const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
-    if (!quiet || bad || ids.size() == 1) std::cout << line << "\n";
+    // Flushed as each claim ends: a pipe (make, tee, CI) sees it then, not when the buffer fills.
+    if (!quiet || bad || ids.size() == 1) std::cout << line << "\n" << std::flush;
   }
   const Summary s = summarize(results);
   std::ostringstream sum;
