@@ -69,6 +69,18 @@ void only_keys(const json& j, const std::string& file, const std::string& p, std
   }
 }
 
+// A string field that `check` accepts (it throws with the reason otherwise): one error naming the file and field.
+template <class Check>
+std::string checked_string(const json& c, const std::string& file, const std::string& p, const char* key, Check check) {
+  std::string v = get_string(c, file, p, key);
+  try {
+    check(v);
+  } catch (const std::exception& e) {
+    input_error(file, p + key, e.what());
+  }
+  return v;
+}
+
 Comparison parse_compare(const json& c, const std::string& file, const std::string& path) {
   if (!c.is_object()) input_error(file, path, "expected an object");
   const std::string p = path + ".";
@@ -85,22 +97,10 @@ Comparison parse_compare(const json& c, const std::string& file, const std::stri
   else if (out.rule == "equal") only_keys(c, file, p, {"rule", "why", "evidence", "basis"});
   out.why = get_string(c, file, p, "why");
   if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
-  if (c.contains("basis")) {
-    out.basis = get_string(c, file, p, "basis");
-    try {
-      basis_label(out.basis);
-    } catch (const std::exception& e) {
-      input_error(file, p + "basis", e.what());
-    }
-  }
+  if (c.contains("basis")) out.basis = checked_string(c, file, p, "basis", [](const std::string& b) { basis_label(b); });
   if (out.rule == "close") {
     if (c.contains("dtype")) {
-      out.dtype = get_string(c, file, p, "dtype");
-      try {
-        dtype_default(out.dtype);
-      } catch (const std::exception& e) {
-        input_error(file, p + "dtype", e.what());
-      }
+      out.dtype = checked_string(c, file, p, "dtype", [](const std::string& d) { dtype_default(d); });
     } else {
       if (!c.contains("atol") && !c.contains("rtol")) input_error(file, p + "rtol", "missing (or atol, or dtype)");
       out.atol = opt_number(c, file, p, "atol").value_or(0);
