@@ -10,9 +10,10 @@ usage:
   python_competitor.py --bench BENCH.json --python PY --out ROWS.json
       the report's rows: each LibTorch row's time over Python's (1 = the benchmark runs the library as fast as it
       runs on its own)
-  python_competitor.py --bench-exe claimcheck_bench_attention --python PY --check 0.10 [--rounds 3]
+  python_competitor.py --bench-exe claimcheck_bench_attention --python PY --check 0.15 [--rounds 8]
       the test: `rounds` interleaved rounds of (the benchmark's LibTorch rows, a fresh Python process), medians;
-      exit 1 unless every row is within the tolerance of Python's; 77 where there is no LibTorch row to compare."""
+      exit 1 where a row's benchmark / Python exceeds 1 + the tolerance (the benchmark handicaps the library); 77
+      where there is no LibTorch row to compare."""
 import argparse
 import json
 import os
@@ -143,14 +144,20 @@ def main():
     for k in sorted(cpp_runs):
         if k not in py_runs:
             continue
-        # The best round of each side: this VM's two vCPUs sometimes share one host core for seconds at a time, long
-        # enough to slow one side's whole round (T=4096: Python 250 ms against the benchmark's 200 once, 0.80; both
-        # 93-100 % of each other in the other runs); the best round is each side at the machine's own speed.
-        c, p = min(cpp_runs[k]), min(py_runs[k])
-        ok = abs(c / p - 1) <= a.check
+        # The median round of each side (each round is already its side's best repetition): this VM's two vCPUs
+        # sometimes share one host core for seconds at a time, long enough to slow one side's whole round (T=4096:
+        # Python 250 ms against the benchmark's 200 once), and now and then a round runs lucky (Python 165.6 ms where
+        # its other seven read 184-243): the best round over eight flipped the verdict both ways (0.889 at T=1024 in a
+        # fresh clone's make test, 1.152 at T=4096 in a run here), the medians of two runs here read 0.997-1.037.
+        c, p = statistics.median(cpp_runs[k]), statistics.median(py_runs[k])
+        # One-sided: the question is whether the benchmark handicaps the library (issue 23: its SDPA row took
+        # 119-129 ms where Python took 93-96, 1.25-1.35x); a benchmark row faster than Python's makes the competitor
+        # no weaker. The medians of 5 runs of 8 rounds each read 0.909-1.079 here (2-vCPU Zen 3 guest).
+        ok = c / p <= 1 + a.check
         bad += not ok
-        print(f"{'ok ' if ok else 'BAD'} {k}: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} ms "
-              f"(benchmark / Python {c / p:.3f}, allowed 1 +- {a.check})")
+        print(f"{'ok ' if ok else 'BAD'} {k}: median rounds: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} ms "
+              f"(benchmark / Python {c / p:.3f}, allowed up to {1 + a.check:.2f}); rounds in ms: benchmark "
+              f"{[round(x * 1e3, 2) for x in cpp_runs[k]]}, Python {[round(x * 1e3, 2) for x in py_runs[k]]}")
     return 1 if bad else 0
 
 

@@ -68,15 +68,19 @@ HEAD_DIM_ABSENT = {"qwen3": 128, "gemma": 256, "gemma2": 256}
 HIDDEN_DIVISIBLE = {"llama", "gemma2"}
 DENSE_NAMES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "self_attn.q_proj",
                "mlp.down_proj", "lm_head", "embed_tokens", "layers.0.self_attn.v_proj"]
+# The Llama-style MLP names and Mixtral's old w1 / w2 / w3 are among them: in transformers 5 the experts are fused
+# tensors, not Linear modules, so peft adapts only what the names find besides (issue 24).
 NAMES = {"mixtral": ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "self_attn.o_proj", "lm_head",
-                     "embed_tokens", "layers.0.self_attn.k_proj"],
+                     "embed_tokens", "layers.0.self_attn.k_proj", "gate_proj", "up_proj", "down_proj", "w1", "w2",
+                     "w3"],
          "qwen2_moe": ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "shared_expert_gate", "gate_proj",
-                       "shared_expert.up_proj", "down_proj", "lm_head", "layers.1.self_attn.q_proj"],
+                       "shared_expert.up_proj", "down_proj", "lm_head", "layers.1.self_attn.q_proj", "up_proj",
+                       "experts.0.gate_proj"],
          # Phi-3's fused modules; q_proj matches nothing there (peft skips it beside a name that matches)
          "phi3": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj", "self_attn.qkv_proj", "mlp.gate_up_proj",
                   "q_proj", "lm_head", "embed_tokens", "layers.0.self_attn.qkv_proj", "layers.1.mlp.down_proj"],
          "starcoder2": ["q_proj", "k_proj", "v_proj", "o_proj", "c_fc", "c_proj", "mlp.c_fc", "self_attn.o_proj",
-                        "lm_head", "embed_tokens", "layers.0.mlp.c_proj", "gate_proj"]}
+                        "lm_head", "embed_tokens", "layers.0.mlp.c_proj", "gate_proj", "up_proj", "down_proj"]}
 # Modules peft refuses by name (norms): picked now and then, both sides must refuse.
 NORMS = {"gemma2": ["pre_feedforward_layernorm", "post_feedforward_layernorm"], "starcoder2": ["input_layernorm"],
          "olmo": ["post_attention_layernorm"], "phi3": ["input_layernorm"]}
@@ -341,7 +345,10 @@ def main():
                        glob.glob(os.path.join(a.root, "tests", "data", "configs", "*.json"))):
         with open(path, encoding="utf-8") as f:
             d = json.load(f)
-        for r, spelling in ((16, "all-linear"), (rng.choice([1, 4, 8, 64]), random_targets(rng, d["model_type"]))):
+        # all-linear; the Llama-style names every family is tried with (MoE experts and StarCoder2's c_fc / c_proj
+        # are not among what they find); names of the family's own, drawn
+        for r, spelling in ((16, "all-linear"), (16, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"),
+                            (rng.choice([1, 4, 8, 64]), random_targets(rng, d["model_type"]))):
             cases.append((os.path.relpath(path, a.root), d, path, r, spelling, tmp))
     shipped = len(cases)
     for fam in FAMILIES:

@@ -425,6 +425,17 @@ TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"experts"}), ref::SpecError);
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"gate_proj"}), ref::SpecError);  // no such Linear in Mixtral
   EXPECT_EQ(ref::lora_trainable(mx, 16, {"gate"}), 32 * router);              // peft converts Mixtral's router
+  // Mixtral's transformers-4 names, as peft 0.21.2 converts them: w1 + w3 the fused gate_up_proj (rank doubled), w2
+  // down_proj, each in every layer (a layer prefix too: the name becomes a parameter name); w1 alone refused.
+  const std::int64_t gate_up = 16 * 8 * 2 * (4096 + 2 * 14336), down = 16 * 8 * (14336 + 4096);
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"w1", "w3"}), 32 * gate_up);
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"layers.0.mlp.experts.w2"}), 32 * down);
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"layers.0.mlp.gate"}), 32 * router);
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w2", "w3", "gate"}),
+            ref::lora_trainable(mx, 16, {"all-linear"}));
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"w1", "w3", "gate_proj"}), 32 * gate_up);  // gate_proj skipped beside them
+  EXPECT_THROW(ref::lora_trainable(mx, 16, {"w1"}), ref::SpecError);
+  EXPECT_THROW(ref::lora_trainable(mx, 16, {"q_proj", "w3"}), ref::SpecError);
   const auto qm = cfg("reference/data/configs/qwen1.5-moe-a2.7b.json");
   EXPECT_THROW(ref::lora_trainable(qm, 16, {"gate"}), ref::SpecError);  // peft refuses Qwen2MoeTopKRouter
   const auto partly = ref::lora_count(qm, 16, ref::parse_lora_targets("q_proj,w1"));  // peft skips w1, keeps q_proj

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -652,21 +653,46 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
   }
   LoraCount out;
   std::vector<bool> name_used(t.names.size(), false);
+  // peft 0.21's conversion of Mixtral's transformers-4 names (utils/transformers_weight_conversion.py): a listed
+  // name that is, or ends in ".", the router `gate` or an expert's w1, w3, w2 becomes a target parameter of every
+  // sparse layer (the router's weight, the fused gate_up_proj, down_proj) and no longer a module name; w1 and w3 are
+  // fused, so one without the other is refused.
+  std::set<std::string> converted;  // "mlp.gate", "mlp.experts#gate_up_proj", "mlp.experts#down_proj"
+  std::vector<bool> is_converted(t.names.size(), false);
+  if (c.peft_all_linear_experts) {
+    bool w1 = false, w3 = false;
+    for (std::size_t i = 0; i < t.names.size(); ++i) {
+      for (const char* old : {"gate", "w1", "w3", "w2"}) {
+        if (!suffix_match(t.names[i], old)) continue;
+        const std::string o = old;
+        converted.insert(o == "gate" ? "mlp.gate" : o == "w2" ? "mlp.experts#down_proj" : "mlp.experts#gate_up_proj");
+        w1 = w1 || o == "w1";
+        w3 = w3 || o == "w3";
+        is_converted[i] = name_used[i] = true;
+        break;
+      }
+    }
+    if (w1 != w3)
+      throw SpecError(std::string("lora: field 'target_modules': ") + (w1 ? "w1 without w3" : "w3 without w1") +
+                      ": peft fuses Mixtral's w1 and w3 into the experts' gate_up_proj and refuses one alone");
+  }
   auto select = [&](const std::string& full, const std::string& shown, const Module& m) {
     bool hit = false;
     if (t.all_linear) {
       hit = m.all_linear;
     } else if (!t.regex.empty()) {
       hit = m.name.find('#') == std::string::npos && std::regex_match(full, re);
+    } else if (converted.count(m.name)) {
+      hit = true;  // a converted name: this parameter in every sparse layer
     } else if (m.name.find('#') == std::string::npos) {
       for (std::size_t i = 0; i < t.names.size(); ++i)
-        if (suffix_match(full, t.names[i])) {
+        if (!is_converted[i] && suffix_match(full, t.names[i])) {
           hit = true;
           name_used[i] = true;
         }
     }
     if (!hit) return;
-    if (!t.all_linear && !m.adaptable)
+    if (!t.all_linear && !m.adaptable && !converted.count(m.name))
       throw SpecError("lora: field 'target_modules': selects " + full + ", " + m.what +
                       ", which peft cannot adapt by name (Linear and Embedding modules only)");
     // r x (in + out) in a double first: a rank of 2^31 on a wide layer passes int64 (a typo, not a config).
