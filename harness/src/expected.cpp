@@ -61,8 +61,9 @@ std::vector<std::string> get_string_list(const json& j, const std::string& file,
 // A key outside `allowed` is one error naming the file and the key: a typo (`alsoo`, `evidence` one level too high)
 // must not drop what it holds and still pass.
 void only_keys(const json& j, const std::string& file, const std::string& p, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : j.items()) {
-    if (std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) continue;
+  for (const auto& item : j.items()) {
+    const std::string& k = item.key();  // a plain name: clang does not capture a structured binding in a lambda
+    if (std::any_of(allowed.begin(), allowed.end(), [&k](const char* a) { return k == a; })) continue;
     std::string list;
     for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
     input_error(file, p + k, "unknown key (here: " + list + ")");
