@@ -190,11 +190,9 @@ struct Frame {
 };
 struct Recorder {
   std::vector<Frame> stack;
-  std::map<std::string, double> self_by_op;
-  std::map<std::string, double> by_bucket;
-  // Every event's self time by its frames (outermost first) and the bucket it went to ("" where none took it).
+  // Every event's self time (and calls) by its frames (outermost first) and the bucket it went to ("" where none
+  // took it): the buckets' and the operators' totals are sums over it.
   std::map<std::pair<std::vector<std::string>, std::string>, std::pair<double, int>> by_path;
-  double top_level = 0;
   // The time outside any top-level operator, timed as intervals: from the step's start (or the last top-level
   // exit) to the next top-level entry, and from the last exit to the step's end.
   double gaps = 0;
@@ -250,13 +248,8 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
   r->stack.resize(ref->depth - 1);
   const double dur = std::chrono::duration<double>(t1 - f.t0).count(), self = std::max(0.0, dur - f.children);
   ++r->events;
-  if (r->stack.empty()) {
-    r->top_level += dur;
-    r->idle_since = t1;
-  } else {
-    r->stack.back().children += dur;
-  }
-  r->self_by_op[f.name] += self;
+  if (r->stack.empty()) r->idle_since = t1;
+  else r->stack.back().children += dur;
   std::string bucket = "other_ops";
   if (f.in_attention) bucket = "attention";
   // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
@@ -271,7 +264,6 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
   auto& at_path = r->by_path[{std::move(frames), bucket}];
   at_path.first += self;
   ++at_path.second;
-  if (!bucket.empty()) r->by_bucket[bucket] += self;
 }
 
 }  // namespace
@@ -358,10 +350,14 @@ ProfileBuckets profile_step(const std::string& model, const std::filesystem::pat
   out.wall_s = wall;
   out.operators = rec.events;
   for (const auto& b : profile_bucket_names()) out.seconds[b] = 0;
-  for (const auto& [b, s] : rec.by_bucket) out.seconds[b] = s;
   out.seconds["gaps"] = rec.gaps;
-  for (auto& [key, v] : rec.by_path) out.ops.push_back({key.first, key.second, v.first, v.second});
-  std::vector<std::pair<std::string, double>> ops(rec.self_by_op.begin(), rec.self_by_op.end());
+  std::map<std::string, double> self_by_op;
+  for (const auto& [key, v] : rec.by_path) {
+    out.ops.push_back({key.first, key.second, v.first, v.second});
+    if (!key.second.empty()) out.seconds[key.second] += v.first;  // "": the time no bucket took is lost
+    self_by_op[key.first.back()] += v.first;
+  }
+  std::vector<std::pair<std::string, double>> ops(self_by_op.begin(), self_by_op.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (ops.size() > 8) ops.resize(8);
   out.top_ops = ops;
