@@ -317,8 +317,8 @@ int cmd_run(const Args& a) {
       }
     }
     std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
-    for (const auto& m : r.measurements)  // a headline no bug in a model or kernel can move says so
-      if (m.name == "value" && m.compared && !m.basis.empty()) line += "  [" + basis_label(m.basis) + "]";
+    // a headline no bug in a model or kernel can move says so
+    if (const std::string b = headline_basis(r); !b.empty()) line += "  [" + basis_label(b) + "]";
     log << line << "\n" << std::flush;
     const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
     // Flushed as each claim ends: a pipe (make, tee, CI) sees it then, not when the buffer fills.

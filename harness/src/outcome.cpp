@@ -186,4 +186,10 @@ json to_json(const Summary& s) {
   return j;
 }
 
+std::string headline_basis(const ClaimResult& r) {
+  for (const auto& m : r.measurements)
+    if (m.name == "value" && m.compared) return m.basis;
+  return "";
+}
+
 }  // namespace claimcheck

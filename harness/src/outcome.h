@@ -10,6 +10,9 @@ namespace claimcheck {
 
 enum class Status { pass, fail, skip, xfail, xpass, error };
 const char* to_string(Status s);
+struct ClaimResult;
+// The basis of the claim's compared headline statement (tolerance.h: "definition", ...), "" where it has none.
+std::string headline_basis(const ClaimResult& r);
 bool parse_status(const std::string& s, Status* out);
 
 struct Measurement {

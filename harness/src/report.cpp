@@ -85,10 +85,7 @@ std::string basis_suffix(const std::string& basis) {
 
 std::string verdict_label(const ClaimResult& c) {
   if (c.status == Status::skip && c.not_implemented) return "not implemented";
-  // The headline statement's basis: a pass by definition is not a measured pass.
-  for (const auto& m : c.measurements)
-    if (m.name == "value" && m.compared) return to_string(c.status) + basis_suffix(m.basis);
-  return to_string(c.status);
+  return to_string(c.status) + basis_suffix(headline_basis(c));  // a pass by definition is not a measured pass
 }
 
 std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& r) {

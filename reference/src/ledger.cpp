@@ -310,8 +310,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   {
     const std::string t = c.model_type;
     const bool computed = t == "llama" || t == "mistral";
-    const bool held = explicit_head_dim || (j.contains("head_dim") ? computed
-                                                                   : computed || f.head_dim_absent > 0);
+    const bool held = explicit_head_dim || computed || (!j.contains("head_dim") && f.head_dim_absent > 0);
     double prf = 1.0;
     for (const char* block : {"rope_scaling", "rope_parameters"})
       if (j.contains(block) && j.at(block).is_object() && j.at(block).contains("partial_rotary_factor") &&
