@@ -306,8 +306,10 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, flo
 // Two dependent chains whose latency no core shortens, on two different units; the clock is their count x latency
 // over the time, and the two must agree (a core that shortcuts one of them, as Golden Cove and later fold a chain of
 // `add reg, imm` at rename and ran one at ~5 per cycle, shows as a disagreement, not as a 10 GHz clock).
-//  - x86-64: `imul r64, r64`, 3 cycles on every x86-64 core since the Pentium 4 / K8 (Intel's and AMD's optimisation
-//    manuals; uops.info); `paddq xmm, xmm` (SSE2, so every x86-64 core), 1 cycle on the SIMD integer adder.
+//  - x86-64: `imul r64, r64`, 3 cycles on the multiplier of every x86-64 core since the Pentium 4 / K8 (Intel's and
+//    AMD's optimisation manuals; uops.info); `add r64, r64` from a register, 1 cycle on every integer ALU. Not a SIMD
+//    op: their latencies differ by core (`paddq xmm` is 1 cycle up to Zen 4 and 2 on Zen 5, which read 2.0 GHz
+//    against imul's 4.0 on a Turin core), and not an immediate, which Golden Cove folds at rename.
 //  - AArch64: `add x, x, #1` (1 cycle) and a scalar `fmadd d` (4 cycles on Neoverse N1, V1, N2 and V2: the Arm
 //    software optimisation guides, LLVM's AArch64SchedNeoverse*.td; a 64-bit `madd` is 2 on V1/N2/V2 but 4 on N1).
 // 32 operations per iteration, the loop's own add and branch run beside the chain on other ports.
@@ -322,26 +324,14 @@ __attribute__((noinline)) std::uint64_t imul_chain(std::uint64_t iters) {
   for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\timul %1, %0\n\t.endr" : "+r"(x) : "r"(m));
   return x;
 }
-__attribute__((noinline)) std::uint64_t paddq_chain(std::uint64_t iters) {
-  std::uint64_t out = 0;
-  asm volatile(
-      "pxor %%xmm0, %%xmm0\n\t"
-      "pcmpeqd %%xmm1, %%xmm1\n\t"
-      "test %1, %1\n\t"
-      "jz 2f\n\t"
-      "1:\n\t"
-      ".rept 32\n\tpaddq %%xmm1, %%xmm0\n\t.endr\n\t"
-      "dec %1\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      "movq %%xmm0, %0"
-      : "=r"(out), "+r"(iters)
-      :
-      : "xmm0", "xmm1", "cc");
-  return out;
+__attribute__((noinline)) std::uint64_t add_reg_chain(std::uint64_t iters) {
+  // A register operand, not an immediate: its value is not known at rename, so no core can fold the chain.
+  std::uint64_t x = 0, one = 1;
+  for (std::uint64_t i = 0; i < iters; ++i) asm volatile(".rept 32\n\tadd %1, %0\n\t.endr" : "+r"(x) : "r"(one));
+  return x;
 }
 const Chain kClockChains[2] = {{imul_chain, 3, "imul r64 chain (3 cycles each)"},
-                               {paddq_chain, 1, "paddq xmm chain (1 cycle each)"}};
+                               {add_reg_chain, 1, "add r64, r64 chain (1 cycle each)"}};
 #elif defined(__aarch64__)
 __attribute__((noinline)) std::uint64_t add_chain(std::uint64_t iters) {
   std::uint64_t x = 0;

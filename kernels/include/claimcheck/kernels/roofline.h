@@ -2,7 +2,7 @@
 //  - peak FLOP/s: every thread runs independent FMA chains in vector registers, as many as hide the FMA latency
 //    for the instruction set actually dispatched and no more than the register file holds (no spills);
 //  - the effective clock under an all-core load: two dependent chains of known latency on two different units
-//    (x86-64: imul r64, 3 cycles, and paddq xmm, 1 cycle), which must agree;
+//    (x86-64: imul r64, 3 cycles, and add r64 from a register, 1 cycle), which must agree;
 //  - the bf16 engines where the CPU has them: AVX-512 bf16 dot products (vdpbf16ps) and the AMX tile unit
 //    (tdpbf16ps), each with independent accumulators and a result checked against its closed form;
 //  - read bandwidth, STREAM-style: a read-only reduction and a triad (a = b + s*c) over arrays of at least 4x the
