@@ -148,7 +148,7 @@ TEST(Roofline, TheoreticalPeakIsCoresClockFlopPerCycle) {
   EXPECT_EQ(ref::nearest_figure({32, 64}, 0), 64);
 }
 
-// The three CPUs the project has met, from their recorded /proc/cpuinfo, and an Arm server in the kernel's format.
+// The four CPUs the project has met, from their recorded /proc/cpuinfo, and an Arm server in the kernel's format.
 TEST(Roofline, ParsesTheMachinesDescriptions) {
   const auto emr = machine("emerald-rapids");
   EXPECT_EQ(emr.vendor, "GenuineIntel");
@@ -168,6 +168,11 @@ TEST(Roofline, ParsesTheMachinesDescriptions) {
   EXPECT_EQ(zen4.model, 17);
   EXPECT_TRUE(zen4.has("avx512f") && zen4.has("avx512_bf16"));
   EXPECT_FALSE(zen4.has("amx_bf16"));
+  const auto zen5 = machine("zen5");
+  EXPECT_EQ(zen5.family, 26);
+  EXPECT_EQ(zen5.model, 2);
+  EXPECT_TRUE(zen5.has("avx512f") && zen5.has("avx512_bf16") && zen5.has("avx_vnni"));
+  EXPECT_FALSE(zen5.has("amx_bf16"));
   const auto v1 = machine("neoverse-v1");
   EXPECT_EQ(v1.vendor, "ARM");
   EXPECT_EQ(v1.implementer, "0x41");
@@ -195,6 +200,13 @@ TEST(Roofline, EachMachineItsMicroarchitectureAndEngines) {
   EXPECT_EQ(fp32(zen3, "avx2"), 32);
   EXPECT_EQ(zen3.bf16_dot_flop_per_cycle, 0);
   EXPECT_EQ(zen3.fp32_flop_per_cycle.count("avx512"), 0u);
+  const auto zen5 = uarch_of(machine("zen5"));
+  EXPECT_EQ(zen5.name, "Zen 5 (server / desktop)");
+  EXPECT_EQ(fp32(zen5, "avx512"), 64);  // full 512-bit datapaths: twice Zen 4's zmm peak per cycle
+  EXPECT_EQ(fp32(zen5, "avx2"), 32);
+  EXPECT_EQ(zen5.bf16_dot_flop_per_cycle, 128);  // two zmm vdpbf16ps per cycle, as measured on this core
+  EXPECT_FALSE(zen5.bf16_dot_lower_bound);
+  EXPECT_EQ(zen5.amx_bf16_flop_per_cycle, 0);
   const auto v1 = uarch_of(machine("neoverse-v1"));
   EXPECT_EQ(v1.name, "Neoverse V1");
   EXPECT_EQ(fp32(v1, "neon"), 32);  // four 128-bit pipes
