@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 #include <functional>
 #include <memory>
@@ -94,11 +95,24 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   if (on.cuda && !torch_cuda_available(&why)) throw std::runtime_error(why);
   const torch::Device device = on.cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   const torch::Dtype dtype = on.bf16 ? torch::kBFloat16 : torch::kFloat;
-  // The queue drained at each timestamp on a GPU (its kernels run asynchronously); nothing to wait for on a CPU.
+  // The queue drained at each timestamp on a GPU (its kernels run asynchronously); nothing to wait for on a CPU,
+  // where the process's CPU time may stand in for the wall clock (BlockStepOn::cpu_clock).
+  const bool cpu_clock = on.cpu_clock && !on.cuda;
   auto now = [&] {
     if (on.cuda) torch::cuda::synchronize();
+    if (cpu_clock) {
+      timespec ts{};
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(ts.tv_sec) +
+                                                                            std::chrono::nanoseconds(ts.tv_nsec)));
+    }
     return Clock::now();
   };
+  struct Threads {  // BlockStepOn::threads, restored on the way out
+    int before = at::get_num_threads();
+    explicit Threads(int n) { if (n > 0) at::set_num_threads(n); }
+    ~Threads() { at::set_num_threads(before); }
+  } threads_guard(on.cuda ? 0 : on.threads);
   install_counting_allocator();
   const std::int64_t base = live_bytes();
   LayerStack block(c, seed, tokens);
@@ -114,6 +128,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   torch::optim::AdamW opt(block.parameters(), torch::optim::AdamWOptions(1e-4));
   BlockStepTiming r;
   r.forward_s = r.backward_s = r.step_s = std::numeric_limits<double>::infinity();
+  std::vector<double> ratios;
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {  // the first run warms up
     opt.zero_grad();
     const auto x = data.input(dtype);
@@ -125,10 +140,15 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.step();
     const auto t3 = now();
     if (i == 0) continue;
-    r.forward_s = std::min(r.forward_s, std::chrono::duration<double>(t1 - t0).count());
-    r.backward_s = std::min(r.backward_s, std::chrono::duration<double>(t2 - t1).count());
+    const double fwd = std::chrono::duration<double>(t1 - t0).count(), bwd = std::chrono::duration<double>(t2 - t1).count();
+    ratios.push_back(bwd / fwd);
+    r.forward_s = std::min(r.forward_s, fwd);
+    r.backward_s = std::min(r.backward_s, bwd);
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
   }
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  r.backward_over_forward = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
   if (!on.cuda) {  // one more step under the allocator's peak counter (the optimizer state exists by now)
     opt.zero_grad();
     reset_peak();
@@ -136,12 +156,28 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.step();
     r.step_peak_bytes = peak_bytes() - base;
   }
+  if (!on.cuda) {  // the library's GEMM at the step's largest shape, best of the same number of runs
+    torch::NoGradGuard ng;
+    const auto a = torch::randn({static_cast<std::int64_t>(batch) * tokens, c.hidden}, torch::dtype(dtype));
+    const auto w = torch::randn({c.hidden, c.intermediate}, torch::dtype(dtype));
+    r.library_gemm_s = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
+      const auto t0 = now();
+      const auto out = torch::mm(a, w);
+      const double s = since(t0);
+      if (i > 0) r.library_gemm_s = std::min(r.library_gemm_s, s);
+    }
+    r.library_gemm_flops = 2.0 * static_cast<double>(batch) * tokens * static_cast<double>(c.hidden) *
+                           static_cast<double>(c.intermediate);
+  }
   // A planted fault: the FLOPs of one token for those of the step.
   r.forward_flops = block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
   r.params = block.linear_params();
   r.batch = batch;
   r.tokens = tokens;
   r.layers = static_cast<int>(c.layers);
+  r.hidden = c.hidden;
+  r.intermediate = c.intermediate;
   r.threads = at::get_num_threads();
   r.device = on.cuda ? "cuda" : "cpu";
   r.dtype = on.bf16 ? "bfloat16" : "float32";

@@ -17,21 +17,33 @@ namespace claimcheck::train {
 // attention's QK^T and PV (2 x 2 x heads x head_dim x T(T+1)/2 per sequence and layer).
 struct BlockStepTiming {
   double forward_s = 0, backward_s = 0;
+  double backward_over_forward = 0;  // the median over the repeats of each one's backward / forward (one step's two
+                                     // phases back to back: a slow spell moves both, and the median drops a burst)
   double step_s = 0;              // forward + backward + AdamW step, timed as one
   double forward_flops = 0;       // the model's forward FLOPs (the backward's are twice: dX and dW)
   std::int64_t params = 0;        // in the layers' Linear weights
   std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
                                      // saved activations and temporaries (each touched at least once)
+  // The stack's own GEMM at the step's largest shape ([batch x tokens, hidden] x [hidden, intermediate], the dtype
+  // and threads of the step), best of `repeats` after the steps: the ceiling its GEMMs can reach here (CPU only; 0
+  // on CUDA, where the check times cuBLAS itself).
+  double library_gemm_s = 0, library_gemm_flops = 0;
   int batch = 0, tokens = 0, layers = 0, threads = 0;
+  std::int64_t hidden = 0, intermediate = 0;
   std::string device = "cpu", dtype = "float32";
 };
 // Where the step runs: the CPU in fp32 (the default), or the CUDA device (LibTorch CUDA) with bf16 weights, data
 // and AdamW state, each phase timed with the queue drained around it. layers > 0 takes the config's first `layers`
 // layers (a Llama-3-8B layer or two on a GPU). step_peak_bytes is the counting allocator's (the CPU's); 0 on CUDA.
+// On the CPU, `threads` > 0 runs the step on that many intra-op threads (restored after), and `cpu_clock` times
+// each phase by the process's CPU time, not the wall clock: a phase's cost in CPU seconds, which a neighbour that
+// takes the core for a while does not inflate (with one thread, the work itself).
 struct BlockStepOn {
   bool cuda = false;
   bool bf16 = false;
   int layers = 0;
+  int threads = 0;
+  bool cpu_clock = false;
 };
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
 // "flops_per_token_only" (forward_flops counts one token, not the step's).
