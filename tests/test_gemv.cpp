@@ -76,8 +76,10 @@ TEST(Gemv, ParsesFaults) {
   EXPECT_TRUE(f.read_weights_twice);
   EXPECT_TRUE(K::parse_gemv_fault("nf4_dequant_first", &f));
   EXPECT_TRUE(f.dequant_whole_first && !f.read_weights_twice);
+  EXPECT_TRUE(K::parse_gemv_fault("nf4_half_rows", &f));
+  EXPECT_TRUE(f.nf4_half_rows && !f.dequant_whole_first);
   EXPECT_FALSE(K::parse_gemv_fault("scale_by_d", &f));
-  EXPECT_FALSE(f.read_weights_twice || f.dequant_whole_first);
+  EXPECT_FALSE(f.read_weights_twice || f.dequant_whole_first || f.nf4_half_rows);
 }
 
 TEST(Gemv, PathsAreKnown) {
@@ -221,6 +223,11 @@ TEST(Gemv, PlantedFaultsKeepResults) {
     ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), N, Kd, levels(), xd.data(), r.data(), ab.data());
     K::gemv_nf4(m, x.data(), b.data(), first);
     for (int n = 0; n < N; ++n) ASSERT_NEAR(b[n], r[n], std::ldexp(ab[n], -9) + tol32(Kd, ab[n])) << n;
+    // Half the rows (a fault that does change the result: the rest come out 0).
+    K::GemvOptions half{2, {}};
+    half.faults.nf4_half_rows = true;
+    K::gemv_nf4(m, x.data(), b.data(), half);
+    for (int n = 0; n < N; ++n) EXPECT_EQ(b[n], n < N / 2 ? a[n] : 0.0f) << n;
   });
   // The dequantised matrix is level * scale rounded to bf16.
   const auto d = K::dequantize_nf4_bf16(m);

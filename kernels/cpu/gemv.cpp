@@ -93,6 +93,7 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   else if (name == "stack_bytes_as_elements") out->bytes_as_elements = true;
   else if (name == "gemm_first_tile_only") out->first_tile_only = true;
   else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
+  else if (name == "nf4_half_rows") out->nf4_half_rows = true;
   else return false;
   return true;
 }
@@ -636,7 +637,8 @@ void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y
   });
 }
 
-void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads) {
+// The first `rows` rows of W (all of them but under the planted nf4_half_rows).
+void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads, int rows) {
   if (pth == kEmulated512) pth = kAvx2;
   if (pth == kNeon) pth = kPortable;  // NF4 on AArch64: the portable kernel (vectorised by the compiler)
 #if CC_X86
@@ -648,10 +650,10 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
     xs = buf;
   }
 #endif
-  const int chunk = row_chunk(W.N, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
+  const int chunk = row_chunk(rows, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
   const std::uint8_t* P = W.packed.data();
   const float* S = W.scales.data();
-  parallel_rows(W.N, chunk, threads, [&](int r0, int r1) {
+  parallel_rows(rows, chunk, threads, [&](int r0, int r1) {
 #if CC_X86
     if (pth == kAvx512) return nf4_rows_avx512(P, S, W.K, xs, r0, r1, y);
     if (pth == kAvx2) return nf4_rows_avx2(P, S, W.K, xs, r0, r1, y);
@@ -1283,10 +1285,13 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
     return gemv_bf16(d.data(), W.N, W.K, x, y, inner);
   }
   const Path pth = path();
-  nf4_pass(pth, W, x, y, o.threads);
+  // The planted nf4_half_rows: the second half of the rows never computed (left 0), so the step reads half its bytes.
+  const int rows = o.faults.nf4_half_rows ? W.N / 2 : W.N;
+  if (rows < W.N) std::fill(y + rows, y + W.N, 0.0f);
+  nf4_pass(pth, W, x, y, o.threads, rows);
   if (o.faults.read_weights_twice) {
     float* y2 = scratch_floats(1, W.N);
-    nf4_pass(pth, W, x, y2, o.threads);
+    nf4_pass(pth, W, x, y2, o.threads, rows);
     consume(y2);
   }
 }
