@@ -87,20 +87,23 @@ static void decode_4bit(claimcheck::Context& ctx) {
   // memory. Dequantising fewer weights per second than memory delivers them makes the step compute-bound, and its
   // time at least (weights / that rate) / the bf16 time, whatever the format's bytes: the predicted ratio chooses
   // the expectation (expected/ch06/decode_4bit.json), not the name of the CPU.
-  const int cN = 256, cK = 4096, reps = 50;
+  const int cN = 256, cK = 4096, reps = 100;
   const auto cw = ch06::random_bf16(static_cast<std::size_t>(cN) * cK, cK, ctx.seed() + 7);
   const ch06::K::Nf4Matrix cm = ch06::K::quantize_nf4(cw.data(), cN, cK, opts.threads);
   const auto cx = ch06::random_activations(cK, ctx.seed());
   std::vector<float> cy(cN);
   ch06::K::gemv_nf4(cm, cx.data(), cy.data(), opts);  // warm the cache
-  const double tc = ch06::best_seconds(5, [&] {
+  const double tc = ch06::best_seconds(15, [&] {
     for (int i = 0; i < reps; ++i) ch06::K::gemv_nf4(cm, cx.data(), cy.data(), opts);
   }) / reps;
-  const double nf4_weights_per_s = static_cast<double>(cN) * cK / tc;
+  // The kernel dequantises at least as fast as its own step just did from memory: a cache-resident reading below
+  // that (a slow moment: 37 GB/s once where the step read 43) is not the kernel's rate.
   const double weights = static_cast<double>(s16.weight_bytes()) / 2;
+  const double cache_weights_per_s = static_cast<double>(cN) * cK / tc;
+  const double nf4_weights_per_s = std::max(cache_weights_per_s, weights / t4);
   const double predicted = std::max(byte_ratio, weights / nf4_weights_per_s / t16);
   ctx.derive("nf4_predicted_time_ratio", predicted, "ratio");
-  ctx.measure("nf4_cache_gb_s", nf4_weights_per_s * static_cast<double>(cm.bytes()) / (static_cast<double>(cN) * cK) / 1e9,
+  ctx.measure("nf4_cache_gb_s", cache_weights_per_s * static_cast<double>(cm.bytes()) / (static_cast<double>(cN) * cK) / 1e9,
               "GB/s");
   ctx.measure("time_ratio", time_ratio, "ratio");
   ctx.measure_bool("nf4_faster", time_ratio < 1);
@@ -110,7 +113,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
   ctx.measure("bf16_gb_s", static_cast<double>(s16.weight_bytes()) / t16 / 1e9, "GB/s");
   ctx.detail("ms", {{"bf16", t16 * 1e3}, {"nf4", t4 * 1e3}, {"bf16_mb", s16.weight_bytes() / 1e6},
                     {"nf4_mb", s4.weight_bytes() / 1e6}, {"kernel_isa", ch06::K::gemv_simd_path()}});
-  ctx.assumption("the NF4 kernel's balance: " + ch06::fmt3(nf4_weights_per_s / 1e9) + " G weights/s from cache against "
+  ctx.assumption("the NF4 kernel's balance: " + ch06::fmt3(nf4_weights_per_s / 1e9) + " G weights/s (from cache, or its own step's rate where that is higher) against "
                  "the bf16 chain's " + ch06::fmt3(weights / t16 / 1e9) + " G weights/s from memory: a time ratio of at "
                  "least " + ch06::fmt3(predicted) + " (" + (predicted > byte_ratio ? "compute-bound" : "memory-bound: the bytes' ratio") + ")");
   ctx.assumption("measured: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layers, the median of " +
