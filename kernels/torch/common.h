@@ -26,6 +26,20 @@ inline std::string parameters_sha256(const std::vector<torch::Tensor>& params) {
   return h.hex();
 }
 
+// LibTorch's intra-op threads set to n for a scope (n <= 0: left as they are) and restored on the way out.
+class ScopedIntraOpThreads {
+ public:
+  explicit ScopedIntraOpThreads(int n) : before_(torch::get_num_threads()) {
+    if (n > 0) torch::set_num_threads(n);
+  }
+  ~ScopedIntraOpThreads() { torch::set_num_threads(before_); }
+  ScopedIntraOpThreads(const ScopedIntraOpThreads&) = delete;
+  ScopedIntraOpThreads& operator=(const ScopedIntraOpThreads&) = delete;
+
+ private:
+  int before_;
+};
+
 // A residual add that asserts what broadcasting would hide: (3,) + (3, 1) is a (3, 3) tensor in LibTorch, with no
 // error. `check` is false only where a test plants the fault "skip_shape_assertion".
 inline torch::Tensor same_shape_add(const torch::Tensor& a, const torch::Tensor& b, bool check = true) {

@@ -108,11 +108,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     }
     return Clock::now();
   };
-  struct Threads {  // BlockStepOn::threads, restored on the way out
-    int before = at::get_num_threads();
-    explicit Threads(int n) { if (n > 0) at::set_num_threads(n); }
-    ~Threads() { at::set_num_threads(before); }
-  } threads_guard(on.cuda ? 0 : on.threads);
+  const ScopedIntraOpThreads threads_guard(on.cuda ? 0 : on.threads);  // BlockStepOn::threads
   install_counting_allocator();
   const std::int64_t base = live_bytes();
   LayerStack block(c, seed, tokens);

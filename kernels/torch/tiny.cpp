@@ -260,12 +260,7 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
 }
 
 Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::string& fault, int threads) {
-  const int threads_before = torch::get_num_threads();
-  if (threads > 0) torch::set_num_threads(threads);
-  struct Restore {
-    int n;
-    ~Restore() { torch::set_num_threads(n); }
-  } restore{threads_before};
+  const ScopedIntraOpThreads threads_guard(threads);
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
   // A planted fault: oneDNN switched off (as `torch.backends.mkldnn.flags(enabled=False)` does), so the bf16 matmul
