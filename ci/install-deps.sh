@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libgtest-dev libbenchmark-dev
   libssl-dev libcli11-dev                # SHA-256 (OpenSSL EVP); the command line (CLI11)
   python3 python3-venv                   # the shared PyTorch environment is created from Debian's Python
+  python3-jsonschema                     # tests/check_schema.py: expected/schema.json against the expected files
   fortunes                               # English text for the chapter 3 corpus
   libcpuinfo-dev                         # the core's microarchitecture where the table does not name it
 )

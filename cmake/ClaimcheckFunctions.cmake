@@ -66,3 +66,27 @@ function(claimcheck_add_py_test)
   add_test(NAME ${ARG_NAME} COMMAND ${Python3_EXECUTABLE} ${ARG_SCRIPT} ${ARG_ARGS})
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" SKIP_RETURN_CODE 77)
 endfunction()
+
+# claimcheck_add_claims_md(EXPECTED_DIR dir)
+#   Target claims_md (part of the default build): docs/claims.md from expected/chapters.json and the expected files
+#   (docs/claims_md.py), rewritten only when they change; and test_claims_md, which fails when the checked-in
+#   catalogue is not what they say.
+function(claimcheck_add_claims_md)
+  cmake_parse_arguments(ARG "" "EXPECTED_DIR" "" ${ARGN})
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(NOT Python3_Interpreter_FOUND)
+    message(STATUS "claimcheck: no python3: docs/claims.md is not regenerated")
+    return()
+  endif()
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS "${ARG_EXPECTED_DIR}/ch*/*.json")
+  set(script "${PROJECT_SOURCE_DIR}/docs/claims_md.py")
+  set(stamp "${PROJECT_BINARY_DIR}/claims_md.stamp")
+  add_custom_command(OUTPUT "${stamp}"
+                     COMMAND ${Python3_EXECUTABLE} "${script}" --root "${PROJECT_SOURCE_DIR}" --write
+                     COMMAND ${CMAKE_COMMAND} -E touch "${stamp}"
+                     DEPENDS ${files} "${ARG_EXPECTED_DIR}/chapters.json" "${script}"
+                     COMMENT "docs/claims.md from the expected files" VERBATIM)
+  add_custom_target(claims_md ALL DEPENDS "${stamp}")
+  add_test(NAME test_claims_md COMMAND ${Python3_EXECUTABLE} "${script}" --root "${PROJECT_SOURCE_DIR}" --check)
+  set_tests_properties(test_claims_md PROPERTIES LABELS "unit")
+endfunction()

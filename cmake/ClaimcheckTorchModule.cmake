@@ -1,82 +1,87 @@
 # The LibTorch checks module (harness/src/module.h): which checks go into it, and the manifest the executable
-# carries of them, so that `list` and `run` know them without loading LibTorch.
+# carries of them, so that `list` and `run` know them without loading LibTorch. Both come from the expected files
+# (expected/chNN/<name>.json, the one source of what a claim is); no C++ is read here.
 #
-# claimcheck_split_checks(CORE <var> TORCH <var> SOURCES <files>...)
-#   A check uses LibTorch, and goes into the module, when its source mentions CLAIMCHECK_WITH_TORCH,
-#   Requirement::libtorch or a LibTorch reference function (ref::torch_...). Every check source is a configure
-#   dependency, so the split follows an edit; a check that reaches LibTorch otherwise fails to link the executable.
+# claimcheck_split_checks(EXPECTED_DIR <dir> CORE <var> TORCH <var> SOURCES <files>...)
+#   checks/chNN/<name>.cpp is the claim's check, checks/chNN/<name>.measured.cpp its measured part registered apart.
+#   A check goes into the module when its expected file's `requires` or `optional` names libtorch; a measured part
+#   when `parts.measured.requires` does. Every expected file is a configure dependency, so the split follows an edit;
+#   a check that reaches LibTorch without saying so fails to link the executable.
 #
-# claimcheck_write_torch_manifest(OUTPUT <file.cpp> SOURCES <files>...)
-#   Writes claimcheck::torch_module_manifest(): for each CLAIMCHECK_REGISTER(fn).claim("id").needs(...)... of the
-#   sources, its id, function, file, line, requirements and part (.part("measured")), as the registrar records them
-#   (__FILE__ is the absolute source path CMake compiles). Loading the module checks every registration against it.
+# claimcheck_write_torch_manifest(OUTPUT <file.cpp> EXPECTED_DIR <dir> SOURCES <files>...)
+#   Writes claimcheck::torch_module_manifest(): for each module source, the claim's id, the source file (__FILE__ as
+#   CMake compiles it) and its part. Loading the module checks every registration against it.
+
+# The claim id, part ("" or "measured") and expected file of a check source.
+function(claimcheck_check_of src expected_dir out_id out_part out_json)
+  get_filename_component(name "${src}" NAME)
+  get_filename_component(dir "${src}" DIRECTORY)
+  get_filename_component(chapter "${dir}" NAME)
+  if(name MATCHES "^([a-z0-9_]+)\\.measured\\.cpp$")
+    set(part "measured")
+  elseif(name MATCHES "^([a-z0-9_]+)\\.cpp$")
+    set(part "")
+  else()
+    message(FATAL_ERROR "${src}: a check's file is checks/chNN/<name>.cpp or <name>.measured.cpp")
+  endif()
+  set(stem "${CMAKE_MATCH_1}")
+  set(json "${expected_dir}/${chapter}/${stem}.json")
+  if(NOT EXISTS "${json}")
+    message(FATAL_ERROR "${src}: no expected file ${json} (one expected file per claim)")
+  endif()
+  set(${out_id} "${chapter}.${stem}" PARENT_SCOPE)
+  set(${out_part} "${part}" PARENT_SCOPE)
+  set(${out_json} "${json}" PARENT_SCOPE)
+endfunction()
+
+# The list under the JSON path (keys...) of `text`, empty when absent.
+function(claimcheck_json_list text out)
+  string(JSON n ERROR_VARIABLE err LENGTH "${text}" ${ARGN})
+  set(items "")
+  if(NOT err AND n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON v GET "${text}" ${ARGN} ${i})
+      list(APPEND items "${v}")
+    endforeach()
+  endif()
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
 
 function(claimcheck_split_checks)
-  cmake_parse_arguments(ARG "" "CORE;TORCH" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXPECTED_DIR;CORE;TORCH" "SOURCES" ${ARGN})
   set(core "")
   set(torch "")
   foreach(f IN LISTS ARG_SOURCES)
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
-    file(READ "${f}" text)
-    if(text MATCHES "CLAIMCHECK_WITH_TORCH|Requirement::libtorch|ref::torch_")
+    claimcheck_check_of("${f}" "${ARG_EXPECTED_DIR}" id part json)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${json}")
+    file(READ "${json}" text)
+    if(part STREQUAL "measured")
+      claimcheck_json_list("${text}" uses parts measured requires)
+    else()
+      claimcheck_json_list("${text}" requires requires)
+      claimcheck_json_list("${text}" optional optional)
+      list(APPEND uses ${requires} ${optional})
+    endif()
+    if("libtorch" IN_LIST uses)
       list(APPEND torch "${f}")
     else()
       list(APPEND core "${f}")
     endif()
+    set(uses "")
   endforeach()
   set(${ARG_CORE} "${core}" PARENT_SCOPE)
   set(${ARG_TORCH} "${torch}" PARENT_SCOPE)
 endfunction()
 
 function(claimcheck_write_torch_manifest)
-  cmake_parse_arguments(ARG "" "OUTPUT" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "OUTPUT;EXPECTED_DIR" "SOURCES" ${ARGN})
   set(rows "")
   foreach(f IN LISTS ARG_SOURCES)
-    file(READ "${f}" text)
-    set(rest "${text}")
-    set(offset 0)
-    while(TRUE)
-      string(FIND "${rest}" "CLAIMCHECK_REGISTER(" at)
-      if(at EQUAL -1)
-        break()
-      endif()
-      math(EXPR offset "${offset} + ${at}")
-      string(SUBSTRING "${rest}" ${at} -1 rest)
-      # The registration statement: up to its semicolon.
-      string(FIND "${rest}" ";" end)
-      if(end EQUAL -1)
-        message(FATAL_ERROR "${f}: a CLAIMCHECK_REGISTER without its ';'")
-      endif()
-      string(SUBSTRING "${rest}" 0 ${end} stmt)
-      string(SUBSTRING "${text}" 0 ${offset} before)
-      string(REGEX REPLACE "[^\n]" "" newlines "${before}")
-      string(LENGTH "${newlines}" line)
-      math(EXPR line "${line} + 1")
-      if(NOT stmt MATCHES "^CLAIMCHECK_REGISTER\\(([A-Za-z_][A-Za-z_0-9]*)\\)")
-        message(FATAL_ERROR "${f}:${line}: cannot read the registration '${stmt}'")
-      endif()
-      set(fn "${CMAKE_MATCH_1}")
-      if(NOT stmt MATCHES "\\.claim\\(\"([^\"]+)\"\\)")
-        message(FATAL_ERROR "${f}:${line}: the registration of '${fn}' states no .claim(\"id\")")
-      endif()
-      set(id "${CMAKE_MATCH_1}")
-      set(part "")
-      if(stmt MATCHES "\\.part\\(\"([a-z]+)\"\\)")
-        set(part "${CMAKE_MATCH_1}")
-      endif()
-      string(REGEX MATCHALL "\\.needs\\([ \t\r\n]*(::)?(claimcheck::)?Requirement::[a-z]+" needs "${stmt}")
-      set(reqs "")
-      foreach(n IN LISTS needs)
-        string(REGEX REPLACE ".*Requirement::" "" n "${n}")
-        list(APPEND reqs "claimcheck::Requirement::${n}")
-      endforeach()
-      list(JOIN reqs ", " reqs)
-      string(APPEND rows "      {\"${id}\", \"${fn}\", \"${f}\", ${line}, {${reqs}}, \"${part}\"},\n")
-      math(EXPR offset "${offset} + ${end}")
-      string(SUBSTRING "${rest}" ${end} -1 rest)
-    endwhile()
+    claimcheck_check_of("${f}" "${ARG_EXPECTED_DIR}" id part json)
+    string(APPEND rows "      {\"${id}\", \"${f}\", \"${part}\"},\n")
   endforeach()
-  set(content "// Generated by cmake/ClaimcheckTorchModule.cmake from the sources of the LibTorch checks module: do not edit.
+  set(content "// Generated by cmake/ClaimcheckTorchModule.cmake from the expected files of the LibTorch checks: do not edit.
 #include \"module.h\"
 
 namespace claimcheck {

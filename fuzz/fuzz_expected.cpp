@@ -34,14 +34,15 @@ std::string place_of(const std::string& text) {
 
 void check_verdict(const Comparison& c, const Statement& s, double measured, double stated) {
   std::map<std::string, double> derived;
-  for (const std::string& k : {c.relative_to, c.interval_lo, c.interval_hi})
-    if (!k.empty()) derived[k] = stated;
-  if (!c.interval_lo.empty()) derived[c.interval_lo] = stated - 1, derived[c.interval_hi] = stated + 1;
-  for (const std::string& k : c.parts) derived[k] = measured / static_cast<double>(c.parts.size());  // they add up
+  if (const auto* b = std::get_if<rule::Band>(&c.rule)) derived[b->relative_to] = stated;
+  if (const auto* i = std::get_if<rule::Interval>(&c.rule)) derived[i->min_from] = stated - 1, derived[i->max_from] = stated + 1;
+  if (const auto* p = std::get_if<rule::RoundedParts>(&c.rule))
+    for (const std::string& k : p->parts) derived[k] = measured / static_cast<double>(p->parts.size());  // they add up
   const Verdict v = compare_scalar(c, measured, stated, derived, s.unit);
+  const std::string rule = rule_name(c.rule);
   if (std::isnan(v.budget_used) || v.budget_used < 0)
-    fuzz::finding("compare_scalar(" + c.rule + ") on " + s.name + ": budget_used " + std::to_string(v.budget_used));
-  if (v.text.empty()) fuzz::finding("compare_scalar(" + c.rule + ") on " + s.name + ": no text");
+    fuzz::finding("compare_scalar(" + rule + ") on " + s.name + ": budget_used " + std::to_string(v.budget_used));
+  if (v.text.empty()) fuzz::finding("compare_scalar(" + rule + ") on " + s.name + ": no text");
 }
 
 }  // namespace

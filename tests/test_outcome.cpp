@@ -102,15 +102,22 @@ TEST(Outcome, VariantsFollowWhatWasMeasured) {
   HardwareInfo hw;
   hw.isa = {"avx2", "fma"};
   const std::map<std::string, double> d = {{"ratio", 0.4}};
-  EXPECT_TRUE(variant_matches("derived:ratio>0.325", &hw, d));
-  EXPECT_FALSE(variant_matches("derived:ratio<0.325", &hw, d));
-  EXPECT_FALSE(variant_matches("derived:other>0", &hw, d));  // not derived here
-  EXPECT_TRUE(variant_matches("isa:avx2&derived:ratio>0.3", &hw, d));
-  EXPECT_FALSE(variant_matches("isa:avx512f&derived:ratio>0.3", &hw, d));
-  EXPECT_TRUE(variant_matches("isa:avx512f|derived:ratio>0.3", &hw, d));
-  EXPECT_TRUE(variant_matches("no-gpu", &hw, d));
-  EXPECT_FALSE(variant_matches("gpu", &hw, d));
-  EXPECT_TRUE(variant_matches("default", nullptr, {}));
+  const auto holds = [&](const std::string& w, const HardwareInfo* h, const std::map<std::string, double>& dd) {
+    return variant_matches(parse_feature_expr(w), h, dd);
+  };
+  EXPECT_TRUE(holds("derived:ratio>0.325", &hw, d));
+  EXPECT_FALSE(holds("derived:ratio<0.325", &hw, d));
+  EXPECT_FALSE(holds("derived:other>0", &hw, d));  // not derived here
+  EXPECT_TRUE(holds("isa:avx2 && derived:ratio>0.3", &hw, d));
+  EXPECT_FALSE(holds("isa:avx512f && derived:ratio>0.3", &hw, d));
+  EXPECT_TRUE(holds("isa:avx512f || derived:ratio>0.3", &hw, d));
+  EXPECT_TRUE(holds("isa:avx512f || isa:avx2 && !gpu", &hw, d));  // && binds tighter
+  EXPECT_FALSE(holds("isa:avx2 && !derived:ratio>0.3", &hw, d));
+  EXPECT_TRUE(holds("!gpu", &hw, d));
+  EXPECT_FALSE(holds("gpu", &hw, d));
+  EXPECT_TRUE(holds("default", nullptr, {}));
+  for (const char* bad : {"", "isa:avx2 &&", "no-gpu", "isa:avx2 & gpu", "isa:avx2 | gpu", "(gpu)", "!!gpu", "default && gpu"})
+    EXPECT_THROW(parse_feature_expr(bad), std::invalid_argument) << bad;
 }
 
 // A reason's figures come from the run: "{name}" is the derived value or the measurement, 3 significant digits.

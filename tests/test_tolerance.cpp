@@ -1,5 +1,6 @@
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -9,18 +10,16 @@ using namespace claimcheck;
 
 namespace {
 const std::map<std::string, double> kNone;
-Comparison rule(const std::string& r) {
+Comparison with(Rule r) {
   Comparison c;
-  c.rule = r;
+  c.rule = std::move(r);
   c.why = "test";
   return c;
 }
 }  // namespace
 
 TEST(Tolerance, CloseIsAtolPlusRtolTimesRef) {
-  Comparison c = rule("close");
-  c.atol = 0.1;
-  c.rtol = 0.01;
+  Comparison c = with(rule::Close{"", 0.1, 0.01});
   EXPECT_TRUE(compare_scalar(c, 10.2, 10.0, kNone, "").ok);   // allowed 0.2
   EXPECT_FALSE(compare_scalar(c, 10.21, 10.0, kNone, "").ok);
   EXPECT_NEAR(compare_scalar(c, 10.1, 10.0, kNone, "").budget_used, 0.5, 1e-9);
@@ -32,15 +31,13 @@ TEST(Tolerance, PerDtypeDefaultsFollowAssertClose) {
   EXPECT_DOUBLE_EQ(dtype_default("bf16").rtol, 1.6e-2);
   EXPECT_DOUBLE_EQ(dtype_default("fp64").atol, 1e-7);
   EXPECT_THROW(dtype_default("int4"), std::invalid_argument);
-  Comparison c = rule("close");
-  c.dtype = "bf16";
+  Comparison c = with(rule::Close{"bf16"});
   EXPECT_TRUE(compare_scalar(c, 1.015, 1.0, kNone, "").ok);
   EXPECT_FALSE(compare_scalar(c, 1.02, 1.0, kNone, "").ok);
 }
 
 TEST(Tolerance, RoundedMeansHalfAUnitOfTheLastDigit) {
-  Comparison c = rule("rounded");
-  c.step = 0.1;
+  Comparison c = with(rule::Rounded{0.1});
   EXPECT_TRUE(compare_scalar(c, 128.484, 128.5, kNone, "GB").ok);
   EXPECT_TRUE(compare_scalar(c, 4.85, 4.8, kNone, "ms").ok);  // exactly half a unit: rounds to it
   EXPECT_FALSE(compare_scalar(c, 16.6477, 16.7, kNone, "GB").ok);
@@ -48,53 +45,52 @@ TEST(Tolerance, RoundedMeansHalfAUnitOfTheLastDigit) {
 }
 
 TEST(Tolerance, TruncatedOnlyDownward) {
-  Comparison c = rule("truncated");
-  c.step = 0.1;
+  Comparison c = with(rule::Truncated{0.1});
   EXPECT_TRUE(compare_scalar(c, 10.957, 10.9, kNone, "").ok);
   EXPECT_FALSE(compare_scalar(c, 10.957, 11.0, kNone, "").ok);
   EXPECT_FALSE(compare_scalar(c, 10.85, 10.9, kNone, "").ok);
 }
 
 TEST(Tolerance, BoundsAreInclusive) {
-  Comparison c = rule("bound");
-  c.min = 0.93;
-  c.max = 0.97;
+  Comparison c = with(rule::Bound{0.93, 0.97});
   EXPECT_TRUE(compare_scalar(c, 0.93, 0.95, kNone, "").ok);
   EXPECT_TRUE(compare_scalar(c, 0.97, 0.95, kNone, "").ok);
   EXPECT_FALSE(compare_scalar(c, 0.929, 0.95, kNone, "").ok);
-  c.max.reset();
+  // The share of the range used: 1 at an edge, above 1 outside.
+  EXPECT_NEAR(compare_scalar(c, 0.95, 0.95, kNone, "").budget_used, 0, 1e-9);
+  EXPECT_NEAR(compare_scalar(c, 0.97, 0.95, kNone, "").budget_used, 1, 1e-9);
+  EXPECT_GT(compare_scalar(c, 0.99, 0.95, kNone, "").budget_used, 1);
+  c.rule = rule::Bound{0.93, std::nullopt};
   EXPECT_TRUE(compare_scalar(c, 5.0, 0.95, kNone, "").ok);
+  EXPECT_NEAR(compare_scalar(c, 0.93, 0.95, kNone, "").budget_used, 1, 1e-9);
 }
 
 TEST(Tolerance, BandIsRelativeToAValueDerivedOnThisMachine) {
-  Comparison c = rule("band");
-  c.relative_to = "bytes_over_bandwidth";
-  c.lo = 0.8;
-  c.hi = 1.5;
+  Comparison c = with(rule::Band{"bytes_over_bandwidth", 0.8, 1.5});
   std::map<std::string, double> derived{{"bytes_over_bandwidth", 4.0}};
   EXPECT_TRUE(compare_scalar(c, 5.0, 4.8, derived, "ms").ok);
   EXPECT_FALSE(compare_scalar(c, 6.5, 4.8, derived, "ms").ok);
   EXPECT_FALSE(compare_scalar(c, 3.0, 4.8, derived, "ms").ok);
   // Not derived: never a pass.
   EXPECT_FALSE(compare_scalar(c, 4.0, 4.8, kNone, "ms").ok);
-  c.relative_to = "value";
+  c.rule = rule::Band{"value", 0.8, 1.5};
   EXPECT_TRUE(compare_scalar(c, 5.0, 4.8, kNone, "ms").ok);
 }
 
 TEST(Tolerance, NonFiniteMeasurementNeverPasses) {
-  for (const char* r : {"close", "rounded", "bound", "band", "equal", "truncated"}) {
-    Comparison c = rule(r);
-    c.atol = 1e300;
-    c.step = 1e300;
-    c.min = -1e300;
-    c.relative_to = "value";
-    c.lo = 0;
-    EXPECT_FALSE(compare_scalar(c, NAN, 1.0, kNone, "").ok) << r;
-    EXPECT_FALSE(compare_scalar(c, INFINITY, 1.0, kNone, "").ok) << r;
+  for (const Rule& r : std::vector<Rule>{rule::Close{"", 1e300, 0}, rule::Rounded{1e300}, rule::Bound{-1e300, {}},
+                                         rule::Band{"value", 0.0, {}}, rule::Equal{}, rule::Truncated{1e300}}) {
+    Comparison c = with(r);
+    EXPECT_FALSE(compare_scalar(c, NAN, 1.0, kNone, "").ok) << rule_name(r);
+    EXPECT_FALSE(compare_scalar(c, INFINITY, 1.0, kNone, "").ok) << rule_name(r);
   }
 }
 
-TEST(Tolerance, UnknownRuleFails) { EXPECT_FALSE(compare_scalar(rule("approx"), 1, 1, kNone, "").ok); }
+TEST(Tolerance, EachRuleHasTheNameTheExpectedFilesUse) {
+  EXPECT_STREQ(rule_name(rule::Close{}), "close");
+  EXPECT_STREQ(rule_name(rule::RoundedParts{}), "rounded_parts");
+  EXPECT_STREQ(rule_name(rule::Equal{}), "equal");
+}
 
 TEST(Tolerance, ArrayComparisonNamesTheWorstElement) {
   const float got[] = {1.0f, 2.0f, 3.5f, 4.0f};
@@ -130,9 +126,7 @@ TEST(Tolerance, ArrayWithinBudgetPasses) {
 
 // The interval rule: the stated figure must lie in the interval the check measured (its own noise).
 TEST(Tolerance, IntervalHoldsTheStatedValueInTheMeasuredInterval) {
-  Comparison c = rule("interval");
-  c.interval_lo = "ci_lo";
-  c.interval_hi = "ci_hi";
+  Comparison c = with(rule::Interval{"ci_lo", "ci_hi"});
   const std::map<std::string, double> ci = {{"ci_lo", 0.08}, {"ci_hi", 0.13}};
   EXPECT_TRUE(compare_scalar(c, 0.11, 0.12, ci, "nats").ok);
   EXPECT_TRUE(compare_scalar(c, 0.11, 0.13, ci, "nats").ok);  // inclusive
@@ -147,10 +141,7 @@ TEST(Tolerance, IntervalHoldsTheStatedValueInTheMeasuredInterval) {
 
 // rounded_parts: the series' arithmetic (parts rounded, then added, then rounded), and the parts must add up.
 TEST(Tolerance, RoundedPartsIsTheSeriesArithmetic) {
-  Comparison c = rule("rounded_parts");
-  c.parts = {"base", "adapter"};
-  c.part_step = 0.01;
-  c.step = 0.1;
+  Comparison c = with(rule::RoundedParts{0.1, 0.01, {"base", "adapter"}});
   const std::map<std::string, double> parts = {{"base", 16.0602}, {"adapter", 0.5878}};  // 16.648 exactly
   EXPECT_TRUE(compare_scalar(c, 16.648, 16.7, parts, "GB").ok);    // 16.06 + 0.59 = 16.65 -> 16.7
   EXPECT_FALSE(compare_scalar(c, 16.648, 16.6, parts, "GB").ok);   // the exact sum's rounding is not the series'

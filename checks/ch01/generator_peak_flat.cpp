@@ -9,4 +9,4 @@
 static void generator_peak_flat(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/generator_peak_flat.py", {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
 }
-CLAIMCHECK_REGISTER(generator_peak_flat).claim("ch01.generator_peak_flat").needs(claimcheck::Requirement::python);
+CLAIMCHECK_REGISTER(generator_peak_flat).claim("ch01.generator_peak_flat");

@@ -9,4 +9,4 @@
 static void list_peak_ratio(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/list_peak_ratio.py", {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
 }
-CLAIMCHECK_REGISTER(list_peak_ratio).claim("ch01.list_peak_ratio").needs(claimcheck::Requirement::python);
+CLAIMCHECK_REGISTER(list_peak_ratio).claim("ch01.list_peak_ratio");

@@ -9,4 +9,4 @@
 static void pool_rules(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/pool_rules.py", {}));
 }
-CLAIMCHECK_REGISTER(pool_rules).claim("ch01.pool_rules").needs(claimcheck::Requirement::python);
+CLAIMCHECK_REGISTER(pool_rules).claim("ch01.pool_rules");

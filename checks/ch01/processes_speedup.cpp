@@ -9,4 +9,4 @@
 static void processes_speedup(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/processes_speedup.py", {}));
 }
-CLAIMCHECK_REGISTER(processes_speedup).claim("ch01.processes_speedup").needs(claimcheck::Requirement::python);
+CLAIMCHECK_REGISTER(processes_speedup).claim("ch01.processes_speedup");

@@ -9,4 +9,4 @@
 static void protocols(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/protocols.py", {}));
 }
-CLAIMCHECK_REGISTER(protocols).claim("ch01.protocols").needs(claimcheck::Requirement::python);
+CLAIMCHECK_REGISTER(protocols).claim("ch01.protocols");

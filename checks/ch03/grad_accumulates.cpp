@@ -14,4 +14,4 @@ static void grad_accumulates(claimcheck::Context& ctx) {
   ctx.assumption("errors relative to the largest gradient entry; fp32; 4 micro-batches of a batch of 8");
 #endif
 }
-CLAIMCHECK_REGISTER(grad_accumulates).claim("ch03.grad_accumulates").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(grad_accumulates).claim("ch03.grad_accumulates");

@@ -53,5 +53,4 @@ static void item_sync(claimcheck::Context& ctx) {
   }
 #endif
 }
-CLAIMCHECK_REGISTER(item_sync).claim("ch03.item_sync").needs(claimcheck::Requirement::libtorch)
-    .needs(claimcheck::Requirement::gpu);
+CLAIMCHECK_REGISTER(item_sync).claim("ch03.item_sync");

@@ -16,4 +16,4 @@ static void no_grad_memory(claimcheck::Context& ctx) {
   ctx.assumption("evaluation appends each batch's loss tensor to a list (\"total += loss\"), as buggy code does");
 #endif
 }
-CLAIMCHECK_REGISTER(no_grad_memory).claim("ch03.no_grad_memory").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(no_grad_memory).claim("ch03.no_grad_memory");

@@ -53,4 +53,4 @@ static void warmup_cosine(claimcheck::Context& ctx) {
                  "is read from AdamW's parameter groups just before each optimizer step");
 #endif
 }
-CLAIMCHECK_REGISTER(warmup_cosine).claim("ch03.warmup_cosine").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(warmup_cosine).claim("ch03.warmup_cosine");

@@ -80,5 +80,4 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
 #endif
 }
 CLAIMCHECK_REGISTER(bytes_per_param_measured)
-    .claim("ch04.bytes_per_param_measured")
-    .needs(claimcheck::Requirement::libtorch);
+    .claim("ch04.bytes_per_param_measured");

@@ -70,4 +70,4 @@ static void oom_attribution(claimcheck::Context& ctx) {
                  "PyTorch's own out-of-memory error; caps are multiples of the fp32 weights the ledger counts");
 #endif
 }
-CLAIMCHECK_REGISTER(oom_attribution).claim("ch04.oom_attribution").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(oom_attribution).claim("ch04.oom_attribution");

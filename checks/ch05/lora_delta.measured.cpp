@@ -49,6 +49,4 @@ static void lora_delta_vs_peft(claimcheck::Context& ctx) {
 }
 CLAIMCHECK_REGISTER(lora_delta_vs_peft)
     .claim("ch05.lora_delta")
-    .part("measured")
-    .needs(claimcheck::Requirement::libtorch)
-    .needs(claimcheck::Requirement::python);
+    .part("measured");

@@ -50,4 +50,4 @@ static void backward_2x(claimcheck::Context& ctx) {
                  " steps of each one's backward / forward");
 #endif
 }
-CLAIMCHECK_REGISTER(backward_2x).claim("ch06.backward_2x").needs(claimcheck::Requirement::libtorch);
+CLAIMCHECK_REGISTER(backward_2x).claim("ch06.backward_2x");

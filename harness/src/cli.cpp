@@ -171,6 +171,7 @@ std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
     if (!cat.count(c.id))
       throw InputError(c.file + ":" + std::to_string(c.line) + ": check '" + c.id + "' has no expected file in " +
                        dir.string());
+  require_from_expected(cat);
   return cat;
 }
 

@@ -60,7 +60,7 @@ std::vector<std::string> get_string_list(const json& j, const std::string& file,
 
 // A key outside `allowed` is one error naming the file and the key: a typo (`alsoo`, `evidence` one level too high)
 // must not drop what it holds and still pass.
-void only_keys(const json& j, const std::string& file, const std::string& p, std::initializer_list<const char*> allowed) {
+void only_keys(const json& j, const std::string& file, const std::string& p, const std::vector<const char*>& allowed) {
   for (const auto& item : j.items()) {
     const std::string& k = item.key();  // a plain name: clang does not capture a structured binding in a lambda
     if (std::any_of(allowed.begin(), allowed.end(), [&k](const char* a) { return k == a; })) continue;
@@ -82,84 +82,99 @@ std::string checked_string(const json& c, const std::string& file, const std::st
   return v;
 }
 
+// A `why`: one line the report prints beside the verdict; the measurements behind it go in `evidence`.
+std::string one_line(const json& c, const std::string& file, const std::string& p, const char* key) {
+  std::string v = get_string(c, file, p, key);
+  if (v.find('\n') != std::string::npos) input_error(file, p + key, "one line (the detail goes in 'evidence')");
+  if (v.size() > kWhyMaxChars)
+    input_error(file, p + key, "longer than " + std::to_string(kWhyMaxChars) + " characters (" +
+                                   std::to_string(v.size()) + "): one line, the detail goes in 'evidence'");
+  return v;
+}
+
+// A range's two ends (bound, band): one spelling, min and max, either may be absent but not both.
+void parse_range(const json& c, const std::string& file, const std::string& p, const char* what,
+                 std::optional<double>* min, std::optional<double>* max) {
+  *min = opt_number(c, file, p, "min");
+  *max = opt_number(c, file, p, "max");
+  if (!*min && !*max) input_error(file, p + "min", std::string("missing (a ") + what + " needs min, max or both)");
+  if (*min && *max && **min > **max) input_error(file, p + "max", "smaller than min");
+}
+
+double positive(const json& c, const std::string& file, const std::string& p, const char* key) {
+  const double d = get_number(c, file, p, key);
+  if (d <= 0) input_error(file, p + key, "must be positive");
+  return d;
+}
+
 Comparison parse_compare(const json& c, const std::string& file, const std::string& path) {
   if (!c.is_object()) input_error(file, path, "expected an object");
   const std::string p = path + ".";
   Comparison out;
-  out.rule = get_string(c, file, p, "rule");
-  // The keys of each rule, beside rule, why, evidence and basis.
-  if (out.rule == "close") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "dtype", "atol", "rtol"});
-  else if (out.rule == "rounded" || out.rule == "truncated") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "step"});
-  else if (out.rule == "bound") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "min", "max"});
-  else if (out.rule == "band") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "relative_to", "lo", "hi"});
-  else if (out.rule == "rounded_parts")
-    only_keys(c, file, p, {"rule", "why", "evidence", "basis", "step", "part_step", "parts"});
-  else if (out.rule == "interval") only_keys(c, file, p, {"rule", "why", "evidence", "basis", "lo_from", "hi_from"});
-  else if (out.rule == "equal") only_keys(c, file, p, {"rule", "why", "evidence", "basis"});
-  out.why = get_string(c, file, p, "why");
-  if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
-  if (c.contains("basis")) out.basis = checked_string(c, file, p, "basis", [](const std::string& b) { basis_label(b); });
-  if (out.rule == "close") {
+  const std::string rule = get_string(c, file, p, "rule");
+  // The keys of each rule, beside rule, why, evidence and basis (expected/schema.json says the same).
+  const auto keys = [&](std::initializer_list<const char*> own) {
+    std::vector<const char*> all = {"rule", "why", "evidence", "basis"};
+    all.insert(all.end(), own.begin(), own.end());
+    only_keys(c, file, p, all);
+  };
+  if (rule == "close") {
+    keys({"dtype", "atol", "rtol"});
+    rule::Close r;
     if (c.contains("dtype")) {
-      out.dtype = checked_string(c, file, p, "dtype", [](const std::string& d) { dtype_default(d); });
+      if (c.contains("atol") || c.contains("rtol")) input_error(file, p + "dtype", "give either dtype or atol / rtol");
+      r.dtype = checked_string(c, file, p, "dtype", [](const std::string& d) { dtype_default(d); });
     } else {
       if (!c.contains("atol") && !c.contains("rtol")) input_error(file, p + "rtol", "missing (or atol, or dtype)");
-      out.atol = opt_number(c, file, p, "atol").value_or(0);
-      out.rtol = opt_number(c, file, p, "rtol").value_or(0);
-      if (out.atol < 0) input_error(file, p + "atol", "negative");
-      if (out.rtol < 0) input_error(file, p + "rtol", "negative");
+      r.atol = opt_number(c, file, p, "atol").value_or(0);
+      r.rtol = opt_number(c, file, p, "rtol").value_or(0);
+      if (r.atol < 0) input_error(file, p + "atol", "negative");
+      if (r.rtol < 0) input_error(file, p + "rtol", "negative");
     }
-  } else if (out.rule == "rounded" || out.rule == "truncated") {
-    out.step = get_number(c, file, p, "step");
-    if (out.step <= 0) input_error(file, p + "step", "must be positive");
-  } else if (out.rule == "bound") {
-    out.min = opt_number(c, file, p, "min");
-    out.max = opt_number(c, file, p, "max");
-    if (!out.min && !out.max) input_error(file, p + "min", "missing (a bound needs min, max or both)");
-    if (out.min && out.max && *out.min > *out.max) input_error(file, p + "max", "smaller than min");
-  } else if (out.rule == "band") {
-    out.relative_to = get_string(c, file, p, "relative_to");
-    out.lo = opt_number(c, file, p, "lo");
-    out.hi = opt_number(c, file, p, "hi");
-    if (!out.lo && !out.hi) input_error(file, p + "lo", "missing (a band needs lo, hi or both)");
-    if (out.lo && out.hi && *out.lo > *out.hi) input_error(file, p + "hi", "smaller than lo");
-  } else if (out.rule == "rounded_parts") {
-    out.step = get_number(c, file, p, "step");
-    out.part_step = get_number(c, file, p, "part_step");
-    if (out.step <= 0) input_error(file, p + "step", "must be positive");
-    if (out.part_step <= 0) input_error(file, p + "part_step", "must be positive");
+    out.rule = r;
+  } else if (rule == "rounded") {
+    keys({"step"});
+    out.rule = rule::Rounded{positive(c, file, p, "step")};
+  } else if (rule == "truncated") {
+    keys({"step"});
+    out.rule = rule::Truncated{positive(c, file, p, "step")};
+  } else if (rule == "bound") {
+    keys({"min", "max"});
+    rule::Bound r;
+    parse_range(c, file, p, "bound", &r.min, &r.max);
+    out.rule = r;
+  } else if (rule == "band") {
+    keys({"relative_to", "min", "max"});
+    rule::Band r;
+    r.relative_to = get_string(c, file, p, "relative_to");
+    parse_range(c, file, p, "band", &r.min, &r.max);
+    out.rule = r;
+  } else if (rule == "rounded_parts") {
+    keys({"step", "part_step", "parts"});
+    rule::RoundedParts r;
+    r.step = positive(c, file, p, "step");
+    r.part_step = positive(c, file, p, "part_step");
     if (!c.contains("parts") || !c["parts"].is_array() || c["parts"].size() < 2)
       input_error(file, p + "parts", "expected at least two names of derived values");
     for (const auto& n : c["parts"]) {
       if (!n.is_string() || n.get<std::string>().empty()) input_error(file, p + "parts", "expected names (strings)");
-      out.parts.push_back(n.get<std::string>());
+      r.parts.push_back(n.get<std::string>());
     }
-  } else if (out.rule == "interval") {
-    out.interval_lo = get_string(c, file, p, "lo_from");
-    out.interval_hi = get_string(c, file, p, "hi_from");
-  } else if (out.rule == "equal") {
+    out.rule = r;
+  } else if (rule == "interval") {
+    keys({"min_from", "max_from"});
+    out.rule = rule::Interval{get_string(c, file, p, "min_from"), get_string(c, file, p, "max_from")};
+  } else if (rule == "equal") {
+    keys({});
+    out.rule = rule::Equal{};
   } else {
     input_error(file, p + "rule",
-                "unknown rule '" + out.rule + "' (close, rounded, rounded_parts, truncated, bound, band, interval, equal)");
+                "unknown rule '" + rule + "' (close, rounded, rounded_parts, truncated, bound, band, interval, equal)");
   }
+  out.why = one_line(c, file, p, "why");
+  if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
+  if (c.contains("basis")) out.basis = checked_string(c, file, p, "basis", [](const std::string& b) { basis_label(b); });
   return out;
-}
-
-// "" when `when` is well formed (see Variant::when), else what is wrong with it.
-std::string when_error(const std::string& when) {
-  static const std::regex term(R"((default|gpu|no-gpu|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?))");
-  std::stringstream alts(when);
-  int n = 0;
-  for (std::string alt; std::getline(alts, alt, '|');) {
-    std::stringstream terms(alt);
-    for (std::string t; std::getline(terms, t, '&');) {
-      ++n;
-      if (!std::regex_match(t, term))
-        return "'" + t + "' is not a condition (default, gpu, no-gpu, isa:FLAG, derived:NAME>X or derived:NAME<X, "
-               "joined by & and |)";
-    }
-  }
-  return n == 0 || when.back() == '|' || when.back() == '&' ? "an empty condition" : "";
 }
 
 Statement parse_statement(const json& j, const std::string& file, const std::string& name, const std::string& path) {
@@ -185,8 +200,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       if (!vs[i].is_object()) input_error(file, vp, "expected an object");
       only_keys(vs[i], file, vp + ".", {"when", "compare", "expect", "xfail_reason"});
       Variant var;
-      var.when = get_string(vs[i], file, vp + ".", "when");
-      if (const std::string bad = when_error(var.when); !bad.empty()) input_error(file, vp + ".when", bad);
+      var.when = checked_string(vs[i], file, vp + ".", "when", [](const std::string& w) { parse_feature_expr(w); });
+      var.condition = parse_feature_expr(var.when);
       var.compare = parse_compare(field(vs[i], file, vp + ".", "compare"), file, vp + ".compare");
       if (vs[i].contains("expect")) {
         const std::string expect = get_string(vs[i], file, vp + ".", "expect");
@@ -205,7 +220,7 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   } else {
     s.compare = parse_compare(field(j, file, p, "compare"), file, p + "compare");
   }
-  if (v.is_boolean() && s.compare.rule != "equal") input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
+  if (v.is_boolean() && !std::holds_alternative<rule::Equal>(s.compare.rule)) input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
   if (j.contains("part")) {
     if (get_string(j, file, p, "part") != "measured") input_error(file, p + "part", "the only part is 'measured'");
     s.measured_part = true;
@@ -225,6 +240,41 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
 
 }  // namespace
 
+FeatureExpr parse_feature_expr(const std::string& text) {
+  static const std::regex atom(R"((gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?))");
+  FeatureExpr e;
+  e.text = text;
+  if (text == "default") return e;
+  const auto trim = [](std::string s) {
+    const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
+    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+  };
+  const auto split = [](const std::string& s, const std::string& op) {
+    std::vector<std::string> parts;
+    std::size_t at = 0;
+    for (std::size_t next; (next = s.find(op, at)) != std::string::npos; at = next + op.size())
+      parts.push_back(s.substr(at, next - at));
+    parts.push_back(s.substr(at));
+    return parts;
+  };
+  for (const std::string& alt : split(text, "||")) {
+    std::vector<FeatureTerm> all;
+    for (std::string t : split(alt, "&&")) {
+      t = trim(t);
+      FeatureTerm term;
+      if (!t.empty() && t[0] == '!') term.negated = true, t = trim(t.substr(1));
+      if (!std::regex_match(t, atom))
+        throw std::invalid_argument(
+            "'" + t + "' is not a feature (gpu, libtorch, python, numpy, isa:FLAG, derived:NAME<X, derived:NAME>X; "
+            "! before one, && and || between them; or default alone)");
+      term.atom = t;
+      all.push_back(term);
+    }
+    e.any_of.push_back(all);
+  }
+  return e;
+}
+
 Expected load_expected_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) input_error(path.string(), "(file)", "cannot be read");
@@ -243,7 +293,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   }
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
-  only_keys(j, file, "", {"schema", "id", "title", "source", "source_en", "kind", "requires", "setup_specific", "value",
+  only_keys(j, file, "", {"schema", "id", "title", "source", "source_en", "establishes", "kind", "requires", "optional",
+                          "parts", "setup_specific", "value",
                           "unit", "compare", "variants", "also", "expect", "xfail_reason", "pending", "inputs"});
   Expected e;
   e.file = path;
@@ -266,11 +317,26 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   for (const auto& k : e.kinds)
     if (std::find(known_kinds().begin(), known_kinds().end(), k) == known_kinds().end())
       input_error(file, "kind", "unknown kind '" + k + "' (analytic, numeric, measured, phenomenon)");
-  e.requirements = get_string_list(j, file, "requires");
-  for (const auto& r : e.requirements) {
-    Requirement req;
-    if (!parse_requirement(r, &req)) input_error(file, "requires", "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
+  const auto features = [&](const json& at, const std::string& p, const char* key) {
+    std::vector<std::string> out = get_string_list(at, file, key);
+    for (const auto& r : out) {
+      Requirement req;
+      if (!parse_requirement(r, &req)) input_error(file, p + key, "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
+    }
+    return out;
+  };
+  e.requirements = features(j, "", "requires");
+  if (j.contains("optional")) e.optional = features(j, "", "optional");
+  if (j.contains("parts")) {
+    const json& parts = j["parts"];
+    if (!parts.is_object()) input_error(file, "parts", "expected an object");
+    only_keys(parts, file, "parts.", {"measured"});
+    const json& m = field(parts, file, "parts.", "measured");
+    if (!m.is_object()) input_error(file, "parts.measured", "expected an object");
+    only_keys(m, file, "parts.measured.", {"requires"});
+    e.measured_requirements = features(m, "parts.measured.", "requires");
   }
+  e.establishes = get_string(j, file, "", "establishes", false);
   if (j.contains("setup_specific")) {
     if (!j["setup_specific"].is_boolean()) input_error(file, "setup_specific", "expected a boolean");
     e.setup_specific = j["setup_specific"].get<bool>();
@@ -305,6 +371,21 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   return e;
 }
 
+void require_from_expected(const std::map<std::string, Expected>& catalogue) {
+  for (auto& c : registry()) {
+    const auto it = catalogue.find(c.id);
+    if (it == catalogue.end()) continue;  // named by the caller (a check without an expected file)
+    if (!c.part.empty() && !it->second.raw.contains("parts"))
+      input_error(it->second.file.string(), "parts." + c.part,
+                  "missing: " + c.file + " registers the claim's " + c.part + " part (say what it requires)");
+    c.needs.clear();
+    for (const auto& name : c.part.empty() ? it->second.requirements : it->second.measured_requirements) {
+      Requirement r;
+      if (parse_requirement(name, &r)) c.needs.push_back(r);  // checked on loading
+    }
+  }
+}
+
 std::map<std::string, Expected> load_expected_dir(const fs::path& dir) {
   if (!fs::is_directory(dir)) input_error(dir.string(), "(dir)", "not a directory of expected files");
   std::vector<fs::path> files;
@@ -314,9 +395,36 @@ std::map<std::string, Expected> load_expected_dir(const fs::path& dir) {
       if (f.path().extension() == ".json") files.push_back(f.path());
   }
   std::sort(files.begin(), files.end());
+  std::map<std::string, std::string> titles;
+  if (const fs::path cf = dir / "chapters.json"; fs::exists(cf)) {
+    std::ifstream in(cf, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    json j;
+    try {
+      j = json::parse(buf.str());
+    } catch (const json::exception& e) {
+      input_error(cf.string(), "(json)", std::string("malformed JSON: ") + e.what());
+    }
+    if (!j.is_object()) input_error(cf.string(), "(json)", "expected an object at the top level");
+    only_keys(j, cf.string(), "", {"schema", "chapters"});
+    const json& chapters = field(j, cf.string(), "", "chapters");
+    if (!chapters.is_object()) input_error(cf.string(), "chapters", "expected an object of chNN: {title}");
+    for (const auto& [ch, v] : chapters.items()) {
+      if (!std::regex_match(ch, std::regex("^ch0[1-9]$"))) input_error(cf.string(), "chapters." + ch, "not a chNN");
+      if (!v.is_object()) input_error(cf.string(), "chapters." + ch, "expected an object");
+      only_keys(v, cf.string(), "chapters." + ch + ".", {"title"});
+      titles[ch] = get_string(v, cf.string(), "chapters." + ch + ".", "title");
+    }
+  }
   std::map<std::string, Expected> out;
   for (const auto& f : files) {
     Expected e = load_expected_file(f);
+    if (!titles.empty()) {
+      const auto t = titles.find(e.chapter);
+      if (t == titles.end()) input_error((dir / "chapters.json").string(), "chapters." + e.chapter, "missing (" + f.string() + " is in it)");
+      e.chapter_title = t->second;
+    }
     const std::string id = e.id;
     if (!out.emplace(id, std::move(e)).second) input_error(f.string(), "id", "'" + id + "' appears twice");
   }

@@ -13,12 +13,46 @@
 namespace claimcheck {
 
 inline constexpr int kExpectedSchema = 1;
+// The longest `why` (UTF-8 bytes): one line beside a verdict (expected/schema.json says the same).
+inline constexpr std::size_t kWhyMaxChars = 200;
+
+// A feature expression (LLVM lit's REQUIRES style), one vocabulary for what a machine or a run has:
+//   atom:  gpu | libtorch | python | numpy | isa:FLAG (the hardware record's instruction sets)
+//          | derived:NAME<X | derived:NAME>X (a value the check derived on this machine)
+//   term:  atom | !atom        and: term && term ...        expr: and || and ...   (&& binds tighter; no parentheses)
+// "default" alone always holds. Parsed when an expected file is loaded; a malformed one is an error naming the field.
+struct FeatureTerm {
+  bool negated = false;
+  std::string atom;  // as written: "gpu", "isa:avx512_bf16", "derived:ratio>0.325"
+};
+struct FeatureExpr {
+  std::vector<std::vector<FeatureTerm>> any_of;  // OR of ANDs; empty: "default"
+  std::string text;
+};
+// Throws std::invalid_argument with what is wrong.
+FeatureExpr parse_feature_expr(const std::string& text);
+// Whether `expr` holds, `atom_holds` telling each atom.
+template <class AtomHolds>
+bool feature_holds(const FeatureExpr& expr, AtomHolds atom_holds) {
+  if (expr.any_of.empty()) return true;
+  for (const auto& all : expr.any_of) {
+    bool ok = true;
+    for (const auto& t : all) ok = ok && (atom_holds(t.atom) != t.negated);
+    if (ok) return true;
+  }
+  return false;
+}
+// The atoms a requirement list may name (`requires`, `optional`, `parts.measured.requires`): each a ctest label.
+inline const std::vector<std::string>& requirement_atoms() {
+  static const std::vector<std::string> r = {"libtorch", "python", "gpu", "numpy"};
+  return r;
+}
 
 struct Variant {
-  // Alternatives joined by '|', each a conjunction of terms joined by '&': "default", "gpu", "no-gpu", "isa:FLAG"
-  // (the hardware record's instruction sets), "derived:NAME>X" or "derived:NAME<X" (a value the check derived on this
-  // machine, e.g. "derived:nf4_predicted_time_ratio>0.325"). Checked when the file is loaded.
+  // When this variant applies: a feature expression (above), e.g. "isa:avx512_bf16 || isa:amx_bf16",
+  // "derived:nf4_predicted_time_ratio>0.325", "default" (the last variant).
   std::string when;
+  FeatureExpr condition;
   Comparison compare;
   bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement
   std::string xfail_reason;   // its measured reason (on such a machine); "{NAME}" stands for a figure of this run
@@ -38,7 +72,11 @@ struct Statement {
 struct Expected {
   std::filesystem::path file;
   std::string id, chapter, title, source, source_en;
+  std::string chapter_title;  // from chapters.json beside the chapter folders ("" without one)
   std::vector<std::string> kinds, requirements;
+  std::vector<std::string> optional;               // used where the build has it (libtorch: the checks module)
+  std::vector<std::string> measured_requirements;  // parts.measured.requires: the measured part's own needs
+  std::string establishes;                         // what a check must establish (docs/claims.md)
   bool setup_specific = false;
   std::vector<Statement> statements;  // [0] is the primary
   bool xfail = false;
@@ -52,8 +90,12 @@ struct Expected {
 Expected load_expected_file(const std::filesystem::path& file);
 // The same from text already read; `file` names it in errors and gives its place (chNN/<name>.json) for the id.
 Expected parse_expected_file(const std::string& json_text, const std::filesystem::path& file);
-// All of expected/ch*/ *.json, by id. Throws InputError on the first bad file.
+// All of expected/ch*/ *.json, by id, with their chapters' titles from expected/chapters.json when the folder has
+// one (a user's own folder of expected files may not). Throws InputError on the first bad file.
 std::map<std::string, Expected> load_expected_dir(const std::filesystem::path& dir);
+// Gives each registered check the requirements its expected file names (`requires`; a measured part registered
+// apart, `parts.measured.requires`): the expected file is the one place they are said.
+void require_from_expected(const std::map<std::string, Expected>& catalogue);
 
 inline const std::vector<std::string>& known_kinds() {
   static const std::vector<std::string> k = {"analytic", "numeric", "measured", "phenomenon"};

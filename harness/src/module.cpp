@@ -36,10 +36,7 @@ void declare_module(const std::string& file_name, const std::vector<ModuleCheck>
   for (const auto& m : checks) {
     CheckInfo info;
     info.id = m.id;
-    info.fn_name = m.fn_name;
     info.file = m.file;
-    info.line = m.line;
-    info.needs = m.needs;
     info.part = m.part;
     info.in_module = true;
     registry().push_back(std::move(info));
@@ -85,17 +82,15 @@ void load_module(const std::string& claim) {
     if (stub == reg.end() || stub->fn != nullptr)
       throw InputError(what + " registers '" + m.id + "' (" + m.file + ":" + std::to_string(m.line) +
                        "), which the executable's manifest does not list: a stale build; rebuild the target claimcheck");
-    if (stub->needs != m.needs || stub->fn_name != m.fn_name)
-      throw InputError(what + " registers '" + m.id + "' with other requirements than the executable's manifest: a "
-                       "stale build; rebuild the target claimcheck");
     stub->fn = m.fn;
+    stub->fn_name = m.fn_name;
     stub->file = m.file;
     stub->line = m.line;
   }
   for (const auto& c : reg)
     if (in_unloaded_module(c))
       throw InputError(what + " does not register '" + c.id + "', which the executable's manifest lists (" + c.file +
-                       ":" + std::to_string(c.line) + "): a stale build; rebuild the target claimcheck");
+                       "): a stale build; rebuild the target claimcheck");
   s.loaded = true;  // the handle stays open for the whole run
 }
 

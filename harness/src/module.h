@@ -2,7 +2,7 @@
 // executable (claimcheck_torch_checks.so), loaded with dlopen only when `run` is about to run one of them, so that
 // account, list, compare and runs without such a check never load LibTorch (issue 12, point 4).
 //
-// The executable knows the module's checks from a manifest generated at configure time from their sources
+// The executable knows the module's checks from a manifest generated at configure time from their expected files
 // (cmake/ClaimcheckTorchModule.cmake): each becomes a registry entry without a function ("stub") that `list`
 // shows like any other. Loading the module runs its static registrars into the executable's registry (the
 // executable exports its symbols); each registration then fills its stub, and a check the manifest does not
@@ -17,10 +17,7 @@ namespace claimcheck {
 
 struct ModuleCheck {
   const char* id;
-  const char* fn_name;
-  const char* file;
-  int line;
-  std::vector<Requirement> needs;
+  const char* file;       // the check's source, as CMake compiles it
   const char* part = "";  // "measured" for a part registered apart from its claim's check
 };
 

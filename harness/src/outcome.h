@@ -32,6 +32,7 @@ struct Measurement {
 
 struct ClaimResult {
   std::string id, chapter, title, source;
+  std::string chapter_title;  // expected/chapters.json
   std::vector<std::string> kinds, requirements;
   bool setup_specific = false;
   Status status = Status::error;

@@ -55,11 +55,6 @@ CheckBuilder& CheckBuilder::part(const std::string& kind) {
   return *this;
 }
 
-CheckBuilder& CheckBuilder::needs(Requirement r) {
-  registry()[index_].needs.push_back(r);
-  return *this;
-}
-
 namespace detail {
 CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int line) {
   // Registrars live for the whole program, like googletest's TestInfo objects.

@@ -13,7 +13,7 @@ struct CheckInfo {
   std::string fn_name;
   std::string file;
   int line = 0;
-  std::vector<Requirement> needs;
+  std::vector<Requirement> needs;  // from the claim's expected file (require_from_expected in expected.h)
   bool in_module = false;  // a check of the LibTorch module (module.h): fn stays null until it is loaded
   std::string part;        // "" for a claim's check; "measured" for its measured part registered apart (check.h)
 };

@@ -209,6 +209,7 @@ ClaimResult base_result(const Expected& e) {
   ClaimResult r;
   r.id = e.id;
   r.chapter = e.chapter;
+  r.chapter_title = e.chapter_title;
   r.title = e.title;
   r.source = e.source;
   r.kinds = e.kinds;
@@ -225,7 +226,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     Statement s = s0;
     for (std::size_t vi = 0; vi < s0.variants.size(); ++vi) {
       const auto& v = s0.variants[vi];
-      if (!variant_matches(v.when, hw, derived)) continue;
+      if (!variant_matches(v.condition, hw, derived)) continue;
       const std::string field = (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
       s.compare = v.compare;
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
@@ -276,10 +277,9 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 
 }  // namespace
 
-// Whether one term of a variant's condition holds here (Variant::when; the syntax was checked on loading).
+// Whether one atom of a variant's condition holds here (FeatureExpr; the syntax was checked on loading).
 namespace {
-bool term_holds(const std::string& t, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
-  if (t == "default") return true;
+bool atom_holds(const std::string& t, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
   if (t.rfind("derived:", 0) == 0) {
     const auto op = t.find_first_of("<>", 8);
     const auto it = derived.find(t.substr(8, op - 8));
@@ -290,20 +290,14 @@ bool term_holds(const std::string& t, const HardwareInfo* hw, const std::map<std
   if (!hw) return false;
   if (t.rfind("isa:", 0) == 0) return hw->has_isa(t.substr(4));
   if (t == "gpu") return hw->gpu.has_value();
-  if (t == "no-gpu") return !hw->gpu;
+  Requirement r;
+  if (parse_requirement(t, &r)) return !Capabilities(hw).missing(r).has_value();  // libtorch, python, numpy
   return false;
 }
 }  // namespace
 
-bool variant_matches(const std::string& when, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
-  std::stringstream alts(when);
-  for (std::string alt; std::getline(alts, alt, '|');) {
-    bool all = true;
-    std::stringstream terms(alt);
-    for (std::string t; all && std::getline(terms, t, '&');) all = term_holds(t, hw, derived);
-    if (all) return true;
-  }
-  return false;
+bool variant_matches(const FeatureExpr& when, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
+  return feature_holds(when, [&](const std::string& atom) { return atom_holds(atom, hw, derived); });
 }
 
 // A reason with this run's figures: "{NAME}" becomes the derived value or the measurement NAME (3 significant

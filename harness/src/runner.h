@@ -59,7 +59,7 @@ bool kind_selected(const std::vector<std::string>& labels, const std::string& ki
 bool needs_module(const std::string& id, const std::vector<std::string>& labels, Capabilities& caps);
 
 // Whether a variant's condition (Variant::when) holds on this machine, with the values the check derived.
-bool variant_matches(const std::string& when, const HardwareInfo* hw, const std::map<std::string, double>& derived);
+bool variant_matches(const FeatureExpr& when, const HardwareInfo* hw, const std::map<std::string, double>& derived);
 // A reason with this run's figures: "{NAME}" becomes the derived value or the measurement NAME (3 significant
 // digits); a name without a figure is an InputError naming `file` and `field`.
 std::string with_figures(const std::string& text, const std::map<std::string, double>& derived,

@@ -38,49 +38,67 @@ std::string pct(double share) {
 }
 }  // namespace
 
-Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<std::string, double>& derived,
-                       const std::string& unit) {
-  Verdict out;
-  const std::string u = unit.empty() ? "" : " " + unit;
-  if (!std::isfinite(m)) {
-    out.text = "measured " + fmt(m) + u + " is not a finite number";
-    out.budget_used = INFINITY;
-    return out;
+namespace {
+// How much of a range [min, max] (either end may be open) the figure x uses: 1 at an edge, above 1 outside.
+double range_share(double x, const std::optional<double>& min, const std::optional<double>& max, bool ok) {
+  if (min && max) {
+    const double half = (*max - *min) / 2;
+    return half > 0 ? std::fabs(x - (*min + *max) / 2) / half : (ok ? 0 : INFINITY);
   }
-  if (c.rule == "close" || c.rule == "rounded") {
-    double allowed;
-    std::string how;
-    if (c.rule == "rounded") {
-      allowed = c.step / 2;
-      how = "stated to " + fmt(c.step) + u;
-    } else {
-      Tol t{c.atol, c.rtol};
-      if (!c.dtype.empty()) t = dtype_default(c.dtype);
-      allowed = t.atol + t.rtol * std::fabs(v);
-      how = "atol " + fmt(t.atol) + ", rtol " + fmt(t.rtol);
-    }
+  if (max && *max > 0 && x >= 0) return x / *max;
+  if (min && *min >= 0 && x > 0) return *min / x;
+  return ok ? 0 : INFINITY;
+}
+
+std::string range_text(const std::optional<double>& min, const std::optional<double>& max) {
+  return "[" + (min ? fmt(*min) : std::string("-inf")) + ", " + (max ? fmt(*max) : std::string("inf")) + "]";
+}
+
+struct Judge {
+  double m, v;
+  const std::map<std::string, double>& derived;
+  std::string u;
+
+  Verdict close_to(double allowed, const std::string& how) const {
+    Verdict out;
     const double err = std::fabs(m - v);
     // A hair of slack for the binary representation of decimal steps (0.05 is not exact).
     out.ok = err <= allowed * (1 + 1e-12) + 1e-300;
     out.budget_used = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);
     out.text = fmt(m) + u + " vs stated " + fmt(v) + u + ": |diff| " + fmt(err) + (out.ok ? " <= " : " > ") +
                fmt(allowed) + " (" + how + "; " + pct(out.budget_used) + " of budget)";
-  } else if (c.rule == "truncated") {
+    return out;
+  }
+  Verdict operator()(const rule::Close& c) const {
+    Tol t{c.atol, c.rtol};
+    if (!c.dtype.empty()) t = dtype_default(c.dtype);
+    return close_to(t.atol + t.rtol * std::fabs(v), "atol " + fmt(t.atol) + ", rtol " + fmt(t.rtol));
+  }
+  Verdict operator()(const rule::Rounded& c) const { return close_to(c.step / 2, "stated to " + fmt(c.step) + u); }
+  Verdict operator()(const rule::Truncated& c) const {
+    Verdict out;
     out.ok = m >= v && m < v + c.step;
     out.budget_used = c.step > 0 ? std::fabs(m - v) / c.step : 0;
     out.text = fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " +
                fmt(c.step);
-  } else if (c.rule == "bound") {
+    return out;
+  }
+  Verdict operator()(const rule::Bound& c) const {
+    Verdict out;
     out.ok = (!c.min || m >= *c.min) && (!c.max || m <= *c.max);
+    out.budget_used = range_share(m, c.min, c.max, out.ok);
     std::string range;
     if (c.min && c.max)
-      range = (out.ok ? " within [" : " outside [") + fmt(*c.min) + ", " + fmt(*c.max) + "]" + u;
+      range = (out.ok ? " within " : " outside ") + range_text(c.min, c.max) + u;
     else if (c.max)
       range = (out.ok ? " <= " : " > ") + fmt(*c.max) + u;
     else
       range = (out.ok ? " >= " : " < ") + fmt(*c.min) + u;
     out.text = fmt(m) + u + range + " (stated " + fmt(v) + u + ")";
-  } else if (c.rule == "band") {
+    return out;
+  }
+  Verdict operator()(const rule::Band& c) const {
+    Verdict out;
     double ref = v;
     std::string refname = "stated";
     if (c.relative_to != "value") {
@@ -93,12 +111,16 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
       refname = c.relative_to;
     }
     const double ratio = m / ref;
-    out.ok = std::isfinite(ratio) && (!c.lo || ratio >= *c.lo) && (!c.hi || ratio <= *c.hi);
-    out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band [" +
-               (c.lo ? fmt(*c.lo) : "0") + ", " + (c.hi ? fmt(*c.hi) : "inf") + "]";
-  } else if (c.rule == "rounded_parts") {
+    out.ok = std::isfinite(ratio) && (!c.min || ratio >= *c.min) && (!c.max || ratio <= *c.max);
+    out.budget_used = std::isfinite(ratio) ? range_share(ratio, c.min, c.max, out.ok) : INFINITY;
+    out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band " +
+               range_text(c.min, c.max);
+    return out;
+  }
+  Verdict operator()(const rule::RoundedParts& c) const {
     // The series adds parts it has already rounded: the stated figure is what that arithmetic gives, not a wider
     // tolerance. The parts must add up to the measured figure, or the rule would judge something else.
+    Verdict out;
     const auto to_step = [](double x, double step) { return std::round(x / step * (1 + 1e-12)) * step; };
     double raw = 0, rounded = 0;
     std::string shown;
@@ -119,26 +141,48 @@ Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<s
     out.text = adds_up ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
                              fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
                        : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;
-  } else if (c.rule == "interval") {
+    return out;
+  }
+  Verdict operator()(const rule::Interval& c) const {
     // The measurement's own uncertainty (e.g. a bootstrap interval) is the tolerance: the stated figure must lie in it.
-    const auto lo = derived.find(c.interval_lo), hi = derived.find(c.interval_hi);
+    Verdict out;
+    const auto lo = derived.find(c.min_from), hi = derived.find(c.max_from);
     if (lo == derived.end() || hi == derived.end()) {
-      out.text = "interval needs '" + c.interval_lo + "' and '" + c.interval_hi + "', which the check did not derive";
+      out.text = "interval needs '" + c.min_from + "' and '" + c.max_from + "', which the check did not derive";
       return out;
     }
     const double a = lo->second, b = hi->second;
     out.ok = std::isfinite(a) && std::isfinite(b) && a <= v && v <= b;
-    const double half = (b - a) / 2;
-    out.budget_used = half > 0 ? std::fabs(v - (a + b) / 2) / half : (out.ok ? 0 : INFINITY);
+    out.budget_used = range_share(v, a, b, out.ok);
     out.text = "stated " + fmt(v) + u + (out.ok ? " inside " : " outside ") + "the measured interval [" + fmt(a) +
                ", " + fmt(b) + "]" + u + " (estimate " + fmt(m) + u + ")";
-  } else if (c.rule == "equal") {
+    return out;
+  }
+  Verdict operator()(const rule::Equal&) const {
+    Verdict out;
     out.ok = m == v;
     out.text = fmt(m) + u + (out.ok ? " == " : " != ") + "stated " + fmt(v) + u;
-  } else {
-    out.text = "unknown rule '" + c.rule + "'";
+    return out;
   }
-  return out;
+};
+}  // namespace
+
+const char* rule_name(const Rule& r) {
+  static const char* const names[] = {"close", "rounded", "truncated", "bound", "band", "interval", "rounded_parts",
+                                      "equal"};
+  static_assert(std::variant_size_v<Rule> == sizeof names / sizeof names[0], "a name per rule");
+  return names[r.index()];
+}
+
+Verdict compare_scalar(const Comparison& c, double m, double v, const std::map<std::string, double>& derived,
+                       const std::string& unit) {
+  if (!std::isfinite(m)) {
+    Verdict out;
+    out.text = "measured " + fmt(m) + (unit.empty() ? "" : " " + unit) + " is not a finite number";
+    out.budget_used = INFINITY;
+    return out;
+  }
+  return std::visit(Judge{m, v, derived, unit.empty() ? "" : " " + unit}, c.rule);
 }
 
 namespace {

@@ -7,23 +7,47 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace claimcheck {
 
-struct Comparison {
-  std::string rule;  // close | rounded | rounded_parts | truncated | bound | band | interval | equal
+// One typed rule per way of comparing a figure (expected/schema.json spells each): a comparison holds exactly the
+// fields its rule uses, and the loader builds it from the expected file's "compare" object.
+namespace rule {
+struct Close {          // |measured - stated| <= atol + rtol * |stated|, or the dtype's defaults
+  std::string dtype;    // fp64, fp32, fp16, bf16 (PyTorch's assert_close defaults); "" for atol / rtol
   double atol = 0, rtol = 0;
-  double step = 0;                      // rounded / truncated: one unit of the last stated digit
-  std::optional<double> min, max;       // bound
-  std::string relative_to;              // band: a derived value's name, or "value" (the stated one)
-  std::optional<double> lo, hi;         // band: lo <= measured / reference <= hi
-  std::string dtype;                    // close: per-dtype defaults (fp64, fp32, fp16, bf16)
-  std::string interval_lo, interval_hi;  // interval: derived values; the stated value must lie between them
-  // rounded_parts: the series' own arithmetic: derived parts each rounded to part_step, added, the sum rounded to
-  // step (the parts must add up to the measured figure)
-  std::vector<std::string> parts;
-  double part_step = 0;
+};
+struct Rounded {        // the measured figure rounds to the stated one at the stated digit
+  double step = 0;      // one unit of the last stated digit
+};
+struct Truncated {      // the measured figure truncates to the stated one
+  double step = 0;
+};
+struct Bound {          // min <= measured <= max (either may be absent)
+  std::optional<double> min, max;
+};
+struct Band {           // min <= measured / reference <= max
+  std::string relative_to;  // a value the check derived on this machine, or "value" (the stated one)
+  std::optional<double> min, max;
+};
+struct Interval {       // the stated value lies in [min_from, max_from], values the check derived (its own noise)
+  std::string min_from, max_from;
+};
+struct RoundedParts {   // the series' own arithmetic: derived parts each rounded to part_step, added, rounded to step
+  double step = 0, part_step = 0;
+  std::vector<std::string> parts;  // the parts must add up to the measured figure
+};
+struct Equal {};        // measured == stated (booleans, counts)
+}  // namespace rule
+using Rule = std::variant<rule::Close, rule::Rounded, rule::Truncated, rule::Bound, rule::Band, rule::Interval,
+                          rule::RoundedParts, rule::Equal>;
+// The name an expected file gives the rule: close, rounded, truncated, bound, band, interval, rounded_parts, equal.
+const char* rule_name(const Rule& r);
+
+struct Comparison {
+  Rule rule = rule::Equal{};
   std::string why;                      // one line: why this tolerance
   std::string evidence;                 // optional: the measurements behind it (machines, dates, runs)
   // optional: what kind of figure this statement compares where no bug in a model or a kernel can move it (it
@@ -44,7 +68,8 @@ Tol dtype_default(const std::string& dtype);
 struct Verdict {
   bool ok = false;
   std::string text;           // what was compared and how, one line
-  double budget_used = 0;     // |error| / allowed (0..inf); for bounds, distance to the nearer edge
+  double budget_used = 0;     // the share of the tolerance used: 1 at its edge, above 1 outside (0..inf); for a
+                              // range, the distance from its centre over its half-width; one-sided, x / max or min / x
 };
 
 // `stated` is the expected file's value in the same unit as `measured`.

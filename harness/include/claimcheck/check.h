@@ -11,8 +11,11 @@
 //     ctx.measure(bytes / 1e9, "GB");
 //   }
 //   CLAIMCHECK_REGISTER(full_finetune_gb).claim("ch04.full_finetune_gb");
-//   CLAIMCHECK_REGISTER(attention_fp32).claim("ch02.attention_fp32").needs(Requirement::libtorch);
-//   CLAIMCHECK_REGISTER(kv_cache_allocated).claim("ch06.kv_cache").part("measured").needs(Requirement::libtorch);
+//   CLAIMCHECK_REGISTER(kv_cache_allocated).claim("ch06.kv_cache").part("measured");
+//
+// What a check needs (libtorch, python, gpu, numpy) is said once, in its expected file (`requires`, and
+// `parts.measured.requires` for a measured part registered apart): the runner skips it where that is missing, and
+// the build puts the checks that use LibTorch into the LibTorch checks module.
 //
 // Registration is static (googletest / google-benchmark style): link check
 // objects directly (an OBJECT library) so the registrars are not dropped.
@@ -29,7 +32,7 @@ namespace claimcheck {
 
 struct HardwareInfo;  // harness/src/probe.h; checks reach it through Context::hardware()
 
-// What a check needs to run. A build or machine without it reports "skip" with the reason.
+// What a check needs to run (named in its expected file). A build or machine without it reports "skip" with the reason.
 enum class Requirement { libtorch, python, gpu, numpy };
 const char* to_string(Requirement r);
 
@@ -99,7 +102,6 @@ class CheckBuilder {
   // part is listed as pending with the reason). A check whose analytic part needs no LibTorch keeps it in the
   // executable and its LibTorch part in the module, so that `run --label analytic` never loads LibTorch.
   CheckBuilder& part(const std::string& kind);
-  CheckBuilder& needs(Requirement r);
 
  private:
   std::size_t index_;

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""expected/schema.json and the loader (harness/src/expected.cpp) say the same: every expected file validates
+against the schema, and each planted mistake below (an unknown key at each level, a retired spelling, a `why` of
+two lines or too long, a malformed feature expression) is refused by both: by the schema, and by `claimcheck list
+--expected` with exit 2 and one line naming the file and the key.
+
+usage: check_schema.py --claimcheck EXE --root DIR"""
+import argparse
+import copy
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+p = argparse.ArgumentParser()
+p.add_argument("--claimcheck", required=True)
+p.add_argument("--root", required=True)
+a = p.parse_args()
+
+try:
+    import jsonschema
+    schema = json.load(open(os.path.join(a.root, "expected", "schema.json")))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+except ImportError:
+    validator = None
+
+failures = []
+files = sorted(glob.glob(os.path.join(a.root, "expected", "ch0*", "*.json")))
+if validator:
+    for f in files:
+        for e in validator.iter_errors(json.load(open(f))):
+            failures.append(f"{os.path.relpath(f, a.root)}: the schema refuses it at {'/'.join(map(str, e.path))}: {e.message[:200]}")
+
+
+def load(rel):
+    return json.load(open(os.path.join(a.root, "expected", rel)))
+
+
+def statement_with_variants(d):
+    return next(s for s in [d, *d.get("also", {}).values()] if "variants" in s)
+
+
+# (what, expected file, mutation, the field the loader's error names)
+def unknown_top(d): d["alsoo"] = d.pop("also")
+def unknown_also(d): d["also"]["tokens_per_s"]["vaue"] = 1
+def unknown_compare(d): d["compare"]["tol"] = 0.1
+def unknown_variant(d): statement_with_variants(d)["variants"][0]["whenn"] = "gpu"
+def unknown_part(d): d["parts"]["measured"]["needs"] = ["libtorch"]
+def old_band(d): d["compare"]["lo"] = 0.5
+def two_lines(d): d["compare"]["why"] = "one line\nand another"
+def long_why(d): d["compare"]["why"] = "x" * 201
+def bad_when(d): statement_with_variants(d)["variants"][0]["when"] = "isa:avx512_bf16|isa:amx_bf16"
+def unknown_need(d): d["requires"] = ["cuda"]
+
+cases = [
+    ("an unknown top-level key", "ch06/decode_ms.json", unknown_top, "alsoo"),
+    ("an unknown key in a statement", "ch06/decode_ms.json", unknown_also, "also.tokens_per_s.vaue"),
+    ("an unknown key in a comparison", "ch06/decode_ms.json", unknown_compare, "compare.tol"),
+    ("an unknown key in a variant", "ch03/cpu_bf16_autocast.json", unknown_variant, "variants[0].whenn"),
+    ("an unknown key in a part", "ch06/kv_cache.json", unknown_part, "parts.measured.needs"),
+    ("a retired spelling of a range (lo)", "ch06/decode_measured.json", old_band, "compare.lo"),
+    ("a why of two lines", "ch06/decode_ms.json", two_lines, "compare.why"),
+    ("a why of 201 characters", "ch06/decode_ms.json", long_why, "compare.why"),
+    ("a condition in the retired syntax", "ch03/cpu_bf16_autocast.json", bad_when, "variants[0].when"),
+    ("an unknown requirement", "ch06/decode_ms.json", unknown_need, "requires"),
+]
+for what, rel, mutate, field in cases:
+    d = load(rel)
+    try:
+        mutate(d)
+    except KeyError as e:  # the planted file changed shape: say so rather than test nothing
+        failures.append(f"{what}: {rel} has no {e} to plant it in")
+        continue
+    if validator and validator.is_valid(d):
+        failures.append(f"{what}: the schema accepts it")
+    tmp = tempfile.mkdtemp(prefix="cc_schema_")
+    try:
+        shutil.copytree(os.path.join(a.root, "expected"), os.path.join(tmp, "expected"))
+        path = os.path.join(tmp, "expected", rel)
+        json.dump(d, open(path, "w"), indent=2, ensure_ascii=False)
+        r = subprocess.run([a.claimcheck, "list", "--expected", os.path.join(tmp, "expected"), "--root", a.root],
+                           capture_output=True, text=True, timeout=120)
+        err = r.stderr.strip()
+        if r.returncode != 2 or len(err.splitlines()) != 1 or path not in err or f"field '{field}'" not in err:
+            failures.append(f"{what}: claimcheck exit {r.returncode}, stderr {err[:300]!r} (wanted exit 2, one line "
+                            f"naming {path} and field '{field}')")
+    finally:
+        shutil.rmtree(tmp)
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{len(files)} expected files{' validated against the schema' if validator else ''}; "
+      f"{len(cases)} planted mistakes; {len(failures)} failures")
+if failures:
+    sys.exit(1)
+if not validator:
+    print("skip: the schema half needs Python's jsonschema (Debian: python3-jsonschema); the loader half passed")
+    sys.exit(77)
