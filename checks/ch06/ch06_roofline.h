@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "claimcheck/base/threads.h"
+#include "claimcheck/base/timing.h"
+#include "claimcheck/base/random.h"
 #include "claimcheck/check.h"
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/kernels/roofline.h"
@@ -278,19 +280,12 @@ inline nlohmann::json roofline_point(const std::string& name, double intensity, 
   return {{"name", name}, {"intensity", intensity}, {"flops", flops_per_s}};
 }
 
-// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (splitmix64).
+// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (SplitMix64).
 inline std::vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
   std::vector<K::bf16_t> w(n);
   const float scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (auto& x : w) {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    const float u = static_cast<float>(z >> 40) / static_cast<float>(1ULL << 24);  // [0, 1)
-    x = K::to_bf16((2 * u - 1) * scale);
-  }
+  claimcheck::base::SplitMix64 rng(seed * claimcheck::base::kGoldenGamma + 1);
+  for (auto& x : w) x = K::to_bf16((2 * rng.next_unit() - 1) * scale);
   return w;
 }
 inline std::vector<float> random_activations(std::size_t n, std::uint64_t seed) {
@@ -382,8 +377,7 @@ PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int r
     p.seconds = time_fn();
     r.push_back(p);
   }
-  std::sort(r.begin(), r.end(), [](const PairedRead& a, const PairedRead& b) { return a.ratio() < b.ratio(); });
-  return r[r.size() / 2];
+  return claimcheck::base::median_by(std::move(r), [](const PairedRead& p) { return p.ratio(); });
 }
 
 inline K::DecodeShape decode_shape(claimcheck::Context& ctx) {
@@ -405,8 +399,7 @@ inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int s
   s.step(x.data(), y.data(), o);
   std::vector<double> t;
   for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return claimcheck::base::median(std::move(t));
 }
 
 }  // namespace ch06
@@ -430,8 +423,7 @@ Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
     p.seconds = time_fn();
     r.push_back(p);
   }
-  std::sort(r.begin(), r.end(), [](const Paired& a, const Paired& b) { return a.ratio() < b.ratio(); });
-  return r[r.size() / 2];
+  return claimcheck::base::median_by(std::move(r), [](const Paired& p) { return p.ratio(); });
 }
 
 // The same against the FMA peak of the same moment: `rounds` rounds of (a short peak probe, then time_fn()), the
@@ -450,8 +442,7 @@ PairedPeak paired_with_peak(const Roof& roof, const K::RooflineFaults& faults, i
     p.seconds = time_fn();
     r.push_back(p);
   }
-  std::sort(r.begin(), r.end(), [](const PairedPeak& a, const PairedPeak& b) { return a.ratio() < b.ratio(); });
-  return r[r.size() / 2];
+  return claimcheck::base::median_by(std::move(r), [](const PairedPeak& p) { return p.ratio(); });
 }
 
 }  // namespace ch06

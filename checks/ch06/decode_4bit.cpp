@@ -6,6 +6,7 @@
 
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
+#include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 
 static void decode_4bit(claimcheck::Context& ctx) {
@@ -78,9 +79,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
     t4 = std::min(t4, b);
     ratios.push_back(b / a);
   }
-  std::sort(ratios.begin(), ratios.end());
-  const double time_ratio = ratios.size() % 2 ? ratios[ratios.size() / 2]
-                                              : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+  const double time_ratio = claimcheck::base::median(ratios);
   const double byte_ratio = static_cast<double>(s4.weight_bytes()) / static_cast<double>(s16.weight_bytes());
   // Which side of the machine's balance the NF4 kernel sits on, measured: its rate with its weights in cache (a
   // 256 x 4096 matrix, 576 KiB with the scales: under each core's L2 on 2 threads) against the bf16 chain's rate from

@@ -3,6 +3,7 @@
 // against its bytes over the read bandwidth the probe measured; LibTorch's bf16 matmul runs the same chain.
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
+#include "claimcheck/base/timing.h"
 
 // On a GPU: the Llama-3-8B-shaped chain (inputs.gpu_layers layers and the lm_head) on kernels/cuda's GEMVs in a
 // CUDA graph, against its bytes over the GPU's measured read bandwidth; cuBLAS's chain on the same weights.
@@ -63,8 +64,7 @@ static void decode_measured(claimcheck::Context& ctx) {
     chain.step(x.data(), y.data());
     std::vector<double> ts;
     for (int i = 0; i < steps; ++i) ts.push_back(ch06::best_seconds(1, [&] { chain.step(x.data(), y.data()); }));
-    std::sort(ts.begin(), ts.end());
-    t_torch = ts[ts.size() / 2];
+    t_torch = claimcheck::base::median(ts);
   } catch (const std::exception& e) {
     torch_why = e.what();
   }

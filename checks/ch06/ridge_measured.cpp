@@ -3,6 +3,7 @@
 // against the theoretical peak (cores x clock x FMA units x lanes x 2) and against LibTorch's own read.
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
+#include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 
 // The compute roof's batch: the smallest whose per-token time is within 5% of the sweep's best (per_token[i] is
@@ -111,12 +112,9 @@ static void ridge_measured(claimcheck::Context& ctx) {
       lib.push_back(ch06::ref::torch_read_bandwidth(torch_bytes, roof.threads, 1));
       if (lib.back() > 0) ratio.push_back(probe.back() / lib.back());
     }
-    std::sort(probe.begin(), probe.end());
-    std::sort(lib.begin(), lib.end());
-    std::sort(ratio.begin(), ratio.end());
-    probe_read = probe[2];
-    torch_read = lib[2];
-    if (!ratio.empty()) pair_ratio = ratio[ratio.size() / 2];
+    probe_read = claimcheck::base::median(probe);
+    torch_read = claimcheck::base::median(lib);
+    if (!ratio.empty()) pair_ratio = claimcheck::base::median(ratio);
   } catch (const std::exception& e) {
     torch_why = e.what();
   }

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "claimcheck/base/timing.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -36,8 +38,8 @@
 namespace claimcheck::kernels {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using base::Clock;
+using base::seconds_since;
 
 // The CPUs this process may run on, in order.
 std::vector<int> allowed_cpus() {
@@ -654,8 +656,7 @@ double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t
   for (const auto& [ptr, bytes] : buffers) cut_blocks(static_cast<const float*>(ptr), bytes / sizeof(float), &blocks);
   std::vector<double> times;
   for (int pass = 0; pass < std::max(1, passes); ++pass) times.push_back(read_pass(blocks, threads, f.read_skips));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return base::median(std::move(times));
 }
 
 Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
@@ -700,13 +701,9 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
     });
     triads.push_back(3.0 * static_cast<double>(n) * sizeof(float) / span.seconds());
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  bw.read_bytes_per_s = median(reads);
+  bw.read_bytes_per_s = base::median(reads);
   bw.read_best_bytes_per_s = *std::max_element(reads.begin(), reads.end());
-  bw.triad_bytes_per_s = median(triads);
+  bw.triad_bytes_per_s = base::median(triads);
   volatile float keep = a[n / 2];
   (void)keep;
   return bw;

@@ -61,6 +61,8 @@
 
 #include "attention_tiles.h"
 #include "claimcheck/kernels/cuda/attention.h"
+#include "claimcheck/base/random.h"
+#include "claimcheck/base/timing.h"
 
 namespace claimcheck::kernels::cuda {
 namespace {
@@ -383,11 +385,7 @@ struct Event {
 __global__ void fill_random(__nv_bfloat16* x, std::size_t n, std::uint32_t seed) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t z = (static_cast<std::uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    const float u = base::unit_float(base::splitmix64(static_cast<std::uint64_t>(i) * base::kGoldenGamma + seed));
     x[i] = __float2bfloat16(4.0f * u - 2.0f);
   }
 }
@@ -462,9 +460,7 @@ double time_attention_fwd_bf16(const AttnDims& d, bool causal, int repeats) {
     check(cudaEventElapsedTime(&ms, t0.e, t1.e), "cudaEventElapsedTime");
     times.push_back(ms * 1e-3 / kBackToBack);
   }
-  std::sort(times.begin(), times.end());
-  const std::size_t m = times.size();
-  return m % 2 ? times[m / 2] : 0.5 * (times[m / 2 - 1] + times[m / 2]);
+  return base::median(std::move(times));
 }
 
 }  // namespace claimcheck::kernels::cuda

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "claimcheck/base/timing.h"
+
 namespace claimcheck::kernels::cuda::detail {
 
 inline void check(cudaError_t e, const char* what) {
@@ -76,8 +78,7 @@ double median_event_seconds(cudaStream_t stream, int repeats, F&& enqueue) {
   }
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return base::median(std::move(times));
 }
 
 // Two bf16 in a 32-bit word (element 0 in the low half) as floats: a bf16 is the top half of an fp32.

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "claimcheck/kernels/cuda/stream.h"
+#include "claimcheck/base/random.h"
 #include "common.cuh"
 
 namespace claimcheck::kernels::cuda {
@@ -206,12 +207,7 @@ __global__ void silu_pair_kernel(const float* __restrict__ gu, __nv_bfloat16* __
   }
 }
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using base::splitmix64;
 
 // One fused device matrix: rows of bf16 (2K bytes each) or NF4 (K/2 bytes + K/64 scales each).
 struct DevMat {

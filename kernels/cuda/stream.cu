@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "claimcheck/kernels/cuda/stream.h"
+#include "claimcheck/base/timing.h"
 
 namespace claimcheck::kernels::cuda {
 namespace {
@@ -106,8 +107,7 @@ ReadResult read_bandwidth(std::size_t bytes, int repeats, bool skips) {
   cudaEventDestroy(t1);
   cudaFree(partial);
   cudaFree(x);
-  std::sort(times.begin(), times.end());
-  r.seconds = times.empty() ? 0 : times[times.size() / 2];
+  r.seconds = times.empty() ? 0 : base::median(std::move(times));
   return r;
 }
 

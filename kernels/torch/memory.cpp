@@ -10,6 +10,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "decoder.h"
+#include "claimcheck/base/timing.h"
 
 namespace claimcheck::train {
 
@@ -31,9 +32,7 @@ const char* phase_name(int p) {
     default: return "before";
   }
 }
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using base::seconds_since;
 
 // The optimizer of the series' table: bf16 parameters; the optimizer keeps an fp32 master copy (made when it is
 // built) and fp32 Adam m, v (made at the first step, as torch.optim does), and writes the master back in bf16.

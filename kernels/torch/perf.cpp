@@ -15,8 +15,10 @@
 
 #include <kineto/ActivityType.h>  // libkineto's activity kinds (shipped in LibTorch's include folder)
 #include <torch/csrc/autograd/profiler_kineto.h>
+
 #include <torch/cuda.h>
 
+#include "claimcheck/base/timing.h"
 #include "decoder.h"
 
 namespace claimcheck::train {
@@ -142,9 +144,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     r.backward_s = std::min(r.backward_s, bwd);
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
   }
-  std::sort(ratios.begin(), ratios.end());
-  const std::size_t n = ratios.size();
-  r.backward_over_forward = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  r.backward_over_forward = base::median(ratios);
   if (!on.cuda) {  // one more step under the allocator's peak counter (the optimizer state exists by now)
     opt.zero_grad();
     reset_peak();
@@ -467,10 +467,8 @@ ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rou
     every.push_back(run(1));
     rarely.push_back(run(rare_every));
   }
-  std::sort(every.begin(), every.end());
-  std::sort(rarely.begin(), rarely.end());
-  r.every_step_s = every[every.size() / 2];
-  r.rare_step_s = rarely[rarely.size() / 2];
+  r.every_step_s = base::median(every);
+  r.rare_step_s = base::median(rarely);
   // The profiler: `rounds` more interleaved rounds of each, CUDA activity only (less of the profiler's own overhead),
   // the GPU's busy intervals merged: kernels, copies and memsets (libkineto's CONCURRENT_KERNEL, GPU_MEMCPY,
   // GPU_MEMSET), not the annotation or sync ranges that also carry the CUDA device type.
@@ -510,8 +508,7 @@ ItemSyncTiming item_sync_timing(std::uint64_t seed, int steps, int rare, int rou
   }
   auto median_or_none = [](std::vector<double> v) {  // -1 when any round saw no GPU activity
     if (std::find(v.begin(), v.end(), -1.0) != v.end()) return -1.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return base::median(std::move(v));
   };
   r.idle_every = median_or_none(idle_every);
   r.idle_rare = median_or_none(idle_rare);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "claimcheck/ref/attention.h"
+#include "claimcheck/base/timing.h"
 #include "claimcheck/ref/roofline.h"
 
 namespace claimcheck::ref {
@@ -21,8 +22,7 @@ double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
     if (p > 0 && s > 0) rates.push_back(static_cast<double>(x.numel()) * sizeof(float) / secs);
   }
   if (rates.empty()) return 0;
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  return claimcheck::base::median(std::move(rates));
 }
 
 double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
@@ -39,8 +39,7 @@ double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
     if (p > 0 && v > 0) rates.push_back(static_cast<double>(x.numel()) * sizeof(float) / secs);
   }
   if (rates.empty()) return 0;
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  return claimcheck::base::median(std::move(rates));
 }
 
 }  // namespace claimcheck::ref

@@ -1,0 +1,42 @@
+// claimcheck/base/timing.h — the project's one median and one stopwatch. A timing, a ratio of timings or a paired
+// probe reading is summarised by its median across rounds (a shared machine's slow rounds do not move it); every
+// measuring site calls these rather than its own sort.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+namespace claimcheck::base {
+
+using Clock = std::chrono::steady_clock;
+
+// Wall seconds since `t0` (steady clock).
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The median: the middle value of an odd count, the mean of the two middle ones of an even count. Throws
+// std::invalid_argument on an empty list (a median of nothing is a bug of the caller, never 0).
+inline double median(std::vector<double> xs) {
+  if (xs.empty()) throw std::invalid_argument("median of an empty list");
+  const std::size_t mid = xs.size() / 2;
+  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(mid), xs.end());
+  const double upper = xs[mid];
+  if (xs.size() % 2) return upper;
+  return (*std::max_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+// The median element of records ordered by `key` (a paired reading by its ratio): the middle one of an odd count,
+// the upper middle of an even count (records are not averaged). Throws std::invalid_argument on an empty list.
+template <class T, class Key>
+T median_by(std::vector<T> xs, Key key) {
+  if (xs.empty()) throw std::invalid_argument("median of an empty list");
+  const std::size_t mid = xs.size() / 2;
+  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(mid), xs.end(),
+                   [&](const T& a, const T& b) { return key(a) < key(b); });
+  return xs[mid];
+}
+
+}  // namespace claimcheck::base
