@@ -11,6 +11,7 @@
 # claimcheck_write_torch_manifest(OUTPUT <file.cpp> EXPECTED_DIR <dir> SOURCES <files>...)
 #   Writes claimcheck::torch_module_manifest(): for each module source, the claim's id, the source file (__FILE__ as
 #   CMake compiles it) and its part. Loading the module checks every registration against it.
+include(ClaimcheckFunctions)  # claimcheck_json_list()
 
 # The claim id, part ("" or "measured") and expected file of a check source.
 function(claimcheck_check_of src expected_dir out_id out_part out_json)
@@ -32,20 +33,6 @@ function(claimcheck_check_of src expected_dir out_id out_part out_json)
   set(${out_id} "${chapter}.${stem}" PARENT_SCOPE)
   set(${out_part} "${part}" PARENT_SCOPE)
   set(${out_json} "${json}" PARENT_SCOPE)
-endfunction()
-
-# The list under the JSON path (keys...) of `text`, empty when absent.
-function(claimcheck_json_list text out)
-  string(JSON n ERROR_VARIABLE err LENGTH "${text}" ${ARGN})
-  set(items "")
-  if(NOT err AND n GREATER 0)
-    math(EXPR last "${n} - 1")
-    foreach(i RANGE ${last})
-      string(JSON v GET "${text}" ${ARGN} ${i})
-      list(APPEND items "${v}")
-    endforeach()
-  endif()
-  set(${out} "${items}" PARENT_SCOPE)
 endfunction()
 
 function(claimcheck_split_checks)

@@ -2,10 +2,14 @@
 is built on ($CLAIMCHECK_FAULT), and the
 Python checks skip with the reason when Python, or numpy, is missing.
 
---part timed: the faults of the claims whose figure is a time (run alone, RUN_SERIAL); --part untimed: the rest and
-the bad-input cases (beside other tests); --part all: both."""
+Each planted (fault, claim) pair is its own ctest (--pair FAULT:CLAIM[:LABEL]; --list-pairs prints them for CMake),
+labelled `fault`, and `timed` where the claim's figure is a time (those run alone); --part moves-timed /
+moves-untimed: the measured expected failures moved onto their measured values; --part bad-input: the bad inputs and
+the missing interpreters."""
+import atexit
 import os
 import stat
+import sys
 import tempfile
 
 import shutil
@@ -14,19 +18,6 @@ from clitest import (Flips, Tally, args, copy_expected, expected_failures, load,
                      smaller_work)
 
 a = args()
-t = Tally()
-shard, shards = (int(x) for x in a.shard.split("/"))
-flips = Flips(a.flips, f"faults-{a.part}" + (f"-{shard}" if shards > 1 else ""))
-if shards > 1 and a.part == "untimed":
-    # Shares run side by side: each gets its own slice of the CPUs this test may use (its runs and their children
-    # inherit it; LibTorch's OpenMP pool and the kernels' pools size themselves by it), so that two LibTorch runs never
-    # spin against each other on the same cores (on 2 cores that made runs 5-10x slower). No figure here is a time.
-    cpus = sorted(os.sched_getaffinity(0))
-    width = max(1, len(cpus) // shards)
-    mine_cpus = cpus[(shard * width) % len(cpus):][:width]
-    os.sched_setaffinity(0, mine_cpus)
-    os.environ["OMP_NUM_THREADS"] = str(len(mine_cpus))
-items = 0
 
 
 def hardware():
@@ -44,11 +35,6 @@ def machine_isa():
     return set(hardware()["isa"])
 
 
-def mine():
-    """Whether the next run of this part is this shard's (round robin); the bad-input cases are shard 0's."""
-    global items
-    items += 1
-    return (items - 1) % shards == shard
 PLANTED = [
     ("no_max_subtraction", "ch02.attention_fp32"), ("scale_by_d", "ch02.attention_fp32"),
     ("mask_off_by_one", "ch02.attention_fp32"),
@@ -140,6 +126,30 @@ VARIANT_ONLY = {("nf4_half_rows", "ch06.decode_4bit"): ("time_ratio", "default")
 PROBE_REFUSED = {("probe_few_chains", "ch06.prefill_ms"): [], ("probe_few_chains", "ch06.mfu"): [],
                  ("probe_scalar", "ch06.decode_intensity"): ["measured_memory_bound"],
                  ("probe_scalar", "ch06.quant_inference_not_training"): ["measured_decode_left"]}
+# A time or a speed is the figure of these (or one of their figures): their faulty runs go in the part that runs
+# alone. Chapter 6's seeds, KV bytes and ledger figures are not times.
+TIMED = ("ch06.decode_measured", "ch06.decode_4bit", "ch06.decode_intensity", "ch06.ridge_measured",
+         "ch06.prefill_ms", "ch06.mfu", "ch06.backward_2x", "ch06.quant_inference_not_training",
+         "ch06.profiler_buckets", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute",
+         "ch03.cpu_bf16_autocast", "ch03.item_sync")
+
+
+def pairs():
+    """The planted faults as (fault, claim, label), each once."""
+    seen = []
+    for fault, claim, *label in PLANTED:
+        p = (fault, claim, label[0] if label else "")
+        if p not in seen:
+            seen.append(p)
+    return seen
+
+
+if a.list_pairs:  # for CMake: one ctest per pair
+    for fault, claim, label in pairs():
+        print(fault, claim, label or "-", "timed" if claim.startswith(TIMED) else "untimed")
+    sys.exit(0)
+
+t = Tally()
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}
 # Faulty runs need not be long: the perplexity run gets a short budget (with lr = 0 it stays at V anyway).
@@ -160,39 +170,31 @@ CONTROLLED = {"ch04.oom_attribution"}
 # Long measured runs on smaller work (tests/clitest.py: the report test passes them so). Not the seed spread:
 # over fewer than 16 seeds its bootstrap interval widens to take in the series' 0.14 (8 seeds: 0.044-0.149).
 smaller_work(exp, a.root)
-# A time or a speed is the figure of these (or one of their figures): their faulty runs go in the part that runs
-# alone. Chapter 6's seeds, KV bytes and ledger figures are not times.
-TIMED = ("ch06.decode_measured", "ch06.decode_4bit", "ch06.decode_intensity", "ch06.ridge_measured",
-         "ch06.prefill_ms", "ch06.mfu", "ch06.backward_2x", "ch06.quant_inference_not_training",
-         "ch06.profiler_buckets", "ch01.threads_no_speedup", "ch01.processes_speedup", "ch04.checkpointing_compute",
-         "ch03.cpu_bf16_autocast", "ch03.item_sync")
-for fault, claim, *label in PLANTED:
-    if a.part != "all" and claim.startswith(TIMED) != (a.part == "timed"):
-        continue
-    if not mine():
-        continue
+atexit.register(shutil.rmtree, tmp, True)  # also where a pair exits 77 (skipped here)
+
+
+def plant(fault, claim, label):
     if claim in runnable and runnable[claim] != "yes":
         print(f"skipping {claim}: {runnable[claim]}")
-        continue
+        sys.exit(77)
     # (Without a fault each of these passes: that is the claim's own ctest, or, where this test made its work
     # smaller, a run here.)
     isa = NEEDS_ISA.get((fault, claim))
     if isa and not set(isa) & machine_isa():
         print(f"skipping {fault} in {claim}: it needs one of {', '.join(isa)}")
-        continue
+        sys.exit(77)
     if (fault, claim) in CPU_FORM_ONLY and hardware().get("gpu"):
         print(f"skipping {fault} in {claim}: this machine runs the claim's GPU form, which the CPU probe does not feed")
-        continue
-    only = ["--label", label[0]] if label else []
+        sys.exit(77)
+    only = ["--label", label] if label else []
     if (fault, claim) in VARIANT_ONLY:
         stmt, want = VARIANT_ONLY[(fault, claim)]
         r, claims = flips.run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp, origin="variant here")
         here = claims.get(claim, {}).get("details", {}).get("variant", {}).get(stmt)
         if here != want:
             print(f"skipping {fault} in {claim}: {stmt}'s variant here is {here}, not {want}")
-            continue
+            sys.exit(77)
     if claim in CONTROLLED:
-        CONTROLLED.discard(claim)
         r = run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp, "--quiet")
         t.check(r.returncode == 0, f"{claim} with smaller work passes without a fault: exit {r.returncode} {r.stdout.strip()}")
     # A time's planted fault gets a second run: this VM's memory bandwidth swings by up to a third between moments,
@@ -204,7 +206,7 @@ for fault, claim, *label in PLANTED:
         if refused:
             flips.record(claim, PROBE_REFUSED[(fault, claim)], f"fault {fault} (refused by the probe's validation)")
         t.check(refused, f"{claim} with {fault}: the probe refused: exit {r.returncode} {r.stdout.strip()[:300]}")
-        continue
+        return
     for attempt in range(2 if claim.startswith(TIMED) else 1):
         r, _ = flips.run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp,
                          env={"CLAIMCHECK_FAULT": fault}, origin=f"fault {fault}")
@@ -213,21 +215,34 @@ for fault, claim, *label in PLANTED:
         print(f"{claim} with {fault}, run {attempt + 1}: not turned ({r.stdout.strip()[:200]})")
     t.check(r.returncode == 1 and r.stdout.startswith("FAIL"), f"{claim} with {fault}: exit {r.returncode} {r.stdout.strip()}")
 
-# The measured expected failures (cli_mutation.py moves the analytic ones): each is one because of its stated
-# figure, so moved onto the measured value it passes and the run fails as an unexpected pass.
-for path, d, name, s in expected_failures(exp, lambda d, n, s: ("analytic" not in d["kind"] or s.get("part") == "measured")):
-    if a.part != "all" and d["id"].startswith(TIMED) != (a.part == "timed"):
-        continue
-    if not mine():
-        continue
-    if runnable.get(d["id"], "yes") != "yes":
-        print(f"skipping {d['id']}: {runnable[d['id']]}")
-        continue
-    move_onto_measured(a, t, flips, exp, path, d, name, tries=3)
 
-if a.part == "timed" or shard != 0:
+if a.pair:
+    fault, claim, label = (a.pair.split(":") + [""])[:3]
+    if (fault, claim, label) not in pairs():
+        print(f"--pair {a.pair}: not among the planted faults (--list-pairs)", file=sys.stderr)
+        sys.exit(2)
+    flips = Flips(a.flips, f"fault-{claim}-{fault}" + (f"-{label}" if label else ""))
+    plant(fault, claim, label)
     shutil.rmtree(tmp)
     t.finish()
+
+if a.part in ("moves-timed", "moves-untimed"):
+    flips = Flips(a.flips, a.part)
+    # The measured expected failures (cli_mutation.py moves the analytic ones): each is one because of its stated
+    # figure, so moved onto the measured value it passes and the run fails as an unexpected pass.
+    for path, d, name, s in expected_failures(exp, lambda d, n, s: ("analytic" not in d["kind"] or s.get("part") == "measured")):
+        if d["id"].startswith(TIMED) != (a.part == "moves-timed"):
+            continue
+        if runnable.get(d["id"], "yes") != "yes":
+            print(f"skipping {d['id']}: {runnable[d['id']]}")
+            continue
+        move_onto_measured(a, t, flips, exp, path, d, name, tries=3)
+    shutil.rmtree(tmp)
+    t.finish()
+
+if a.part != "bad-input":
+    print(f"--part {a.part}: one of moves-timed, moves-untimed, bad-input (or --pair, --list-pairs)", file=sys.stderr)
+    sys.exit(2)
 # Python missing: the Python checks skip, saying why.
 r = run(a.claimcheck, "run", "--claim", "ch01.*", "--claim", "ch02.attention_numpy",
         env={"CLAIMCHECK_PYTHON": "/nonexistent/python3"})

@@ -13,8 +13,10 @@ def args():
     p = argparse.ArgumentParser()
     p.add_argument("--claimcheck", required=True)
     p.add_argument("--root", required=True)
-    p.add_argument("--part", default="all", help="a test's part, where it has parts (cli_faults: timed, untimed)")
-    p.add_argument("--shard", default="0/1", help="K/N: the K-th of N shares of the part's runs (0-based)")
+    p.add_argument("--part", default="all", help="a test's part, where it has parts (cli_faults: moves-timed, "
+                   "moves-untimed, bad-input)")
+    p.add_argument("--pair", default=None, help="cli_faults: the one planted fault to run, FAULT:CLAIM[:LABEL]")
+    p.add_argument("--list-pairs", action="store_true", help="cli_faults: print the planted faults, one per line")
     p.add_argument("--flips", default=None,
                    help="a folder: record there which stated figures this test's runs turned (every_figure_can_fail.py)")
     return p.parse_args()
