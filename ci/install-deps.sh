@@ -14,6 +14,9 @@ packages=(
   fortunes                               # English text for the chapter 3 corpus
   libcpuinfo-dev                         # the core's microarchitecture where the table does not name it
 )
+if [ "${1:-}" = lint ]; then
+  packages+=(clang-format clang-tidy)   # ci/lint.sh
+fi
 if [ "${1:-}" = sanitize ]; then
   packages+=(clang libclang-rt-14-dev)   # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)
 fi

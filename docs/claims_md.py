@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Writes docs/claims.md, the claims catalogue, from the expected files (expected/chapters.json and
-expected/chNN/<name>.json: the one source of what a claim is). The build runs it (target claims_md) and
-test_claims_md fails when the checked-in catalogue differs from what it writes.
+expected/chNN/<name>.json: the one source of what a claim is). The build runs it (target claims_md: adding a claim
+is an expected file and a check, nothing else), and test_claims_md (--check) fails when the catalogue the checkout
+commits (git's HEAD; the working tree outside git) differs from what it writes: the build rewrote it, commit it.
 
 usage: claims_md.py --root DIR [--check | --write]"""
 import argparse
 import glob
 import json
 import os
+import subprocess
 import sys
 
 HEAD = """# The claims catalogue
@@ -82,11 +84,14 @@ def main():
     path = os.path.join(a.root, "docs", "claims.md")
     current = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
     if a.check:
-        if current != text:
-            print(f"{path}: not what the expected files say; the build writes it (target claims_md), or run "
-                  f"python3 docs/claims_md.py --root . --write", file=sys.stderr)
+        # What the checkout commits: the build rewrites the working tree's copy, so that one is always current.
+        r = subprocess.run(["git", "-C", a.root, "show", "HEAD:docs/claims.md"], capture_output=True, text=True)
+        committed, where = (r.stdout, "git's HEAD") if r.returncode == 0 else (current, "the working tree")
+        if committed != text:
+            print(f"{path} in {where} is not what the expected files say: the build writes it (target claims_md; "
+                  f"or python3 docs/claims_md.py --root . --write): commit it", file=sys.stderr)
             sys.exit(1)
-        print(f"{path}: current")
+        print(f"{path}: current ({where})")
     elif a.write:
         if current != text:
             try:

@@ -35,7 +35,8 @@ std::string place_of(const std::string& text) {
 void check_verdict(const Comparison& c, const Statement& s, double measured, double stated) {
   std::map<std::string, double> derived;
   if (const auto* b = std::get_if<rule::Band>(&c.rule)) derived[b->relative_to] = stated;
-  if (const auto* i = std::get_if<rule::Interval>(&c.rule)) derived[i->min_from] = stated - 1, derived[i->max_from] = stated + 1;
+  if (const auto* i = std::get_if<rule::Interval>(&c.rule))
+    derived[i->min_from] = stated - 1, derived[i->max_from] = stated + 1;
   if (const auto* p = std::get_if<rule::RoundedParts>(&c.rule))
     for (const std::string& k : p->parts) derived[k] = measured / static_cast<double>(p->parts.size());  // they add up
   const Verdict v = compare_scalar(c, measured, stated, derived, s.unit);

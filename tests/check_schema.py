@@ -91,10 +91,48 @@ for what, rel, mutate, field in cases:
     finally:
         shutil.rmtree(tmp)
 
+# The same verdict from both on inputs at the edge of the grammar: each `when` below, and the other fields'
+# corners (characters, not bytes; a trailing newline; an empty parts; 1.0 for 1; a kind twice).
+def agree(what, rel, mutate):
+    d = load(rel)
+    mutate(d)
+    tmp = tempfile.mkdtemp(prefix="cc_schema_")
+    try:
+        shutil.copytree(os.path.join(a.root, "expected"), os.path.join(tmp, "expected"))
+        json.dump(d, open(os.path.join(tmp, "expected", rel), "w"), indent=2, ensure_ascii=False)
+        r = subprocess.run([a.claimcheck, "list", "--expected", os.path.join(tmp, "expected"), "--root", a.root],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(tmp)
+    loader = r.returncode == 0
+    if r.returncode not in (0, 2):
+        failures.append(f"{what}: claimcheck exit {r.returncode}: {r.stderr.strip()[:200]}")
+    if validator and validator.is_valid(d) != loader:
+        failures.append(f"{what}: the schema {'accepts' if validator.is_valid(d) else 'refuses'} it, the loader "
+                        f"{'accepts' if loader else 'refuses'} it ({r.stderr.strip()[:200]})")
+
+
+def set_when(w):
+    return lambda d: statement_with_variants(d)["variants"][0].__setitem__("when", w)
+
+
+WHEN = ["isa:avx512_bf16 || isa:amx_bf16", "!gpu && derived:x<1e-3", "libtorch && python || numpy", "gpu",
+        "derived:r>-2.5", "default", "gpu||numpy", "! gpu", "gpu  && numpy", " gpu", "gpu &&", "no-gpu",
+        "(gpu)", "isa:AVX2", "derived:x>>1", "!!gpu", "default && gpu", "isa:avx2|gpu"]
+for w in WHEN:
+    agree(f"when {w!r}", "ch03/cpu_bf16_autocast.json", set_when(w))
+agree("a why of 150 two-byte characters", "ch06/decode_ms.json", lambda d: d["compare"].__setitem__("why", "α" * 150))
+agree("a why of 201 two-byte characters", "ch06/decode_ms.json", lambda d: d["compare"].__setitem__("why", "α" * 201))
+agree("a why ending in a newline", "ch06/decode_ms.json", lambda d: d["compare"].__setitem__("why", "w\n"))
+agree("an empty parts", "ch06/kv_cache.json", lambda d: d.__setitem__("parts", {}))
+agree("schema 1.0", "ch06/decode_ms.json", lambda d: d.__setitem__("schema", 1.0))
+agree("an empty establishes", "ch06/decode_ms.json", lambda d: d.__setitem__("establishes", ""))
+agree("a kind twice", "ch06/decode_ms.json", lambda d: d.__setitem__("kind", ["analytic", "analytic"]))
+
 for f in failures:
     print("FAIL:", f)
 print(f"{len(files)} expected files{' validated against the schema' if validator else ''}; "
-      f"{len(cases)} planted mistakes; {len(failures)} failures")
+      f"{len(cases)} planted mistakes; {len(WHEN) + 7} edge cases held to both; {len(failures)} failures")
 if failures:
     sys.exit(1)
 if not validator:

@@ -158,10 +158,11 @@ TEST(CudaDevice, DecodeChainMatchesFp64AndTheCpuWeights) {
       if (nf4) q.push_back(chain.nf4_matrix(i));
       else w.push_back(chain.bf16_matrix(i));
     }
-    if (!nf4)  // the CPU stack's weights for the same seed (the device layout interleaves gate and up)
+    if (!nf4) {  // the CPU stack's weights for the same seed (the device layout interleaves gate and up)
       for (int l = 0; l < s.layers; ++l)
         for (int m = 0; m < 7; ++m)
           ASSERT_EQ(0, std::memcmp(w[l * 7 + m].data(), cpu.bf16_weights(l)[m], w[l * 7 + m].size() * 2)) << l << " " << m;
+    }
     auto mv = [&](int i, const double* in, double* out) {
       if (nf4) ref::gemv_nf4_fp64(q[i].packed.data(), q[i].scales.data(), plan[i].N, plan[i].K, L, in, out);
       else ref::gemv_bf16_fp64(w[i].data(), plan[i].N, plan[i].K, in, out);

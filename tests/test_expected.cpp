@@ -63,17 +63,22 @@ TEST(Expected, ClaimLevelXfailIsTheStatedValues) {
   EXPECT_FALSE(e.statements[1].xfail);
   EXPECT_FALSE(e.xfail);
   // The interval rule names the two derived values it reads.
-  Expected i = load_expected_file(write("iv", valid("iv").replace(valid("iv").find(R"("rule": "rounded", "step": 0.1)"),
-                                                                   30, R"("rule": "interval", "min_from": "a", "max_from": "b")")));
+  Expected i =
+      load_expected_file(write("iv", valid("iv").replace(valid("iv").find(R"("rule": "rounded", "step": 0.1)"), 30,
+                                                         R"("rule": "interval", "min_from": "a", "max_from": "b")")));
   const auto* iv = std::get_if<rule::Interval>(&i.statements[0].compare.rule);
   ASSERT_NE(iv, nullptr);
   EXPECT_EQ(iv->min_from, "a");
   EXPECT_EQ(iv->max_from, "b");
-  expect_error("ivm", valid("ivm").replace(valid("ivm").find(R"("rule": "rounded", "step": 0.1)"), 30,
-                                           R"("rule": "interval", "min_from": "a")"), "compare.max_from");
+  expect_error("ivm",
+               valid("ivm").replace(valid("ivm").find(R"("rule": "rounded", "step": 0.1)"), 30,
+                                    R"("rule": "interval", "min_from": "a")"),
+               "compare.max_from");
   // One spelling for a range's ends: the old ones are unknown keys.
-  expect_error("ivo", valid("ivo").replace(valid("ivo").find(R"("rule": "rounded", "step": 0.1)"), 30,
-                                           R"("rule": "interval", "lo_from": "a")"), "compare.lo_from");
+  expect_error("ivo",
+               valid("ivo").replace(valid("ivo").find(R"("rule": "rounded", "step": 0.1)"), 30,
+                                    R"("rule": "interval", "lo_from": "a")"),
+               "compare.lo_from");
 }
 
 TEST(Expected, BadInputNamesFileAndField) {
@@ -130,13 +135,13 @@ TEST(Expected, VariantXfailIsThatVariants) {
   expect_error("vx3", other, "variants[1].expect");
   // Conditions: well-formed ones load, a typo is an error naming the variant's field.
   for (const char* ok : {"isa:avx512_bf16 || isa:amx_bf16", "derived:nf4_predicted_time_ratio>0.325",
-                         "!gpu && derived:x<1e-3", "gpu||derived:y>-2", "libtorch && !isa:amx_bf16"}) {
+                         "!gpu && derived:x<1e-3", "gpu || derived:y>-2", "libtorch && !isa:amx_bf16"}) {
     std::string t = variants("vw");
     t.replace(t.find("isa:avx512_bf16"), 15, ok);
     EXPECT_NO_THROW(load_expected_file(write("vw", t))) << ok;
   }
   for (const char* bad : {"isa:AVX512", "derived:x>>1", "derived:x=1", "gpu||", "cuda", "isa:avx2&&", "",
-                          "isa:avx2|gpu", "no-gpu", "(gpu)"}) {
+                          "isa:avx2|gpu", "no-gpu", "(gpu)", "gpu||derived:y>-2", "! gpu", "gpu  && numpy", " gpu"}) {
     std::string t = variants("vwb");
     t.replace(t.find("isa:avx512_bf16"), 15, bad);
     expect_error("vwb", t, "variants[0].when");

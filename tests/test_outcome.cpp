@@ -116,7 +116,11 @@ TEST(Outcome, VariantsFollowWhatWasMeasured) {
   EXPECT_TRUE(holds("!gpu", &hw, d));
   EXPECT_FALSE(holds("gpu", &hw, d));
   EXPECT_TRUE(holds("default", nullptr, {}));
-  for (const char* bad : {"", "isa:avx2 &&", "no-gpu", "isa:avx2 & gpu", "isa:avx2 | gpu", "(gpu)", "!!gpu", "default && gpu"})
+  // A term that cannot be told (not derived; no hardware record) is false, negated or not.
+  EXPECT_FALSE(holds("!derived:other>0", &hw, d));
+  EXPECT_FALSE(holds("!gpu", nullptr, d));
+  for (const char* bad :
+       {"", "isa:avx2 &&", "no-gpu", "isa:avx2 & gpu", "isa:avx2 | gpu", "(gpu)", "!!gpu", "default && gpu"})
     EXPECT_THROW(parse_feature_expr(bad), std::invalid_argument) << bad;
 }
 

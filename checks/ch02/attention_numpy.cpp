@@ -47,5 +47,4 @@ static void attention_numpy(claimcheck::Context& ctx) {
   ctx.measure("nonfinite", static_cast<double>(nonfinite), "count");
   ctx.detail("per_shape", rows);
 }
-CLAIMCHECK_REGISTER(attention_numpy)
-    .claim("ch02.attention_numpy");
+CLAIMCHECK_REGISTER(attention_numpy).claim("ch02.attention_numpy");

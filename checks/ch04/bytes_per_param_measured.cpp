@@ -79,5 +79,4 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
                  "attributed by the tensors that own them; " + std::to_string(tokens) + " tokens, batch 1");
 #endif
 }
-CLAIMCHECK_REGISTER(bytes_per_param_measured)
-    .claim("ch04.bytes_per_param_measured");
+CLAIMCHECK_REGISTER(bytes_per_param_measured).claim("ch04.bytes_per_param_measured");

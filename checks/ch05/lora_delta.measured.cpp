@@ -47,6 +47,4 @@ static void lora_delta_vs_peft(claimcheck::Context& ctx) {
   (void)ctx;
 #endif
 }
-CLAIMCHECK_REGISTER(lora_delta_vs_peft)
-    .claim("ch05.lora_delta")
-    .part("measured");
+CLAIMCHECK_REGISTER(lora_delta_vs_peft).claim("ch05.lora_delta").part("measured");

@@ -77,5 +77,4 @@ static void loss_mask(claimcheck::Context& ctx) {
                  "mean in fp64 from the targets alone");
 #endif
 }
-CLAIMCHECK_REGISTER(loss_mask)
-    .claim("ch05.loss_mask");
+CLAIMCHECK_REGISTER(loss_mask).claim("ch05.loss_mask");

@@ -102,8 +102,7 @@ inline int chain_vocab(claimcheck::Context& ctx) { return positive_int(ctx, "gpu
 // The bytes a chain of this shape reads, from the shape alone (2 per bf16 weight; NF4: half a byte per weight and
 // 4 bytes per 64): the figure the kernel's own count must equal.
 inline double shape_bytes(const K::DecodeShape& d, int vocab, bool nf4) {
-  const double w = d.layers * (2.0 * d.hidden * d.hidden + 2.0 * d.kv_dim * d.hidden + 3.0 * d.ffn * d.hidden) +
-                   static_cast<double>(vocab) * d.hidden;
+  const double w = d.layers * layer_weights(d) + static_cast<double>(vocab) * d.hidden;
   return nf4 ? w / 2 + w / 64 * 4 : 2 * w;
 }
 

@@ -1,6 +1,7 @@
 // Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline.cpp) held
-// against the theoretical peak (reference/), a batch sweep of one Llama-shaped matrix on the bf16 kernels, and
-// the roofline picture for the report (details.roofline).
+// against the theoretical peak (reference/), times paired with the roof of the same moment, a batch sweep of one
+// Llama-shaped matrix on the bf16 kernels, and the roofline picture for the report (details.roofline). Inputs in
+// ch06_inputs.h, the decode stack's data and timing in ch06_decode.h, the GPU's roof in ch06_gpu.h.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -13,43 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ch06_decode.h"
+#include "ch06_inputs.h"
 #include "claimcheck/base/threads.h"
 #include "claimcheck/base/timing.h"
-#include "claimcheck/base/random.h"
 #include "claimcheck/check.h"
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/kernels/roofline.h"
 #include "claimcheck/probe.h"
+#include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/roofline.h"
 
 namespace ch06 {
-namespace K = claimcheck::kernels;
-namespace ref = claimcheck::ref;
-
-// inputs.<name> as a positive integer (at most `max`), or an error naming the claim's field.
-inline int positive_int(claimcheck::Context& ctx, const std::string& name, int max = 1 << 20) {
-  const nlohmann::json& v = ctx.input(name);
-  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > max)
-    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + name + "': expected an integer from 1 to " +
-                                std::to_string(max) + ", got " + v.dump());
-  return v.get<int>();
-}
-// inputs.<name> as a batch list: at least two ascending positive integers starting at 1, containing `must`.
-inline std::vector<int> batch_list(claimcheck::Context& ctx, const std::string& name, int must = 1) {
-  const nlohmann::json& v = ctx.input(name);
-  std::vector<int> b;
-  bool ok = v.is_array() && v.size() >= 2;
-  for (const auto& x : ok ? v : nlohmann::json::array()) {
-    ok = ok && x.is_number_integer() && x.get<long long>() >= 1 && x.get<long long>() <= 4096 &&
-         (b.empty() || x.get<long long>() > b.back());
-    if (ok) b.push_back(x.get<int>());
-  }
-  ok = ok && b.front() == 1 && std::find(b.begin(), b.end(), must) != b.end();
-  if (!ok)
-    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + name + "': expected ascending batch sizes from 1 "
-                                "(at most 4096, at least two, " + std::to_string(must) + " among them), got " + v.dump());
-  return b;
-}
 
 // One compute engine of this CPU: what its probe measured and what the microarchitecture's table says one core does
 // per cycle, times the cores and the clock.
@@ -280,35 +256,6 @@ inline nlohmann::json roofline_point(const std::string& name, double intensity, 
   return {{"name", name}, {"intensity", intensity}, {"flops", flops_per_s}};
 }
 
-// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (SplitMix64).
-inline std::vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
-  std::vector<K::bf16_t> w(n);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
-  claimcheck::base::SplitMix64 rng(seed * claimcheck::base::kGoldenGamma + 1);
-  for (auto& x : w) x = K::to_bf16((2 * rng.next_unit() - 1) * scale);
-  return w;
-}
-inline std::vector<float> random_activations(std::size_t n, std::uint64_t seed) {
-  std::vector<float> x(n);
-  std::uint64_t s = seed ^ 0x5DEECE66DULL;
-  for (auto& v : x) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
-  }
-  return x;
-}
-
-template <typename Fn>
-double best_seconds(int repeats, Fn fn) {
-  double best = 1e300;
-  for (int i = 0; i < repeats; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
 // One step of a batch of B tokens through W (bf16 [N, K]) per batch size: the time of the best of a few runs.
 struct SweepPoint {
   int batch = 0;
@@ -331,33 +278,6 @@ inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int 
 inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
 inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
 
-inline K::GemvOptions gemv_options(claimcheck::Context& ctx) {
-  K::GemvOptions o;
-  o.threads = claimcheck::usable_cpus();
-  K::parse_gemv_fault(ctx.planted_fault(), &o.faults);
-  return o;
-}
-
-}  // namespace ch06
-
-#include "claimcheck/ref/attention.h"
-#include "claimcheck/ref/gemv.h"
-
-namespace ch06 {
-
-// The seven matrices of each layer of a bf16 stack, as the LibTorch competitor takes them.
-inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
-  const auto& d = s.shape();
-  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
-  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
-  std::vector<ref::Bf16Mat> mats;
-  for (int l = 0; l < d.layers; ++l) {
-    const auto w = s.bf16_weights(l);
-    for (int m = 0; m < 7; ++m) mats.push_back({w[m], rows[m], cols[m]});
-  }
-  return mats;
-}
-
 // A decode step's time against one read of its own weight bytes by the probe's reader, at the same moment: `rounds`
 // rounds of (the read, then time_fn()), the round whose time / read is the median. The yardstick reads the very
 // pages the kernel reads (from whatever cache holds them: a stack under a 300 MiB L3 is read from it by both), so
@@ -379,32 +299,6 @@ PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int r
   }
   return claimcheck::base::median_by(std::move(r), [](const PairedRead& p) { return p.ratio(); });
 }
-
-inline K::DecodeShape decode_shape(claimcheck::Context& ctx) {
-  K::DecodeShape d;
-  d.hidden = positive_int(ctx, "hidden", 65536);
-  d.kv_dim = positive_int(ctx, "kv_dim", 65536);
-  d.ffn = positive_int(ctx, "ffn", 262144);
-  d.layers = positive_int(ctx, "layers", 64);
-  if (static_cast<double>(d.layers) * (2.0 * d.hidden * d.hidden + 2.0 * d.kv_dim * d.hidden + 3.0 * d.ffn * d.hidden) * 2 > 8e9)
-    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.layers': the stack would hold more than 8 GB of bf16 "
-                                "weights");
-  return d;
-}
-
-// Seconds per decode step of a stack: the median of `steps` after one warm-up step.
-inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed) {
-  const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);
-  std::vector<float> y(x.size());
-  s.step(x.data(), y.data(), o);
-  std::vector<double> t;
-  for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
-  return claimcheck::base::median(std::move(t));
-}
-
-}  // namespace ch06
-
-namespace ch06 {
 
 // A time measured against the read bandwidth of the same moment: `rounds` rounds of (the probe's read, then
 // time_fn()), and the round whose time / (bytes / bandwidth) is the median. This VM's bandwidth drifts by a third
@@ -444,10 +338,6 @@ PairedPeak paired_with_peak(const Roof& roof, const K::RooflineFaults& faults, i
   }
   return claimcheck::base::median_by(std::move(r), [](const PairedPeak& p) { return p.ratio(); });
 }
-
-}  // namespace ch06
-
-namespace ch06 {
 
 // A batch sweep of one bf16 matrix (inputs rows, cols, batches) with the probe's roofs, and batch 1 timed right
 // after a probe read three times (the median pair): the memory floor against the bandwidth of the same moment.

@@ -71,8 +71,7 @@ static void decode_measured(claimcheck::Context& ctx) {
 
   // Verify.
   // Bytes from the shape (2 per bf16 weight), not from the kernel's own count; the two must agree.
-  const double bytes = 2.0 * shape.layers *
-                       (2.0 * shape.hidden * shape.hidden + 2.0 * shape.kv_dim * shape.hidden + 3.0 * shape.ffn * shape.hidden);
+  const double bytes = 2.0 * shape.layers * ch06::layer_weights(shape);
   ctx.measure_bool("kernel_bytes_match_shape", static_cast<double>(stack.weight_bytes()) == bytes);
   ctx.derive("bytes_over_bandwidth", bytes / run.bandwidth * 1e3, "ms");
   ctx.measure(t * 1e3, "ms");

@@ -50,6 +50,4 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   (void)ctx;
 #endif
 }
-CLAIMCHECK_REGISTER(quant_inference_not_training_placed)
-    .claim("ch06.quant_inference_not_training")
-    .part("measured");
+CLAIMCHECK_REGISTER(quant_inference_not_training_placed).claim("ch06.quant_inference_not_training").part("measured");

@@ -76,7 +76,6 @@ static void ridge_measured(claimcheck::Context& ctx) {
   // batches; the ridge is the peak over the bandwidth of batch 1's moment.
   const ch06::SweepRun run = ch06::run_sweep(ctx, 1, /*validate=*/false, /*with_engines=*/true);
   const int N = run.N, Kd = run.Kd;
-  const std::vector<int>& batches = run.batches;
   const ch06::Roof& roof = run.roof;
   const auto& sweep = run.points;
   const ch06::Paired& b1 = run.b1;

@@ -169,7 +169,7 @@ std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
   auto cat = load_expected_dir(dir);
   for (const auto& c : registry())
     if (!cat.count(c.id))
-      throw InputError(c.file + ":" + std::to_string(c.line) + ": check '" + c.id + "' has no expected file in " +
+      throw InputError(location(c) + ": check '" + c.id + "' has no expected file in " +
                        dir.string());
   require_from_expected(cat);
   return cat;

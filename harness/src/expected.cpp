@@ -47,12 +47,13 @@ std::optional<double> opt_number(const json& j, const std::string& file, const s
   return get_number(j, file, path, key);
 }
 
-std::vector<std::string> get_string_list(const json& j, const std::string& file, const char* key) {
-  const json& v = field(j, file, "", key);
-  if (!v.is_array()) input_error(file, key, std::string("expected a list of strings, got ") + v.type_name());
+std::vector<std::string> get_string_list(const json& j, const std::string& file, const char* key,
+                                         const std::string& path = "") {
+  const json& v = field(j, file, path, key);
+  if (!v.is_array()) input_error(file, path + key, std::string("expected a list of strings, got ") + v.type_name());
   std::vector<std::string> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_string()) input_error(file, std::string(key) + "[" + std::to_string(i) + "]", "expected a string");
+    if (!v[i].is_string()) input_error(file, path + key + "[" + std::to_string(i) + "]", "expected a string");
     out.push_back(v[i].get<std::string>());
   }
   return out;
@@ -86,9 +87,13 @@ std::string checked_string(const json& c, const std::string& file, const std::st
 std::string one_line(const json& c, const std::string& file, const std::string& p, const char* key) {
   std::string v = get_string(c, file, p, key);
   if (v.find('\n') != std::string::npos) input_error(file, p + key, "one line (the detail goes in 'evidence')");
-  if (v.size() > kWhyMaxChars)
-    input_error(file, p + key, "longer than " + std::to_string(kWhyMaxChars) + " characters (" +
-                                   std::to_string(v.size()) + "): one line, the detail goes in 'evidence'");
+  // Characters, not bytes (the schema's maxLength counts code points): UTF-8 continuation bytes do not count.
+  const auto chars = static_cast<std::size_t>(
+      std::count_if(v.begin(), v.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+  if (chars > kWhyMaxChars)
+    input_error(file, p + key,
+                "longer than " + std::to_string(kWhyMaxChars) + " characters (" + std::to_string(chars) +
+                    "): one line, the detail goes in 'evidence'");
   return v;
 }
 
@@ -173,7 +178,8 @@ Comparison parse_compare(const json& c, const std::string& file, const std::stri
   }
   out.why = one_line(c, file, p, "why");
   if (c.contains("evidence")) out.evidence = get_string(c, file, p, "evidence");
-  if (c.contains("basis")) out.basis = checked_string(c, file, p, "basis", [](const std::string& b) { basis_label(b); });
+  if (c.contains("basis"))
+    out.basis = checked_string(c, file, p, "basis", [](const std::string& b) { basis_label(b); });
   return out;
 }
 
@@ -220,7 +226,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   } else {
     s.compare = parse_compare(field(j, file, p, "compare"), file, p + "compare");
   }
-  if (v.is_boolean() && !std::holds_alternative<rule::Equal>(s.compare.rule)) input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
+  if (v.is_boolean() && !std::holds_alternative<rule::Equal>(s.compare.rule))
+    input_error(file, p + "compare.rule", "a boolean compares with 'equal'");
   if (j.contains("part")) {
     if (get_string(j, file, p, "part") != "measured") input_error(file, p + "part", "the only part is 'measured'");
     s.measured_part = true;
@@ -241,14 +248,18 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
 }  // namespace
 
 FeatureExpr parse_feature_expr(const std::string& text) {
-  static const std::regex atom(R"((gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?))");
+  // The grammar, character for character the pattern of expected/schema.json's `when` (tests/check_schema.py plants
+  // the same expressions in both): one space around && and ||, none after !.
+#define CLAIMCHECK_FEATURE_ATOM "(gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\\.[0-9]+)?([eE]-?[0-9]+)?)"
+  static const std::regex grammar("^(default|!?" CLAIMCHECK_FEATURE_ATOM "( (&&|\\|\\|) !?" CLAIMCHECK_FEATURE_ATOM ")*)$");
+#undef CLAIMCHECK_FEATURE_ATOM
+  if (!std::regex_match(text, grammar))
+    throw std::invalid_argument("'" + text +
+                                "' is not a feature expression (gpu, libtorch, python, numpy, isa:FLAG, derived:NAME<X, "
+                                "derived:NAME>X; ! before one; ' && ' and ' || ' between them; or default alone)");
   FeatureExpr e;
   e.text = text;
   if (text == "default") return e;
-  const auto trim = [](std::string s) {
-    const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
-    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-  };
   const auto split = [](const std::string& s, const std::string& op) {
     std::vector<std::string> parts;
     std::size_t at = 0;
@@ -257,17 +268,12 @@ FeatureExpr parse_feature_expr(const std::string& text) {
     parts.push_back(s.substr(at));
     return parts;
   };
-  for (const std::string& alt : split(text, "||")) {
+  for (const std::string& alt : split(text, " || ")) {
     std::vector<FeatureTerm> all;
-    for (std::string t : split(alt, "&&")) {
-      t = trim(t);
+    for (const std::string& t : split(alt, " && ")) {
       FeatureTerm term;
-      if (!t.empty() && t[0] == '!') term.negated = true, t = trim(t.substr(1));
-      if (!std::regex_match(t, atom))
-        throw std::invalid_argument(
-            "'" + t + "' is not a feature (gpu, libtorch, python, numpy, isa:FLAG, derived:NAME<X, derived:NAME>X; "
-            "! before one, && and || between them; or default alone)");
-      term.atom = t;
+      term.negated = t[0] == '!';
+      term.atom = term.negated ? t.substr(1) : t;
       all.push_back(term);
     }
     e.any_of.push_back(all);
@@ -293,14 +299,17 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   }
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
-  only_keys(j, file, "", {"schema", "id", "title", "source", "source_en", "establishes", "kind", "requires", "optional",
-                          "parts", "setup_specific", "value",
-                          "unit", "compare", "variants", "also", "expect", "xfail_reason", "pending", "inputs"});
+  only_keys(j, file, "", {"schema",   "id",       "title",  "source",         "source_en", "establishes", "kind",
+                          "requires", "optional", "parts",  "setup_specific", "value",     "unit",        "compare",
+                          "variants", "also",     "expect", "xfail_reason",   "pending",   "inputs"});
   Expected e;
   e.file = path;
   e.raw = j;
   const json& schema = field(j, file, "", "schema");
-  if (!schema.is_number_integer() || schema.get<std::int64_t>() != kExpectedSchema)  // not get<int>: 2^32 + 1 is no 1
+  // An integer (not get<int>: 2^32 + 1 is no 1), or 1.0: JSON Schema's "integer" takes a number with no fraction.
+  const bool one = schema.is_number_integer() ? schema.get<std::int64_t>() == kExpectedSchema
+                                              : schema.is_number_float() && schema.get<double>() == kExpectedSchema;
+  if (!one)
     input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
   e.id = get_string(j, file, "", "id");
   static const std::regex id_re("^(ch0[1-9])\\.([a-z0-9_]+)$");
@@ -314,14 +323,18 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   e.source_en = get_string(j, file, "", "source_en", false);
   e.kinds = get_string_list(j, file, "kind");
   if (e.kinds.empty()) input_error(file, "kind", "empty");
+  for (std::size_t i = 0; i < e.kinds.size(); ++i)
+    if (std::count(e.kinds.begin(), e.kinds.end(), e.kinds[i]) > 1)
+      input_error(file, "kind", "'" + e.kinds[i] + "' twice");
   for (const auto& k : e.kinds)
     if (std::find(known_kinds().begin(), known_kinds().end(), k) == known_kinds().end())
       input_error(file, "kind", "unknown kind '" + k + "' (analytic, numeric, measured, phenomenon)");
   const auto features = [&](const json& at, const std::string& p, const char* key) {
-    std::vector<std::string> out = get_string_list(at, file, key);
+    std::vector<std::string> out = get_string_list(at, file, key, p);
     for (const auto& r : out) {
       Requirement req;
-      if (!parse_requirement(r, &req)) input_error(file, p + key, "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
+      if (!parse_requirement(r, &req))
+        input_error(file, p + key, "unknown requirement '" + r + "' (libtorch, python, gpu, numpy)");
     }
     return out;
   };
@@ -336,7 +349,7 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     only_keys(m, file, "parts.measured.", {"requires"});
     e.measured_requirements = features(m, "parts.measured.", "requires");
   }
-  e.establishes = get_string(j, file, "", "establishes", false);
+  if (j.contains("establishes")) e.establishes = get_string(j, file, "", "establishes");
   if (j.contains("setup_specific")) {
     if (!j["setup_specific"].is_boolean()) input_error(file, "setup_specific", "expected a boolean");
     e.setup_specific = j["setup_specific"].get<bool>();
@@ -422,7 +435,8 @@ std::map<std::string, Expected> load_expected_dir(const fs::path& dir) {
     Expected e = load_expected_file(f);
     if (!titles.empty()) {
       const auto t = titles.find(e.chapter);
-      if (t == titles.end()) input_error((dir / "chapters.json").string(), "chapters." + e.chapter, "missing (" + f.string() + " is in it)");
+      if (t == titles.end())
+        input_error((dir / "chapters.json").string(), "chapters." + e.chapter, "missing (" + f.string() + " is in it)");
       e.chapter_title = t->second;
     }
     const std::string id = e.id;

@@ -13,7 +13,7 @@
 namespace claimcheck {
 
 inline constexpr int kExpectedSchema = 1;
-// The longest `why` (UTF-8 bytes): one line beside a verdict (expected/schema.json says the same).
+// The longest `why` (characters): one line beside a verdict (expected/schema.json says the same).
 inline constexpr std::size_t kWhyMaxChars = 200;
 
 // A feature expression (LLVM lit's REQUIRES style), one vocabulary for what a machine or a run has:
@@ -31,13 +31,19 @@ struct FeatureExpr {
 };
 // Throws std::invalid_argument with what is wrong.
 FeatureExpr parse_feature_expr(const std::string& text);
-// Whether `expr` holds, `atom_holds` telling each atom.
+// Whether `expr` holds, `atom_holds` telling each atom: true, false, or nullopt where it cannot tell (a value the
+// check did not derive, no hardware record). A term whose atom cannot be told is false, negated or not: `!gpu`
+// without a hardware record, or `!derived:x>1` where x was not derived, does not pick its variant.
 template <class AtomHolds>
 bool feature_holds(const FeatureExpr& expr, AtomHolds atom_holds) {
   if (expr.any_of.empty()) return true;
   for (const auto& all : expr.any_of) {
     bool ok = true;
-    for (const auto& t : all) ok = ok && (atom_holds(t.atom) != t.negated);
+    for (const auto& t : all) {
+      if (!ok) break;
+      const std::optional<bool> v = atom_holds(t.atom);
+      ok = v.has_value() && *v != t.negated;
+    }
     if (ok) return true;
   }
   return false;

@@ -80,8 +80,9 @@ void load_module(const std::string& claim) {
     auto stub = std::find_if(reg.begin(), reg.end(),
                              [&](const CheckInfo& c) { return c.in_module && c.id == m.id && c.part == m.part; });
     if (stub == reg.end() || stub->fn != nullptr)
-      throw InputError(what + " registers '" + m.id + "' (" + m.file + ":" + std::to_string(m.line) +
-                       "), which the executable's manifest does not list: a stale build; rebuild the target claimcheck");
+      throw InputError(
+          what + " registers '" + m.id + "' (" + m.file + ":" + std::to_string(m.line) +
+          "), which the executable's manifest does not list: a stale build; rebuild the target claimcheck");
     stub->fn = m.fn;
     stub->fn_name = m.fn_name;
     stub->file = m.file;

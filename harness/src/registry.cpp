@@ -30,6 +30,8 @@ bool parse_requirement(const std::string& s, Requirement* out) {
   return false;
 }
 
+std::string location(const CheckInfo& c) { return c.line > 0 ? c.file + ":" + std::to_string(c.line) : c.file; }
+
 std::vector<CheckInfo>& registry() {
   static std::vector<CheckInfo> checks;
   return checks;
@@ -65,19 +67,18 @@ CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int 
 void validate_registry() {
   std::map<std::pair<std::string, std::string>, const CheckInfo*> seen;
   for (const auto& c : registry()) {
-    const std::string where = c.file + ":" + std::to_string(c.line);
+    const std::string where = location(c);
     if (c.id.empty()) input_error(where, "claim", "check '" + c.fn_name + "' is registered without .claim(id)");
     if (!c.part.empty() && c.part != "measured")
       input_error(where, "part", "'" + c.part + "' is not a part a check registers apart (measured)");
     auto [it, fresh] = seen.emplace(std::make_pair(c.id, c.part), &c);
     if (!fresh)
       input_error(where, "claim", "'" + c.id + "'" + (c.part.empty() ? "" : " (its " + c.part + " part)") +
-                                      " is already registered at " + it->second->file + ":" +
-                                      std::to_string(it->second->line));
+                                      " is already registered at " + location(*it->second));
   }
   for (const auto& c : registry())
     if (!c.part.empty() && !seen.count({c.id, ""}))
-      input_error(c.file + ":" + std::to_string(c.line), "claim",
+      input_error(location(c), "claim",
                   "the " + c.part + " part of '" + c.id + "' is registered without a check of the claim");
 }
 

@@ -19,6 +19,9 @@ struct CheckInfo {
 };
 
 std::vector<CheckInfo>& registry();
+// Where a check is registered: "file:line", or the file alone for a stub of the LibTorch module not loaded yet (its
+// manifest, written from the expected files, knows the file only).
+std::string location(const CheckInfo& c);
 // The check registered for `id` (its `part` empty), or nullptr.
 const CheckInfo* find_check(const std::string& id);
 // The part `kind` of `id` registered apart from its check (.part("measured")), or nullptr.

@@ -279,15 +279,16 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 
 // Whether one atom of a variant's condition holds here (FeatureExpr; the syntax was checked on loading).
 namespace {
-bool atom_holds(const std::string& t, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
+std::optional<bool> atom_holds(const std::string& t, const HardwareInfo* hw,
+                               const std::map<std::string, double>& derived) {
   if (t.rfind("derived:", 0) == 0) {
     const auto op = t.find_first_of("<>", 8);
     const auto it = derived.find(t.substr(8, op - 8));
-    if (op == std::string::npos || it == derived.end()) return false;  // not derived here: this variant is not ours
+    if (op == std::string::npos || it == derived.end()) return std::nullopt;  // not derived here: not ours either way
     const double x = std::strtod(t.c_str() + op + 1, nullptr);
     return t[op] == '>' ? it->second > x : it->second < x;
   }
-  if (!hw) return false;
+  if (!hw) return std::nullopt;
   if (t.rfind("isa:", 0) == 0) return hw->has_isa(t.substr(4));
   if (t == "gpu") return hw->gpu.has_value();
   Requirement r;
@@ -376,7 +377,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     r.reason = "no check is registered for '" + e.id + "' (and its expected file is not marked pending)";
     return r;
   }
-  r.check_location = check->file + ":" + std::to_string(check->line);
+  r.check_location = location(*check);
   if (!in.planted_fault.empty()) r.details["planted_fault"] = in.planted_fault;
   if (auto why = lacking(*check, caps)) {
     r.status = Status::skip;

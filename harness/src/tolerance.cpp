@@ -113,8 +113,8 @@ struct Judge {
     const double ratio = m / ref;
     out.ok = std::isfinite(ratio) && (!c.min || ratio >= *c.min) && (!c.max || ratio <= *c.max);
     out.budget_used = std::isfinite(ratio) ? range_share(ratio, c.min, c.max, out.ok) : INFINITY;
-    out.text = fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band " +
-               range_text(c.min, c.max);
+    out.text =
+        fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band " + range_text(c.min, c.max);
     return out;
   }
   Verdict operator()(const rule::RoundedParts& c) const {
@@ -168,8 +168,8 @@ struct Judge {
 }  // namespace
 
 const char* rule_name(const Rule& r) {
-  static const char* const names[] = {"close", "rounded", "truncated", "bound", "band", "interval", "rounded_parts",
-                                      "equal"};
+  static const char* const names[] = {"close", "rounded",  "truncated",     "bound",
+                                      "band",  "interval", "rounded_parts", "equal"};
   static_assert(std::variant_size_v<Rule> == sizeof names / sizeof names[0], "a name per rule");
   return names[r.index()];
 }

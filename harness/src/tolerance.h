@@ -15,31 +15,31 @@ namespace claimcheck {
 // One typed rule per way of comparing a figure (expected/schema.json spells each): a comparison holds exactly the
 // fields its rule uses, and the loader builds it from the expected file's "compare" object.
 namespace rule {
-struct Close {          // |measured - stated| <= atol + rtol * |stated|, or the dtype's defaults
-  std::string dtype;    // fp64, fp32, fp16, bf16 (PyTorch's assert_close defaults); "" for atol / rtol
+struct Close {        // |measured - stated| <= atol + rtol * |stated|, or the dtype's defaults
+  std::string dtype;  // fp64, fp32, fp16, bf16 (PyTorch's assert_close defaults); "" for atol / rtol
   double atol = 0, rtol = 0;
 };
-struct Rounded {        // the measured figure rounds to the stated one at the stated digit
-  double step = 0;      // one unit of the last stated digit
+struct Rounded {    // the measured figure rounds to the stated one at the stated digit
+  double step = 0;  // one unit of the last stated digit
 };
-struct Truncated {      // the measured figure truncates to the stated one
+struct Truncated {  // the measured figure truncates to the stated one
   double step = 0;
 };
-struct Bound {          // min <= measured <= max (either may be absent)
+struct Bound {  // min <= measured <= max (either may be absent)
   std::optional<double> min, max;
 };
-struct Band {           // min <= measured / reference <= max
+struct Band {               // min <= measured / reference <= max
   std::string relative_to;  // a value the check derived on this machine, or "value" (the stated one)
   std::optional<double> min, max;
 };
-struct Interval {       // the stated value lies in [min_from, max_from], values the check derived (its own noise)
+struct Interval {  // the stated value lies in [min_from, max_from], values the check derived (its own noise)
   std::string min_from, max_from;
 };
-struct RoundedParts {   // the series' own arithmetic: derived parts each rounded to part_step, added, rounded to step
+struct RoundedParts {  // the series' own arithmetic: derived parts each rounded to part_step, added, rounded to step
   double step = 0, part_step = 0;
   std::vector<std::string> parts;  // the parts must add up to the measured figure
 };
-struct Equal {};        // measured == stated (booleans, counts)
+struct Equal {};  // measured == stated (booleans, counts)
 }  // namespace rule
 using Rule = std::variant<rule::Close, rule::Rounded, rule::Truncated, rule::Bound, rule::Band, rule::Interval,
                           rule::RoundedParts, rule::Equal>;

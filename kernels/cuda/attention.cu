@@ -60,9 +60,9 @@
 #include <vector>
 
 #include "attention_tiles.h"
-#include "claimcheck/kernels/cuda/attention.h"
 #include "claimcheck/base/random.h"
 #include "claimcheck/base/timing.h"
+#include "claimcheck/kernels/cuda/attention.h"
 
 namespace claimcheck::kernels::cuda {
 namespace {

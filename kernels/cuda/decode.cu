@@ -10,8 +10,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "claimcheck/kernels/cuda/stream.h"
 #include "claimcheck/base/random.h"
+#include "claimcheck/kernels/cuda/stream.h"
 #include "common.cuh"
 
 namespace claimcheck::kernels::cuda {

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "claimcheck/kernels/cuda/stream.h"
 #include "claimcheck/base/timing.h"
+#include "claimcheck/kernels/cuda/stream.h"
 
 namespace claimcheck::kernels::cuda {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "decoder.h"
 #include "claimcheck/base/timing.h"
+#include "decoder.h"
 
 namespace claimcheck::train {
 

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <vector>
 
-#include "claimcheck/ref/attention.h"
 #include "claimcheck/base/timing.h"
+#include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/roofline.h"
 
 namespace claimcheck::ref {

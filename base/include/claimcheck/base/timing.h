@@ -13,8 +13,18 @@ namespace claimcheck::base {
 using Clock = std::chrono::steady_clock;
 
 // Wall seconds since `t0` (steady clock).
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The shortest wall time of `repeats` calls of fn (at least one).
+template <class Fn>
+double best_seconds(int repeats, Fn fn) {
+  double best = 1e300;
+  for (int i = 0; i < (repeats < 1 ? 1 : repeats); ++i) {
+    const auto t0 = Clock::now();
+    fn();
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
 }
 
 // The median: the middle value of an odd count, the mean of the two middle ones of an even count. Throws

@@ -1,0 +1,62 @@
+// Chapter 6's decode measurements: the deterministic test data, a decode stack's matrices for the LibTorch
+// competitor, its step time, and that time against one read of its own bytes at the same moment.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ch06_inputs.h"
+#include "claimcheck/base/random.h"
+#include "claimcheck/base/timing.h"
+#include "claimcheck/kernels/gemv.h"
+#include "claimcheck/kernels/roofline.h"
+#include "claimcheck/ref/gemv.h"
+
+namespace ch06 {
+namespace ref = claimcheck::ref;
+using claimcheck::base::best_seconds;
+
+// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (SplitMix64).
+inline std::vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
+  std::vector<K::bf16_t> w(n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  claimcheck::base::SplitMix64 rng(seed * claimcheck::base::kGoldenGamma + 1);
+  for (auto& x : w) x = K::to_bf16((2 * rng.next_unit() - 1) * scale);
+  return w;
+}
+inline std::vector<float> random_activations(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n);
+  std::uint64_t s = seed ^ 0x5DEECE66DULL;
+  for (auto& v : x) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    v = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
+  }
+  return x;
+}
+
+// The seven matrices of each layer of a bf16 stack, as the LibTorch competitor takes them.
+inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
+  const auto& d = s.shape();
+  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
+  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
+  std::vector<ref::Bf16Mat> mats;
+  for (int l = 0; l < d.layers; ++l) {
+    const auto w = s.bf16_weights(l);
+    for (int m = 0; m < 7; ++m) mats.push_back({w[m], rows[m], cols[m]});
+  }
+  return mats;
+}
+
+// Seconds per decode step of a stack: the median of `steps` after one warm-up step.
+inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed) {
+  const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);
+  std::vector<float> y(x.size());
+  s.step(x.data(), y.data(), o);
+  std::vector<double> t;
+  for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
+  return claimcheck::base::median(std::move(t));
+}
+
+}  // namespace ch06

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The lines and files a change touches, held to the project's layout (.clang-format: git clang-format, the changed
+# lines only) and to its clang-tidy checks (.clang-tidy: the changed C++ sources of the harness, the answer key, base
+# and the CPU kernels, against build/compile_commands.json). The change: everything since $CLAIMCHECK_LINT_BASE
+# (default: the parent commit), and what is not committed yet.
+# usage: bash ci/lint.sh   (after a build in build/: make build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base=${CLAIMCHECK_LINT_BASE:-HEAD~1}
+if ! git rev-parse -q --verify "$base^{commit}" >/dev/null; then
+  echo "lint: no commit $base to compare with: nothing to lint"
+  exit 0
+fi
+for tool in git-clang-format clang-tidy; do
+  command -v "$tool" >/dev/null || { echo "lint: $tool is missing (Debian: bash ci/install-deps.sh lint)" >&2; exit 2; }
+done
+rc=0
+if ! out=$(git clang-format --diff "$base" -- '*.cpp' '*.h' '*.cu' '*.cuh' '*.inc' 2>&1); then rc=1; fi
+if [ -n "$out" ] && ! grep -q -e '^no modified files' -e '^clang-format did not modify' <<<"$out"; then
+  echo "$out"
+  echo "lint: the lines above differ from .clang-format's layout (git clang-format $base fixes them)" >&2
+  rc=1
+fi
+db=build/compile_commands.json
+mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- 'harness/src/*.cpp' 'reference/src/*.cpp' \
+                     'base/src/*.cpp' 'kernels/cpu/*.cpp' | sort -u)
+if ((${#files[@]})); then
+  if [ ! -f "$db" ]; then
+    echo "lint: no $db (build first: make build)" >&2
+    exit 2
+  fi
+  for f in "${files[@]}"; do
+    [ -f "$f" ] || continue
+    echo "lint: clang-tidy $f"
+    clang-tidy -p build --quiet "$f" 2>/dev/null || rc=1
+  done
+fi
+[ $rc -eq 0 ] && echo "lint: the change holds to .clang-format and .clang-tidy"
+exit $rc
