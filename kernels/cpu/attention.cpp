@@ -19,16 +19,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CC_CLONES
-#endif
-#define CC_INLINE inline __attribute__((always_inline))
+#include "simd.h"
 
 namespace claimcheck::kernels {
 namespace {
@@ -215,8 +206,7 @@ void tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
 constexpr int kV3Q = 128;  // queries per task, a multiple of 16
 constexpr int kV3K = 48;   // keys per tile, a multiple of 6: the K (or V) tile, 16 queries of Q^T (or O^T) and S^T
                            // fit L1 together at D = 64
-#define CC_AVX2 __attribute__((target("avx2,fma")))
-#define CC_AVX2_INLINE inline __attribute__((always_inline, target("avx2,fma")))
+#define CC_AVX2_INLINE CC_INLINE CC_AVX2  // (simd.h: AVX2 + FMA)
 
 // 2^x for x <= 128: 2^n * p(f), n = round(x), f = x - n in [-1/2, 1/2], degree-6 fit with p(0) = 1 exactly
 // (relative error ~1e-7); x = -inf (masked) gives 0, x >= 128 gives inf.
@@ -255,8 +245,7 @@ CC_AVX2_INLINE void transpose8(__m256 r[8]) {
   }
 }
 
-#define CC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
-#define CC_AVX512_INLINE inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define CC_AVX512_INLINE CC_INLINE CC_AVX512  // (simd.h: AVX-512 F/BW/VL/DQ, AVX2, FMA)
 
 // The vector operations of v3's tile (attention_v3.inc), per width.
 struct V256 {  // AVX2: 16 queries in two ymm, 6 rows per micro-kernel (12 accumulators)
