@@ -1,4 +1,4 @@
-// The CPU decode kernels (kernels/cpu/gemv.cpp) against the fp64 answer key (reference/src/gemv_ref.cpp):
+// The CPU decode kernels (kernels/cpu/gemv/) against the fp64 answer key (reference/src/gemv_ref.cpp):
 // every SIMD path this CPU has, odd shapes, one and two threads, the planted faults, and the decode stack.
 #include <gtest/gtest.h>
 

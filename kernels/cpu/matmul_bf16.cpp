@@ -1,5 +1,5 @@
 // A bf16 x bf16 -> fp32 matmul, C = A W^T (A [M, K], W [N, K]: PyTorch's Linear layout), on the AMX tile unit where
-// the CPU has it, else on the fp32 FMA units (A widened to fp32, the batched GEMM of gemv.cpp).
+// the CPU has it, else on the fp32 FMA units (A widened to fp32, the batched GEMM of gemv/gemm.cpp).
 //
 // AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes. tdpbf16ps C += A B takes A as
 // 16 rows x 32 bf16 (K contiguous) and B as 16 K-pairs x 16 columns x 2 bf16 (the "VNNI" layout: element (kp, n, j)
@@ -288,7 +288,7 @@ void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C
     return;
   }
   const Engine e = engine();
-  if (e == kFma) {  // A widened to fp32 (exact), the batched GEMM of gemv.cpp
+  if (e == kFma) {  // A widened to fp32 (exact), the batched GEMM of gemv/gemm.cpp
     std::vector<float> Af(static_cast<std::size_t>(M) * K);
     for (std::size_t i = 0; i < Af.size(); ++i) Af[i] = from_bf16(A[i]);
     gemm_bf16(W, N, K, Af.data(), M, C, o);

@@ -1,0 +1,156 @@
+// The public entry points of claimcheck/kernels/gemv.h for the CPU decode kernels: bf16 conversions, faults by name,
+// the path (which one runs, forcing one), the bf16 GEMV and GEMM, NF4 quantisation and the NF4 GEMV. The planted
+// faults are applied here; the passes themselves are dispatch.cpp's and gemm.cpp's.
+#include "claimcheck/kernels/gemv.h"
+
+#include "internal.h"
+#include "thread_pool.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace claimcheck::kernels {
+
+using namespace gemv_detail;
+
+// ---- scalar conversions -------------------------------------------------------------------------------------
+bf16_t to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((u >> 16) | 0x40);  // quiet NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<bf16_t>(u >> 16);
+}
+float from_bf16(bf16_t x) {
+  const std::uint32_t u = static_cast<std::uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
+  *out = {};
+  if (name.empty()) return true;
+  if (name == "gemv_reads_twice") out->read_weights_twice = true;
+  else if (name == "nf4_dequant_first") out->dequant_whole_first = true;
+  else if (name == "gemm_per_token") out->gemm_per_token = true;
+  else if (name == "stack_bytes_as_elements") out->bytes_as_elements = true;
+  else if (name == "gemm_first_tile_only") out->first_tile_only = true;
+  else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
+  else if (name == "nf4_half_rows") out->nf4_half_rows = true;
+  else return false;
+  return true;
+}
+
+namespace {
+// Keeps a discarded result alive (the planted fault's second pass must not be optimised away).
+void consume(const float* p) { asm volatile("" : : "r"(p) : "memory"); }
+}  // namespace
+
+// ---- public entry points ----------------------------------------------------------------------------------------
+const float* nf4_levels() { return kNf4; }
+
+std::string gemv_simd_path() { return path_name(path()); }
+std::string gemv_detected_path() { return path_name(kDetected); }
+
+bool gemv_force_path(const std::string& name) {
+  int want;
+  if (name.empty()) want = -1;
+  else if (name == "portable") want = kPortable;
+  else if (name == "avx2") want = kAvx2;
+  else if (name == "avx512") want = kAvx512;
+  else if (name == "avx512_emulated") want = kEmulated512;
+  else if (name == "neon") want = kNeon;
+  else return false;
+  const int needs = want == kEmulated512 ? kAvx2 : want;
+  // This CPU cannot run it: NEON is AArch64's, the x86-64 paths are ordered by width.
+  if (needs == kNeon ? kDetected != kNeon : needs > kPortable && (kDetected == kNeon || needs > static_cast<int>(kDetected)))
+    return false;
+  g_forced.store(want);
+  return true;
+}
+
+void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o) {
+  if (N < 0 || K < 0) throw std::invalid_argument("gemv_bf16: negative shape");
+  if (N == 0) return;
+  const Path pth = path();
+  bf16_pass(pth, W, N, K, x, y, o.threads);
+  if (o.faults.read_weights_twice) {
+    float* y2 = scratch_floats(1, N);
+    bf16_pass(pth, W, N, K, x, y2, o.threads);
+    consume(y2);
+  }
+}
+
+void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, const GemvOptions& o) {
+  if (N < 0 || K < 0 || B < 0) throw std::invalid_argument("gemm_bf16: negative shape");
+  if (N == 0 || B == 0) return;
+  if (B == 1) return gemv_bf16(W, N, K, X, Y, o);
+  const Path pth = path();
+  if (o.faults.gemm_per_token) {  // a planted fault: one GEMV per token, each reading all of W again
+    for (int b = 0; b < B; ++b)
+      bf16_pass(pth, W, N, K, X + static_cast<std::size_t>(b) * K, Y + static_cast<std::size_t>(b) * N, o.threads);
+    return;
+  }
+  // (A planted fault: the loop bound is one tile of tokens, not the batch; the other tokens' outputs are left.)
+  gemm_pass(pth, W, N, K, X, o.faults.first_tile_only ? std::min(B, 4) : B, Y, o.threads);
+  if (o.faults.read_weights_twice) {
+    std::vector<float> y2(static_cast<std::size_t>(B) * N);
+    gemm_pass(pth, W, N, K, X, B, y2.data(), o.threads);
+    consume(y2.data());
+  }
+}
+
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads) {
+  if (N < 0 || K < 0 || K % 64 != 0) throw std::invalid_argument("quantize_nf4: K must be a multiple of 64");
+  Nf4Matrix m;
+  m.N = N;
+  m.K = K;
+  m.packed.resize(static_cast<std::size_t>(N) * K / 2);
+  m.scales.resize(static_cast<std::size_t>(N) * K / 64);
+  if (N == 0 || K == 0) return m;
+  const int chunk = std::max(1, std::min(N, 1 << 16) / std::max(1, 8 * threads));
+  parallel_rows(N, chunk, threads, [&](int r0, int r1) { quantize_rows(W, K, r0, r1, m.packed.data(), m.scales.data()); });
+  return m;
+}
+Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K) { return quantize_nf4(W, N, K, 1); }
+
+std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W) {
+  std::vector<bf16_t> out(static_cast<std::size_t>(W.N) * W.K);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint8_t byte = W.packed[i / 2];
+    const int c = (i % 2) ? byte >> 4 : byte & 15;
+    out[i] = to_bf16(kNf4[c] * W.scales[i / 64]);
+  }
+  return out;
+}
+
+void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o) {
+  if (W.K % 64 != 0 || W.packed.size() != static_cast<std::size_t>(W.N) * W.K / 2 ||
+      W.scales.size() != static_cast<std::size_t>(W.N) * W.K / 64)
+    throw std::invalid_argument("gemv_nf4: malformed matrix");
+  if (W.N == 0) return;
+  if (o.faults.dequant_whole_first) {
+    // The planted fault: the whole matrix dequantised to bf16 in memory, then the bf16 GEMV over it.
+    const std::vector<bf16_t> d = dequantize_nf4_bf16(W);
+    GemvOptions inner = o;
+    inner.faults.dequant_whole_first = false;
+    return gemv_bf16(d.data(), W.N, W.K, x, y, inner);
+  }
+  const Path pth = path();
+  // The planted nf4_half_rows: the second half of the rows never computed (left 0), so the step reads half its bytes.
+  const int rows = o.faults.nf4_half_rows ? W.N / 2 : W.N;
+  if (rows < W.N) std::fill(y + rows, y + W.N, 0.0f);
+  nf4_pass(pth, W, x, y, o.threads, rows);
+  if (o.faults.read_weights_twice) {
+    float* y2 = scratch_floats(1, W.N);
+    nf4_pass(pth, W, x, y2, o.threads, rows);
+    consume(y2);
+  }
+}
+
+}  // namespace claimcheck::kernels
