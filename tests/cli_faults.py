@@ -92,7 +92,7 @@ PLANTED = [
     ("seed_ignored", "ch06.same_seed_identical"), ("onednn_off", "ch03.cpu_bf16_autocast"),
     ("gemm_first_tile_only", "ch06.prefill_ms"),
     ("probe_scalar", "ch06.decode_intensity"), ("probe_scalar", "ch06.quant_inference_not_training"),
-    # Planted in the answer key (reference/src/ledger.cpp): a wrong ledger fails the claims built on it.
+    # Planted in the answer key (reference/src/ledger_*.cpp): a wrong ledger fails the claims built on it.
     # The analytic part of a claim with a LibTorch part suffices (the ledger is its analytic side): no module load.
     ("ledger_kv_ignores_gqa", "ch06.kv_cache", "analytic"), ("ledger_tied_counted_twice", "ch05.qwen_params", "analytic"),
     ("ledger_tied_counted_twice", "ch05.lora_fraction", "analytic"), ("ledger_lora_qv_only", "ch04.lora_gb"),
