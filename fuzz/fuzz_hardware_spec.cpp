@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   need_positive("bf16_dense_flops", h.peak_flops);
   need_size("ridge()", h.ridge());
   for (const auto& c : fuzz::shipped_configs()) {
-    // As cmd_account computes them (harness/src/cli.cpp).
+    // As cmd_account computes them (harness/src/cli_account.cpp).
     const double params = static_cast<double>(ref::count_params(c).total());
     const double decode_s = ref::decode_bytes_per_token(c, {}) / h.bandwidth;
     need_size("decode s/token (" + c.file + ")", decode_s);
