@@ -123,6 +123,7 @@ json to_json(const ClaimResult& r) {
   details["seconds"] = r.seconds;
   return {{"id", r.id},
           {"chapter", r.chapter},
+          {"chapter_title", r.chapter_title},
           {"title", r.title},
           {"source", r.source},
           {"kind", r.kinds},
@@ -140,6 +141,7 @@ ClaimResult claim_from_json(const json& j) {
   ClaimResult r;
   r.id = j.at("id");
   r.chapter = j.at("chapter");
+  r.chapter_title = j.value("chapter_title", "");
   r.title = j.value("title", "");
   r.source = j.value("source", "");
   r.kinds = j.at("kind").get<std::vector<std::string>>();

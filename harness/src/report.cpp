@@ -92,15 +92,9 @@ std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& 
   return m;
 }
 
-const std::map<std::string, std::string>& chapter_titles() {
-  static const std::map<std::string, std::string> t = {
-      {"ch01", "Python usage layer"},
-      {"ch02", "NumPy / Pandas / Matplotlib"},
-      {"ch03", "PyTorch (1): five objects, twenty lines"},
-      {"ch04", "PyTorch (2): the memory ledger"},
-      {"ch05", "Hugging Face: three files, six libraries, LoRA SFT"},
-      {"ch06", "GPU intuition and experiment management"}};
-  return t;
+std::string chapter_heading(const std::string& chapter, const std::vector<const ClaimResult*>& claims) {
+  const std::string& title = claims.empty() ? std::string() : claims.front()->chapter_title;  // expected/chapters.json
+  return title.empty() ? chapter : chapter + " · " + title;
 }
 
 std::string summary_line(const Summary& s) {

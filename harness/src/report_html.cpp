@@ -46,9 +46,7 @@ pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12
     << " · commit " << html_escape(commit_sha(r.records))
     << " · " << html_escape(r.records.value("hardware", json::object()).value("cpu_model", "")) << "</div></header><main>";
   for (const auto& [ch, claims] : by_chapter(r)) {
-    auto t = chapter_titles().find(ch);
-    o << "<section><h2>" << ch << (t != chapter_titles().end() ? " · " + html_escape(t->second) : "")
-      << "</h2><table><tr><th>claim</th><th>the series says</th><th>stated</th><th>measured</th><th>verdict</th><th>why</th></tr>";
+    o << "<section><h2>" << html_escape(chapter_heading(ch, claims)) << "</h2><table><tr><th>claim</th><th>the series says</th><th>stated</th><th>measured</th><th>verdict</th><th>why</th></tr>";
     for (const auto* c : claims) {
       std::string cls = c->not_implemented ? "ni" : to_string(c->status);
       o << "<tr><td class=\"id\">" << html_escape(c->id) << "</td><td><div class=\"src\">" << html_escape(c->source)

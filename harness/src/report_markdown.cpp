@@ -15,8 +15,7 @@ std::string MarkdownWriter::render(const Report& r) const {
   o << "Generated " << r.generated_at << ". Commit `" << commit_sha(r.records)
     << "`.\n";
   for (const auto& [ch, claims] : by_chapter(r)) {
-    auto t = chapter_titles().find(ch);
-    o << "\n## " << ch << (t != chapter_titles().end() ? " · " + t->second : "") << "\n\n";
+    o << "\n## " << chapter_heading(ch, claims) << "\n\n";
     o << "| claim | source | stated | measured | verdict | why |\n|---|---|---|---|---|---|\n";
     for (const auto* c : claims)
       o << "| `" << c->id << "` | " << md_cell(c->source) << " | " << md_cell(stated_text(*c)) << " | "

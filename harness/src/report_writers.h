@@ -42,7 +42,8 @@ std::string measured_text(const ClaimResult& c);
 std::string basis_suffix(const std::string& basis);  // " (by definition)", or "" for a measured figure
 std::string verdict_label(const ClaimResult& c);
 std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& r);
-const std::map<std::string, std::string>& chapter_titles();
+// "chNN · <title>": the chapter's title from expected/chapters.json, as its claims carry it ("chNN" without one).
+std::string chapter_heading(const std::string& chapter, const std::vector<const ClaimResult*>& claims);
 std::string summary_line(const Summary& s);
 std::string commit_sha(const nlohmann::json& records);  // "unknown" where there is none
 

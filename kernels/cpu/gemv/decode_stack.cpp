@@ -3,6 +3,7 @@
 // whose step is what decode time is measured on.
 #include "claimcheck/kernels/gemv.h"
 
+#include "claimcheck/base/random.h"
 #include "claimcheck/base/threads.h"
 
 #include "../simd.h"
@@ -24,12 +25,7 @@ using gemv_detail::parallel_rows;
 namespace {
 
 // ---- DecodeStack weights -------------------------------------------------------------------------------------
-CC_INLINE std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+using base::splitmix64;  // the same stream as the CUDA stack's (kernels/cuda/decode.cu): the same weights
 // A 32-bit integer hash (lowbias32, Wellons): 32-bit multiplies, so the fill loop vectorises.
 CC_INLINE std::uint32_t hash32(std::uint32_t x) {
   x ^= x >> 16;
