@@ -97,8 +97,9 @@ TEST(Consistency, TheModuleHoldsTheChecksThatSayLibtorch) {
     const auto has = [](const std::vector<std::string>& v) { return std::count(v.begin(), v.end(), "libtorch") > 0; };
     const bool says = c.part.empty() ? has(e.requirements) || has(e.optional) : has(e.measured_requirements);
 #ifdef CLAIMCHECK_TORCH_MANIFEST
-    EXPECT_EQ(c.in_module, says) << location(c) << (says ? ": says libtorch, built outside the module"
-                                                         : ": in the module, its expected file names no libtorch");
+    EXPECT_EQ(c.in_module, says) << location(c)
+                                 << (says ? ": says libtorch, built outside the module"
+                                          : ": in the module, its expected file names no libtorch");
 #else
     (void)says;
 #endif

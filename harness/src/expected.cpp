@@ -250,13 +250,16 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
 FeatureExpr parse_feature_expr(const std::string& text) {
   // The grammar, character for character the pattern of expected/schema.json's `when` (tests/check_schema.py plants
   // the same expressions in both): one space around && and ||, none after !.
-#define CLAIMCHECK_FEATURE_ATOM "(gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\\.[0-9]+)?([eE]-?[0-9]+)?)"
-  static const std::regex grammar("^(default|!?" CLAIMCHECK_FEATURE_ATOM "( (&&|\\|\\|) !?" CLAIMCHECK_FEATURE_ATOM ")*)$");
+#define CLAIMCHECK_FEATURE_ATOM \
+  "(gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\\.[0-9]+)?([eE]-?[0-9]+)?)"
+  static const std::regex grammar("^(default|!?" CLAIMCHECK_FEATURE_ATOM "( (&&|\\|\\|) !?" CLAIMCHECK_FEATURE_ATOM
+                                  ")*)$");
 #undef CLAIMCHECK_FEATURE_ATOM
   if (!std::regex_match(text, grammar))
-    throw std::invalid_argument("'" + text +
-                                "' is not a feature expression (gpu, libtorch, python, numpy, isa:FLAG, derived:NAME<X, "
-                                "derived:NAME>X; ! before one; ' && ' and ' || ' between them; or default alone)");
+    throw std::invalid_argument(
+        "'" + text +
+        "' is not a feature expression (gpu, libtorch, python, numpy, isa:FLAG, derived:NAME<X, "
+        "derived:NAME>X; ! before one; ' && ' and ' || ' between them; or default alone)");
   FeatureExpr e;
   e.text = text;
   if (text == "default") return e;
@@ -309,8 +312,7 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   // An integer (not get<int>: 2^32 + 1 is no 1), or 1.0: JSON Schema's "integer" takes a number with no fraction.
   const bool one = schema.is_number_integer() ? schema.get<std::int64_t>() == kExpectedSchema
                                               : schema.is_number_float() && schema.get<double>() == kExpectedSchema;
-  if (!one)
-    input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
+  if (!one) input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
   e.id = get_string(j, file, "", "id");
   static const std::regex id_re("^(ch0[1-9])\\.([a-z0-9_]+)$");
   std::smatch m;

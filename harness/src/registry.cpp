@@ -73,8 +73,9 @@ void validate_registry() {
       input_error(where, "part", "'" + c.part + "' is not a part a check registers apart (measured)");
     auto [it, fresh] = seen.emplace(std::make_pair(c.id, c.part), &c);
     if (!fresh)
-      input_error(where, "claim", "'" + c.id + "'" + (c.part.empty() ? "" : " (its " + c.part + " part)") +
-                                      " is already registered at " + location(*it->second));
+      input_error(where, "claim",
+                  "'" + c.id + "'" + (c.part.empty() ? "" : " (its " + c.part + " part)") +
+                      " is already registered at " + location(*it->second));
   }
   for (const auto& c : registry())
     if (!c.part.empty() && !seen.count({c.id, ""}))
