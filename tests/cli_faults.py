@@ -105,7 +105,7 @@ PLANTED = [
     ("ledger_gib_for_gb", "ch04.qlora_gb", "analytic"), ("ledger_gib_for_gb", "ch04.fsdp_per_gpu", "analytic"),
     ("ledger_gib_for_gb", "ch06.decode_ms", "analytic"), ("ledger_gib_for_gb", "ch05.training_state_mb"),
     # On a GPU only (elsewhere the claim is not runnable and is skipped here): the loss read after every step in
-    # both loops (kernels/torch/perf.cpp).
+    # both loops (kernels/train/perf.cpp).
     ("item_every_step", "ch03.item_sync"),
 ]
 # Faults that only a variant of the claim can see: planted where this machine runs that variant (the ISAs are the

@@ -1,6 +1,6 @@
 // ch02.broadcast_silent — 「广播三条规则；(3,) + (3, 1) 悄悄变成 (3, 3)——关键处 assert 形状」
 // In LibTorch (and numpy where Python has it): the result is (3, 3), nothing raises (the reference's raw add); the
-// project's own residual add (kernels/torch, what TinyGPT's blocks use) asserts shapes and stops the same input.
+// project's own residual add (kernels/train, what TinyGPT's blocks use) asserts shapes and stops the same input.
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
 #include "claimcheck/ref/attention.h"

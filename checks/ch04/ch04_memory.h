@@ -1,4 +1,4 @@
-// Shared by the chapter 4 checks that measure the Llama-shaped decoder (kernels/torch/memory.cpp): the timeline
+// Shared by the chapter 4 checks that measure the Llama-shaped decoder (kernels/train/memory.cpp): the timeline
 // as a stacked-bar picture for the report.
 #pragma once
 #include <string>

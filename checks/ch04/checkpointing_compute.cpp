@@ -1,5 +1,5 @@
 // ch04.checkpointing_compute — 「gradient checkpointing 多 30% 计算」
-// The project's checkpointing (kernels/torch/decoder.cpp: keep each layer's input, recompute it in backward)
+// The project's checkpointing (kernels/train/decoder.cpp: keep each layer's input, recompute it in backward)
 // against the plain layers: forward + backward time, best of interleaved repeats, and the gradients.
 #include "claimcheck/check.h"
 

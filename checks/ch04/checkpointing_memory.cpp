@@ -1,6 +1,6 @@
 // ch04.checkpointing_memory — 「gradient checkpointing 换 16.5 → 1 GiB」 (Llama-3-8B, B = 1, T = 4096)
 // Analytic part: with checkpointing each layer keeps only its input. Measured part: the project's checkpointing
-// (kernels/torch/decoder.cpp) on the Llama-shaped decoder, saved bytes per token per layer with and without:
+// (kernels/train/decoder.cpp) on the Llama-shaped decoder, saved bytes per token per layer with and without:
 // checkpointing_memory.measured.cpp.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"

@@ -1,4 +1,4 @@
-// ch04.checkpointing_memory, measured part: the project's checkpointing (kernels/torch/decoder.cpp) on the
+// ch04.checkpointing_memory, measured part: the project's checkpointing (kernels/train/decoder.cpp) on the
 // Llama-shaped decoder (inputs.measure_config), saved bytes per token per layer with and without, in units of hidden,
 // carried to the claim's model (inputs.config) at B x T.
 #include "claimcheck/check.h"

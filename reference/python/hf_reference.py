@@ -1,5 +1,5 @@
 """The answer key's Hugging Face side: the project's decoder and LoRA, exported by the code under test as safetensors
-(kernels/torch/hf_export.cpp), against the implementations the field trusts, on the same weights and inputs.
+(kernels/train/hf_export.cpp), against the implementations the field trusts, on the same weights and inputs.
 
   decoder --config C --run fp32:DIR [--run bf16:DIR ...]
       transformers' model for C's model_type (LlamaForCausalLM, Qwen2ForCausalLM), built from C with eager attention,

@@ -1,6 +1,6 @@
 // The one place that knows LibTorch versions apart. The project builds against PyTorch 2.4 and later
 // (the pip wheel that the user's Python imports: CMake finds it through torch.utils.cmake_prefix_path).
-// Included only by sources that use LibTorch (kernels/torch, reference/src/torch). It needs ATen only.
+// Included only by sources that use LibTorch (kernels/train, reference/src/torch). It needs ATen only.
 #pragma once
 #include <string>
 

@@ -1,5 +1,5 @@
 // The LibTorch training code under test (chapters 3, 5, 6), behind plain types so that checks stay light:
-// only kernels/torch/*.cpp include <torch/torch.h>.
+// only kernels/train/*.cpp include <torch/torch.h>.
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Chapter 4 measured: training memory counted by the allocator and attributed to what holds it, on a
-// Llama-shaped decoder built from a config.json (kernels/torch/decoder.h), in plain types for the checks.
+// Llama-shaped decoder built from a config.json (kernels/train/decoder.h), in plain types for the checks.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -56,7 +56,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
                                     bool eager_attention, bool by_segment, const std::string& precision,
                                     const std::string& fault = "");
 
-// Gradient checkpointing (the project's own, kernels/torch/decoder.cpp) against the plain model on the layers:
+// Gradient checkpointing (the project's own, kernels/train/decoder.cpp) against the plain model on the layers:
 // saved bytes after the forward, step time (forward + backward, best of `repeats`), and the gradients.
 // precision: fp32, bf16 (model in bf16) or autocast. repeats = 0: the memory only (no steps are timed).
 struct CheckpointMeasure {

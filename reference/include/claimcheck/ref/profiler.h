@@ -1,6 +1,6 @@
 // The answer key of chapter 6's profiler buckets: which bucket an operator's self time belongs to, from its place in
 // the call tree (its ancestors' names and its own), by the table in reference/data/profiler/buckets.json. Written
-// apart from the project's bucketing (kernels/torch/perf.cpp), which is held against it event by event.
+// apart from the project's bucketing (kernels/train/perf.cpp), which is held against it event by event.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -1,4 +1,4 @@
-// The Llama / Qwen2 / Mistral decoder in LibTorch (internal to kernels/torch): one model family in code,
+// The Llama / Qwen2 / Mistral decoder in LibTorch (internal to kernels/train): one model family in code,
 // its size from a Hugging Face config.json read here as transformers' modeling code reads it (keys, defaults).
 // Chapter 5 builds Qwen2.5-0.5B with it; chapter 4 a Llama-3-8B-shaped model scaled for a CPU, with optional
 // eager attention (keeps the T x T probabilities), gradient checkpointing (decoder.cpp) and a switch that
