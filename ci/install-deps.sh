@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages claimcheck needs (Debian 12, as root), and only what is missing: a user without root
-# whose machine has them all goes on. `bash ci/install-deps.sh sanitize` adds clang for ci/sanitize.sh (the README's
-# commands do not need it). LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or
+# whose machine has them all goes on. `bash ci/install-deps.sh sanitize` adds clang for ci/sanitize.sh, `lint` adds
+# clang-format and clang-tidy for ci/lint.sh (the README's commands need neither). LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or
 # installs (once per machine).
 set -euo pipefail
 

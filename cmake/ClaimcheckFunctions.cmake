@@ -91,10 +91,14 @@ function(claimcheck_add_claims_md)
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${ARG_EXPECTED_DIR}/ch*/*.json")
   set(script "${PROJECT_SOURCE_DIR}/docs/claims_md.py")
   set(stamp "${PROJECT_BINARY_DIR}/claims_md.stamp")
+  # The list of expected files, rewritten only when it changes: a claim removed reruns the catalogue too.
+  string(REPLACE ";" "\n" listing "${files}")
+  file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/claims_md.files" CONTENT "${listing}\n" @ONLY)
   add_custom_command(OUTPUT "${stamp}"
                      COMMAND ${Python3_EXECUTABLE} "${script}" --root "${PROJECT_SOURCE_DIR}" --write
                      COMMAND ${CMAKE_COMMAND} -E touch "${stamp}"
-                     DEPENDS ${files} "${ARG_EXPECTED_DIR}/chapters.json" "${script}"
+                     DEPENDS ${files} "${PROJECT_BINARY_DIR}/claims_md.files" "${ARG_EXPECTED_DIR}/chapters.json"
+                             "${script}"
                      COMMENT "docs/claims.md from the expected files" VERBATIM)
   add_custom_target(claims_md ALL DEPENDS "${stamp}")
   add_test(NAME test_claims_md COMMAND ${Python3_EXECUTABLE} "${script}" --root "${PROJECT_SOURCE_DIR}" --check)

@@ -22,7 +22,7 @@ def moved(v):
 
 
 cases = []
-for ch in sorted(d for d in os.listdir(exp) if d.startswith("ch")):
+for ch in sorted(d for d in os.listdir(exp) if os.path.isdir(os.path.join(exp, d))):
     for f in sorted(os.listdir(os.path.join(exp, ch))):
         path = os.path.join(exp, ch, f)
         d = load(path)

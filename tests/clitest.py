@@ -80,7 +80,7 @@ class Flips:
 def expected_failures(exp, want):
     """(path, claim, statement name, statement) for each statement of the expected files in `exp` marked as an
     expected failure, where want(claim, name, statement) holds."""
-    for ch in sorted(d for d in os.listdir(exp) if d.startswith("ch")):
+    for ch in sorted(d for d in os.listdir(exp) if os.path.isdir(os.path.join(exp, d))):
         for f in sorted(os.listdir(os.path.join(exp, ch))):
             path = os.path.join(exp, ch, f)
             d = load(path)
