@@ -1,0 +1,98 @@
+// The Qwen2-architecture decoder built from config.json, LoRA, and their export for transformers and peft
+// (chapter 5), behind plain types. Only kernels/train/*.cpp include <torch/torch.h>.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "claimcheck/train/chat.h"
+#include "claimcheck/train/schedule.h"
+
+namespace claimcheck::train {
+// ---- Qwen2-architecture decoder from config.json, and LoRA (chapter 5) ----------------
+struct LoraSpec {
+  int r = 16;
+  double alpha = 32;
+  std::vector<std::string> targets;
+};
+struct QwenLoraMeasure {
+  std::int64_t params = 0;           // base model, counted on the built module
+  std::int64_t trainable = 0;        // requires_grad after LoRA
+  std::int64_t total_after_lora = 0;
+  std::int64_t state_bytes = 0;      // allocator: live bytes added by LoRA params, grads and AdamW state
+  std::int64_t grad_bytes = 0, optimizer_bytes = 0, lora_param_bytes = 0;
+  double build_seconds = 0, step_seconds = 0;
+};
+// Builds the decoder from config.json (read here, as Hugging Face's modeling code reads it) with random
+// initialisation (no weights), wraps `targets` with LoRA, runs one AdamW step on a short random sequence, and
+// measures. A planted `fault` (tests only): "qkv_bias_missing" builds Qwen2's q/k/v projections without bias.
+QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
+                                  int seq_len, const std::string& fault = "");
+
+struct LoraDeltaResult {
+  double init_err = 0;     // max |LoRA(x) - base(x)| at initialisation (B = 0)
+  double formula_err = 0;  // max |LoRA(x) - x (W + (alpha/r) B A)^T| after B is trained away from 0
+  double merged_err = 0;   // max |merged(x) - LoRA(x)|
+  double output_scale = 0;
+};
+LoraDeltaResult lora_delta(std::uint64_t seed, const std::string& fault);
+
+// ---- the decoder and LoRA exported for transformers and peft (the answer key compares) ----------------
+struct DecoderExport {
+  std::int64_t params = 0, tensors = 0;
+  double loss = 0;
+};
+// Builds the decoder from config.json (seeded random weights; norm weights and biases moved off 1 and 0), in "fp32"
+// or "bf16", runs random ids [batch, seq] forward and the shifted cross-entropy backward, and writes
+// dir/model.safetensors (the parameters under transformers' names) and dir/run.safetensors (input_ids, logits,
+// loss, grad.<name>). fault (tests only): the decoder's planted faults (DecoderConfig::fault), "qkv_bias_missing",
+// "tie_word_embeddings_ignored", "attention_bias_misread" (q, k, v and o biases where the config has none, or none).
+DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
+                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "");
+
+struct LoraCase {
+  std::int64_t in = 256, out = 192;
+  int r = 8;
+  double alpha = 16;
+  bool rslora = false;
+  double lr = 1e-2, weight_decay = 1e-2;  // AdamW
+};
+// One LoRA linear (with bias) of the code under test, written to `file` (safetensors): x, the cotangent g, the
+// base weight and bias, A, B at init and "trained", the outputs at init and after, the merged weight, A and B after
+// one AdamW step on sum(y * g), and a fresh adapter's delta weight after one step from its own initialisation.
+// fault (tests only): ProjImpl::enable_lora's planted faults.
+void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault = "");
+
+struct LossMaskResult {
+  double loss = 0;  // the project's masked loss over its batch
+  std::int64_t rows = 0, positions = 0, vocab = 0;
+  std::vector<float> logits;    // [rows][positions][vocab]: the random logits the loss saw (row r is conversation r)
+  std::vector<float> grad_max;  // [rows][positions]: max over the vocabulary of |d loss / d logit|
+  std::vector<std::vector<std::int64_t>> tokens, labels;  // what the template produced, per conversation
+};
+// The project's template, batching (all conversations in one batch, padded to the longest, targets shifted) and
+// loss on `convs` with random logits. Planted faults (tests only): "mask_label_0" (masked labels are 0),
+// "template_last_answer_only", "no_default_system" (TemplateOptions::fault), "pad_targets_unshifted" (the padded
+// rows' targets not shifted).
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault);
+
+struct SftResult {
+  std::vector<double> losses;
+  double stop_rate = 0;                // share of greedy generations that emit <|im_end|>
+  std::vector<std::string> samples;    // a few generations, decoded
+  double seconds = 0;
+};
+struct SftOptions {
+  int steps = 20, batch = 8;
+  double lr = 3e-3;
+  bool eos_in_loss = true;
+  std::uint64_t seed = 1;
+  int max_new_tokens = 48;
+  int generate = 0;  // how many held-out prompts to generate from (0: none)
+  std::string fault;  // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns)
+};
+SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
+                    const SftOptions& o);
+
+}  // namespace claimcheck::train

@@ -1,0 +1,97 @@
+// The LibTorch training code under test of chapter 3 (and the seeds of chapter 6), behind plain types: the corpus,
+// the tiny character Transformer, autograd and memory, bf16 autocast on the CPU, the shape guard and the loss's
+// precision; the reproducibility runs of chapter 6. Only kernels/train/*.cpp include <torch/torch.h>.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "claimcheck/train/schedule.h"
+
+namespace claimcheck::train {
+
+// ---- data ---------------------------------------------------------------------
+struct Corpus {
+  std::string source;                  // where it came from
+  std::string sha256;                  // the data revision
+  std::vector<std::uint8_t> train, val;  // ASCII (V = 128), 95 % / 5 %
+  std::int64_t files = 0;
+};
+// The English text of the Debian `fortunes` package (every plain-text file under dir, sorted), folded
+// to 7-bit ASCII. Throws with the path when there is none.
+Corpus load_fortunes_corpus(const std::filesystem::path& dir);
+
+// ---- the tiny character Transformer --------------------------------------------
+struct TinyConfig {
+  int vocab = 128, d_model = 128, n_layer = 4, n_head = 4, d_ff = 512, context = 128;
+  double init_std = 0.02;  // GPT-2's
+};
+// Counted on the built module. Planted fault "extra_layer": one block more than the config says.
+std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault = "");
+
+struct TrainOptions {
+  ScheduleConfig schedule;
+  int batch = 16;
+  long steps = 100;
+  double weight_decay = 0.1, clip = 1.0;
+  std::uint64_t seed = 1;
+  int eval_every = 25, eval_batches = 8;
+  std::string fault;  // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0)
+  std::string checkpoint;  // where to save the trained model (torch::save), "" for none
+};
+struct TrainResult {
+  std::vector<double> losses;           // per step
+  std::vector<long> eval_steps;
+  std::vector<double> eval_ppl;         // exp(mean validation loss), at eval_steps (step 0 = before training)
+  double seconds = 0, tokens_per_s = 0;
+  std::vector<double> lrs;              // per step: the learning rate read from the optimizer before its step
+  std::string weights_sha256;           // of every parameter's bytes after training
+};
+double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch);
+TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
+
+// ---- autograd and memory (chapter 3) ------------------------------------------
+struct GradAccumResult {
+  double two_backwards_err = 0;   // max |grad after two backwards - 2 x grad after one|
+  double microbatch_err = 0;      // max |sum of k micro-batch grads of loss/k - one big batch's grad|
+  double grad_scale = 0;          // max |grad| (for scale)
+};
+GradAccumResult grad_accumulation(std::uint64_t seed, int micro_batches, const std::string& fault);
+
+struct RetainedMemory {
+  std::vector<double> with_grad_bytes, no_grad_bytes;  // live bytes after each evaluated batch
+};
+// fault "no_grad_everywhere": the evaluation loop runs under no_grad in both passes (the bug never shows).
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault = "");
+
+struct Bf16Timing {
+  double fp32_s = 0, bf16_autocast_s = 0;
+  std::string dtype_inside_autocast;
+};
+// `threads` > 0: LibTorch's intra-op threads for both timings (restored after), 0: as they are.
+// fault "autocast_off": the autocast region never engages (the guard is set to false); "onednn_off": oneDNN is
+// switched off inside it, so the bf16 matmul runs ATen's emulating loops even where the CPU has bf16 instructions.
+Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "", int threads = 0);
+
+// The project's residual add (same_shape_add, what TinyGPT's blocks use) fed the series' example, ones(3) + ones(3, 1):
+// whether its shape assertion stopped it, and the shape it returned when it did not. fault "skip_shape_assertion":
+// the add without its assertion.
+struct ShapeGuardResult {
+  bool caught = false;
+  std::vector<long> shape;
+};
+ShapeGuardResult shape_guard_demo(const std::string& fault = "");
+
+struct LossPrecision {
+  double fp32_err = 0, bf16_err = 0, project_err = 0;  // |loss - fp64 loss| for fp32 logits, bf16 logits,
+                                                       // and the project's loss helper on bf16 logits
+};
+LossPrecision loss_precision(std::uint64_t seed, const std::string& fault);
+
+// ---- reproducibility (chapter 6) ----------------------------------------------------
+// A short seeded run of the tiny model (deterministic algorithms, fixed threads): losses and weight hash.
+// fault (tests only): "seed_ignored" drops the seed it was given (the options' default seed trains).
+TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const std::string& fault = "");
+
+}  // namespace claimcheck::train
