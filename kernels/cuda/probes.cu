@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "claimcheck/base/random.h"
 #include "claimcheck/kernels/cuda/stream.h"
 #include "common.cuh"
 
@@ -13,13 +14,8 @@ namespace detail {
 namespace {
 
 __device__ __forceinline__ std::uint32_t hash32(std::uint64_t i, std::uint32_t seed) {
-  std::uint32_t x = static_cast<std::uint32_t>(i) * 0x9e3779b1u ^ static_cast<std::uint32_t>(i >> 32) * 0x85ebca77u ^ seed;
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
+  return base::lowbias32(static_cast<std::uint32_t>(i) * 0x9e3779b1u ^
+                         static_cast<std::uint32_t>(i >> 32) * 0x85ebca77u ^ seed);
 }
 
 __global__ void fill_uniform_bf16_kernel(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, float a) {

@@ -26,15 +26,8 @@ namespace {
 
 // ---- DecodeStack weights -------------------------------------------------------------------------------------
 using base::splitmix64;  // the same stream as the CUDA stack's (kernels/cuda/decode.cu): the same weights
-// A 32-bit integer hash (lowbias32, Wellons): 32-bit multiplies, so the fill loop vectorises.
-CC_INLINE std::uint32_t hash32(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
+// A 32-bit integer hash: 32-bit multiplies, so the fill loop vectorises.
+CC_INLINE std::uint32_t hash32(std::uint32_t x) { return base::lowbias32(x); }
 // Elements 2p and 2p+1: uniform in [-a, a) from the low and high 16 bits of hash32(p * golden + salt), rounded
 // to bf16 (nearest even). A function of the index alone, so any split over threads gives the same matrix.
 CC_CLONES void fill_uniform_bf16(bf16_t* out, std::size_t i0, std::size_t i1, std::uint32_t salt, float a) {

@@ -23,6 +23,16 @@ CLAIMCHECK_HOST_DEVICE constexpr std::uint64_t splitmix64(std::uint64_t x) noexc
   return x ^ (x >> 31);
 }
 
+// A 32-bit integer hash (lowbias32, Wellons): 32-bit multiplies only, so a fill loop over it vectorises.
+CLAIMCHECK_HOST_DEVICE constexpr std::uint32_t lowbias32(std::uint32_t x) noexcept {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
 // The top 24 bits of a 64-bit draw as a float in [0, 1): every value exactly representable.
 CLAIMCHECK_HOST_DEVICE constexpr float unit_float(std::uint64_t z) noexcept {
   return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
