@@ -111,7 +111,12 @@ __attribute__((target("avx512f"), noinline)) float fma_avx512(long iters) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   __m512 s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  // Summed through memory: GCC 12's _mm512_reduce_add_ps reads an undefined register in its header (-Wuninitialized).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
 }
 
 __attribute__((target("avx2,fma"), noinline)) float fma_avx2(long iters) {
