@@ -1,0 +1,223 @@
+// Chapter 6 in LibTorch: the block's training step profiled through RecordFunction observers, each operator's
+// self time put into the series' five buckets (GEMM, attention, copy_, launch overhead, idle).
+#include "claimcheck/train/perf.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include <kineto/ActivityType.h>  // libkineto's activity kinds (shipped in LibTorch's include folder)
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <torch/cuda.h>
+
+#include "block.h"
+#include "claimcheck/base/timing.h"
+#include "decoder.h"
+
+namespace claimcheck::train {
+namespace {
+using base::Clock;
+using base::seconds_since;
+using step_detail::LayerStack;
+using step_detail::StepData;
+}  // namespace
+
+// ---- the profiler ------------------------------------------------------------------------------------------
+namespace {
+
+struct Frame {
+  std::string name;
+  Clock::time_point t0;
+  double children = 0;
+  bool in_attention = false;
+};
+struct Recorder {
+  std::vector<Frame> stack;
+  // Every event's self time (and calls) by its frames (outermost first) and the bucket it went to ("" where none
+  // took it): the buckets' and the operators' totals are sums over it.
+  std::map<std::pair<std::vector<std::string>, std::string>, std::pair<double, int>> by_path;
+  // The time outside any top-level operator, timed as intervals: from the step's start (or the last top-level
+  // exit) to the next top-level entry, and from the last exit to the step's end.
+  double gaps = 0;
+  Clock::time_point idle_since;
+  int events = 0;
+  bool drop_copy = false;
+  bool gemm_forward_only = false;
+  bool copy_in_other = false;
+};
+thread_local Recorder* t_recorder = nullptr;
+// Which frame an exit closes: events that end out of order (or on another thread) close their own frame, and any
+// frame opened inside it and left open is dropped, never matched to the wrong event.
+struct FrameRef : at::ObserverContext {
+  Recorder* recorder = nullptr;
+  std::size_t depth = 0;  // stack size after the push
+};
+
+const std::set<std::string>& gemm_ops() {
+  static const std::set<std::string> s = {"aten::mm",     "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+                                          "aten::linear", "aten::addmv", "aten::mv",  "aten::dot"};
+  return s;
+}
+const std::set<std::string>& copy_ops() {
+  static const std::set<std::string> s = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous",
+                                          "aten::clone"};
+  return s;
+}
+bool attention_name(const std::string& n) {
+  return n.find("scaled_dot_product") != std::string::npos || n.find("ScaledDotProduct") != std::string::npos ||
+         n.find("flash_attention") != std::string::npos;
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  Recorder* r = t_recorder;
+  if (!r) return nullptr;
+  Frame f;
+  f.name = fn.name();
+  f.in_attention = attention_name(f.name) || (!r->stack.empty() && r->stack.back().in_attention);
+  f.t0 = Clock::now();
+  if (r->stack.empty()) r->gaps += std::chrono::duration<double>(f.t0 - r->idle_since).count();
+  r->stack.push_back(std::move(f));
+  auto ref = std::make_unique<FrameRef>();
+  ref->recorder = r;
+  ref->depth = r->stack.size();
+  return ref;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
+  const auto* ref = dynamic_cast<const FrameRef*>(ctx);
+  Recorder* r = ref ? ref->recorder : nullptr;
+  if (!r || r != t_recorder || ref->depth == 0 || ref->depth > r->stack.size()) return;
+  const auto t1 = Clock::now();
+  const Frame f = std::move(r->stack[ref->depth - 1]);
+  r->stack.resize(ref->depth - 1);
+  const double dur = std::chrono::duration<double>(t1 - f.t0).count(), self = std::max(0.0, dur - f.children);
+  ++r->events;
+  if (r->stack.empty())
+    r->idle_since = t1;
+  else
+    r->stack.back().children += dur;
+  std::string bucket = "other_ops";
+  if (f.in_attention) bucket = "attention";
+  // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
+  else if (gemm_ops().count(f.name) && !(r->gemm_forward_only && f.name == "aten::mm"))
+    bucket = "gemm";
+  // A planted fault: copies filed under the other operators.
+  else if (copy_ops().count(f.name))
+    bucket = r->copy_in_other ? "other_ops" : "copy_";
+  if (bucket == "copy_" && r->drop_copy) bucket.clear();  // the planted fault: a bucket map without copy_
+  std::vector<std::string> frames;
+  frames.reserve(r->stack.size() + 1);
+  for (const auto& a : r->stack) frames.push_back(a.name);
+  frames.push_back(f.name);
+  auto& at_path = r->by_path[{std::move(frames), bucket}];
+  at_path.first += self;
+  ++at_path.second;
+}
+
+}  // namespace
+
+const std::vector<std::string>& profile_bucket_names() {
+  static const std::vector<std::string> n = {"gemm", "attention", "copy_", "other_ops", "gaps"};
+  return n;
+}
+
+ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
+                            int batch, int tokens, const std::string& fault) {
+  std::function<void()> step;
+  std::shared_ptr<void> keep;  // what the step closes over
+  if (model == "tiny") {       // chapter 3's model and step: embedding, 4 pre-LN blocks, head, cross-entropy, AdamW
+    torch::manual_seed(seed);
+    const TinyConfig c;
+    struct Tiny {
+      explicit Tiny(const TinyConfig& c) : net(c), opt(net->parameters(), torch::optim::AdamWOptions(3e-4)) {}
+      TinyGPT net;
+      torch::optim::AdamW opt;
+      torch::Tensor in, target;
+    };
+    auto t = std::make_shared<Tiny>(c);
+    const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
+    t->in = ids.slice(1, 0, c.context);
+    t->target = ids.slice(1, 1);
+    step = [t, c] {
+      t->opt.zero_grad();
+      const auto logits = t->net->forward(t->in);
+      torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), t->target.reshape({-1})).backward();
+      t->opt.step();
+    };
+    keep = t;
+  } else if (model == "block") {
+    const DecoderConfig c = read_decoder_config(config);
+    struct Blk {
+      Blk(const DecoderConfig& c, std::uint64_t seed, int batch, int tokens)
+          : block(c, seed, tokens), data(c, batch, tokens), opt(block.parameters(), torch::optim::AdamWOptions(1e-4)) {}
+      LayerStack block;
+      StepData data;
+      torch::optim::AdamW opt;
+    };
+    auto b = std::make_shared<Blk>(c, seed, batch, tokens);
+    step = [b] {
+      b->opt.zero_grad();
+      (b->block.forward(b->data.input(), false) * b->data.proj).sum().backward();
+      b->opt.step();
+    };
+    keep = b;
+  } else {
+    throw std::invalid_argument("profile_step: model '" + model + "' is neither 'tiny' nor 'block'");
+  }
+  step();  // warm-up: first-call allocations and kernel selection are not the step
+
+  Recorder rec;
+  rec.drop_copy = fault == "buckets_drop_copy";
+  rec.gemm_forward_only = fault == "buckets_gemm_forward_only";
+  rec.copy_in_other = fault == "buckets_copy_in_other";
+  double wall = 0;
+  {
+    struct Observing {  // removed however the step ends
+      explicit Observing(Recorder* r) {
+        t_recorder = r;
+        handle = at::addThreadLocalCallback(
+            at::RecordFunctionCallback(on_enter, on_exit)
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+      }
+      ~Observing() {
+        at::removeCallback(handle);
+        t_recorder = nullptr;
+      }
+      at::CallbackHandle handle = 0;
+    } observing(&rec);
+    const auto t0 = Clock::now();
+    rec.idle_since = t0;
+    step();
+    const auto t1 = Clock::now();
+    wall = std::chrono::duration<double>(t1 - t0).count();
+    if (rec.stack.empty()) rec.gaps += std::chrono::duration<double>(t1 - rec.idle_since).count();
+  }
+
+  ProfileBuckets out;
+  out.api = "at::addThreadLocalCallback (RecordFunction observers: FUNCTION, BACKWARD_FUNCTION, USER_SCOPE)";
+  out.wall_s = wall;
+  out.operators = rec.events;
+  for (const auto& b : profile_bucket_names()) out.seconds[b] = 0;
+  out.seconds["gaps"] = rec.gaps;
+  std::map<std::string, double> self_by_op;
+  for (const auto& [key, v] : rec.by_path) {
+    out.ops.push_back({key.first, key.second, v.first, v.second});
+    if (!key.second.empty()) out.seconds[key.second] += v.first;  // "": the time no bucket took is lost
+    self_by_op[key.first.back()] += v.first;
+  }
+  std::vector<std::pair<std::string, double>> ops(self_by_op.begin(), self_by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (ops.size() > 8) ops.resize(8);
+  out.top_ops = ops;
+  return out;
+}
+
+}  // namespace claimcheck::train
