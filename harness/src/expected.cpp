@@ -206,8 +206,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       if (!vs[i].is_object()) input_error(file, vp, "expected an object");
       only_keys(vs[i], file, vp + ".", {"when", "compare", "expect", "xfail_reason"});
       Variant var;
-      var.when = checked_string(vs[i], file, vp + ".", "when", [](const std::string& w) { parse_feature_expr(w); });
-      var.condition = parse_feature_expr(var.when);
+      checked_string(vs[i], file, vp + ".", "when",
+                     [&var](const std::string& w) { var.condition = parse_feature_expr(w); });
       var.compare = parse_compare(field(vs[i], file, vp + ".", "compare"), file, vp + ".compare");
       if (vs[i].contains("expect")) {
         const std::string expect = get_string(vs[i], file, vp + ".", "expect");
@@ -220,7 +220,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       }
       s.variants.push_back(var);
     }
-    if (s.variants.back().when != "default") input_error(file, p + "variants", "the last variant must be 'default'");
+    if (s.variants.back().condition.text != "default")
+      input_error(file, p + "variants", "the last variant must be 'default'");
     if (j.contains("compare")) input_error(file, p + "compare", "give either compare or variants");
     s.compare = s.variants.back().compare;
   } else {

@@ -48,16 +48,9 @@ bool feature_holds(const FeatureExpr& expr, AtomHolds atom_holds) {
   }
   return false;
 }
-// The atoms a requirement list may name (`requires`, `optional`, `parts.measured.requires`): each a ctest label.
-inline const std::vector<std::string>& requirement_atoms() {
-  static const std::vector<std::string> r = {"libtorch", "python", "gpu", "numpy"};
-  return r;
-}
-
 struct Variant {
   // When this variant applies: a feature expression (above), e.g. "isa:avx512_bf16 || isa:amx_bf16",
-  // "derived:nf4_predicted_time_ratio>0.325", "default" (the last variant).
-  std::string when;
+  // "derived:nf4_predicted_time_ratio>0.325", "default" (the last variant); its text is the file's `when`.
   FeatureExpr condition;
   Comparison compare;
   bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement

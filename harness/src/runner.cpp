@@ -230,7 +230,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       const std::string field = (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
       s.compare = v.compare;
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
-      r.details["variant"][s.name] = v.when;
+      r.details["variant"][s.name] = v.condition.text;
       if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
         s.xfail = true;
         s.xfail_reason = with_figures(v.xfail_reason, derived, r.measurements, e.file.string(), field + ".xfail_reason");
