@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -278,26 +279,35 @@ inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int 
 inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
 inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
 
-// A decode step's time against one read of its own weight bytes by the probe's reader, at the same moment: `rounds`
-// rounds of (the read, then time_fn()), the round whose time / read is the median. The yardstick reads the very
-// pages the kernel reads (from whatever cache holds them: a stack under a 300 MiB L3 is read from it by both), so
-// that a kernel at the memory roof reads about 1x and one that reads its weights twice about 2x, on any machine.
+// A decode step against one read of its own weight bytes by the probe's reader, interleaved step by step: after a
+// warm-up step, `rounds` rounds of (one read of the stack's weights, then one step), each round's step time over its
+// read time. The yardstick reads the very pages the kernel reads (from whatever cache holds them: a stack under a
+// 300 MiB L3 is read from it by both), so that a kernel at the memory roof reads about 1x and one that reads its
+// weights twice about 2x, on any machine. A shared host's bandwidth drifts by a third from one second to the next:
+// a step paired with the read tens of milliseconds before it follows the drift, where 7 steps timed after a probe of
+// 4x the LLC read 1.57x once in CI (1.1x is usual there and here).
 struct PairedRead {
-  double seconds = 0, read_seconds = 0;
-  double ratio() const { return seconds / read_seconds; }
+  double seconds = 0;  // the median step
+  double ratio = 0;    // the median over rounds of step / read
+  std::vector<double> ratios;
+  double read_seconds() const { return ratio > 0 ? seconds / ratio : 0; }  // the read the median step is held to
 };
 template <typename Fn>
-PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int rounds, Fn time_fn) {
+PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int rounds, Fn step) {
   std::vector<std::pair<const void*, std::size_t>> bufs;
   for (const auto& m : stack_mats(s)) bufs.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(K::bf16_t)});
-  std::vector<PairedRead> r;
-  for (int i = 0; i < rounds; ++i) {
-    PairedRead p;
-    p.read_seconds = K::measure_read_seconds(bufs, roof.threads, 3, roof.faults);
-    p.seconds = time_fn();
-    r.push_back(p);
+  step();  // warm-up: the thread pool started, the activations' pages touched
+  std::vector<double> steps;
+  PairedRead p;
+  for (int i = 0; i < std::max(1, rounds); ++i) {
+    const double read = K::measure_read_seconds(bufs, roof.threads, 1, roof.faults);
+    const double t = best_seconds(1, step);
+    steps.push_back(t);
+    p.ratios.push_back(t / read);
   }
-  return claimcheck::base::median_by(std::move(r), [](const PairedRead& p) { return p.ratio(); });
+  p.seconds = claimcheck::base::median(std::move(steps));
+  p.ratio = claimcheck::base::median(p.ratios);
+  return p;
 }
 
 // A time measured against the read bandwidth of the same moment: `rounds` rounds of (the probe's read, then
