@@ -55,7 +55,8 @@ static void decode_measured(claimcheck::Context& ctx) {
   // (equal threads).
   const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
   std::vector<float> y(x.size());
-  const ch06::PairedRead run = ch06::paired_with_own_read(stack, roof, steps, [&] { stack.step(x.data(), y.data(), opts); });
+  const ch06::PairedRead run =
+      ch06::paired_with_own_read(stack, roof, steps, [&] { stack.step(x.data(), y.data(), opts); });
   const double t = run.seconds;
   double t_torch = 0;
   std::string torch_why;
@@ -92,11 +93,12 @@ static void decode_measured(claimcheck::Context& ctx) {
   ctx.detail("libtorch", t_torch > 0 ? ch06::ref::torch_gemv_api() : torch_why);
   ctx.detail("roofline", ch06::roofline_chart("a decode step on this CPU", roof, pts));
   ctx.assumption(std::to_string(shape.layers) + " Llama-3-8B-shaped layers (hidden " + std::to_string(shape.hidden) +
-                 ", KV " + std::to_string(shape.kv_dim) + ", FFN " + std::to_string(shape.ffn) + "): " +
-                 std::to_string(bytes / 1e6) + " MB of bf16 weights, each read once per token; " + std::to_string(steps) +
+                 ", KV " + std::to_string(shape.kv_dim) + ", FFN " + std::to_string(shape.ffn) +
+                 "): " + std::to_string(bytes / 1e6) + " MB of bf16 weights, each read once per token; " +
+                 std::to_string(steps) +
                  " steps, each after one read of the same weights by the bandwidth probe's reader: the median step "
-                 "against the median step / read, on " + std::to_string(roof.threads) + " threads (" +
-                 ch06::K::gemv_simd_path() + ")");
+                 "against the median step / read, on " +
+                 std::to_string(roof.threads) + " threads (" + ch06::K::gemv_simd_path() + ")");
   ctx.assumption("no norms, no attention over a cache (a one-token context): what remains is what decode time is");
 }
 CLAIMCHECK_REGISTER(decode_measured).claim("ch06.decode_measured");

@@ -20,7 +20,8 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   const auto opts = ch06::gemv_options(ctx);
   const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
   std::vector<float> y(x.size());
-  const ch06::PairedRead dec = ch06::paired_with_own_read(stack, roof, 15, [&] { stack.step(x.data(), y.data(), opts); });
+  const ch06::PairedRead dec =
+      ch06::paired_with_own_read(stack, roof, 15, [&] { stack.step(x.data(), y.data(), opts); });
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
                                                        ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
