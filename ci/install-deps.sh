@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages claimcheck needs (Debian 12, as root), and only what is missing: a user without root
-# whose machine has them all goes on. `bash ci/install-deps.sh sanitize` adds clang for ci/sanitize.sh, `lint` adds
-# clang-format and clang-tidy for ci/lint.sh (the README's commands need neither). LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds or
-# installs (once per machine).
+# Installs the Debian packages claimcheck needs (Debian 12), and only what is missing, and only as root: a user
+# without root whose machine has them all goes on; one who lacks some gets one line naming them, and the way to
+# build with packages and a PyTorch of their own (conda, pip). Groups beyond the README's commands:
+# `sanitize` (clang, for ci/sanitize.sh), `lint` (clang-format and clang-tidy, for ci/lint.sh), `browser` (Chromium,
+# for the report's browser test). LibTorch is not among them: it is the PyTorch 2.x that ci/setup-python.sh finds
+# or installs (once per machine).
 set -euo pipefail
 
 packages=(
@@ -17,6 +19,9 @@ packages=(
 if [ "${1:-}" = lint ]; then
   packages+=(clang-format clang-tidy)   # ci/lint.sh
 fi
+if [ "${1:-}" = browser ]; then
+  packages+=(chromium)                   # tests/browser_report.py: report.html rendered and its DOM read back
+fi
 if [ "${1:-}" = sanitize ]; then
   packages+=(clang libclang-rt-14-dev)   # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)
 fi
@@ -27,11 +32,11 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]})); then
-  echo "claimcheck: installing ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then
-    echo "claimcheck: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
+    echo "claimcheck: missing Debian packages (installing them needs root: sudo apt-get install ${missing[*]}); without root, with your own compiler, CMake >= 3.23, nlohmann-json, GoogleTest, Google Benchmark, CLI11, OpenSSL and a python that imports torch >= 2.4: cmake --preset cpu -DCLAIMCHECK_PYTHON=\$(command -v python3) && cmake --build build -j && ctest --test-dir build" >&2
     exit 1
   fi
+  echo "claimcheck: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null

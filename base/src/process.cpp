@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 extern char** environ;
@@ -38,6 +40,23 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
   for (const auto& [name, value] : extra)
     if (!removed(name + "=")) env.push_back(name + "=" + value);
   return env;
+}
+
+// The process groups of the children running now (each child leads its own): what stop_children() ends. Lock-free
+// slots, so that a signal handler may read them (kill is async-signal-safe; a mutex is not).
+constexpr int kSlots = 256;
+std::atomic<pid_t> g_groups[kSlots];
+void remember(pid_t pid) {
+  for (auto& slot : g_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pid)) return;
+  }
+}
+void forget(pid_t pid) {
+  for (auto& slot : g_groups) {
+    pid_t p = pid;
+    if (slot.compare_exchange_strong(p, 0)) return;
+  }
 }
 
 std::vector<char*> c_strings(std::vector<std::string>& v) {
@@ -82,10 +101,18 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
   else
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
 
+  // Each child leads a process group of its own, so that stop_children() ends it with everything it started
+  // (torch.distributed's workers, a driver's own subprocesses) and nothing of the caller's.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = -1;
   // glibc (>= 2.24) reports a failed exec (ENOENT, EACCES) here rather than as a child exiting 127.
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, argv_c.data(),
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, argv_c.data(),
                               options.env.empty() && options.unset.empty() ? environ : env_c.data());
+  if (rc == 0) remember(pid);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close_fd(write_end);  // the child holds its own copy: EOF comes when it (and its children) close theirs
   if (rc != 0) {
@@ -115,6 +142,7 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
   do {
     w = ::waitpid(pid, &status, 0);
   } while (w < 0 && errno == EINTR);
+  forget(pid);
   if (w < 0) {
     r.error = std::string("waitpid: ") + std::strerror(errno);
     r.exit_code = -1;
@@ -124,6 +152,15 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const Process
     r.exit_code = 128 + WTERMSIG(status);
   }
   return r;
+}
+
+int stop_children(int signal) {
+  int n = 0;
+  for (auto& slot : g_groups) {
+    const pid_t g = slot.load();
+    if (g > 0 && ::kill(-g, signal) == 0) ++n;
+  }
+  return n;
 }
 
 }  // namespace claimcheck

@@ -1,18 +1,27 @@
 // claimcheck list | run | account | compare — the command line (design.md): its declaration, list, run, compare
 // and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
+#include "claimcheck/base/process.h"
 #include "cli_internal.h"
 #include "compare.h"
 #include "errors.h"
@@ -104,6 +113,10 @@ struct CommandLine {
     single(run, "--benchmarks", "FILE", "benchmark ratios (ci/bench_ratios.py output) to put in the report");
     single(run, "--seed", "N", "the seed of every seeded check (default 20260929)")->check(kNonNegativeInteger);
     flag(run, "--quiet", "print failures and the summary only");
+    single(run, "--timeout", "SECONDS",
+           "give up on a check that runs longer (default 900): its children are stopped, "
+           "the report keeps the claims before it, exit 2")
+        ->check(CLI::Range(1.0, 1e6));
     single(account, "--config", "FILE", "a Hugging Face config.json")->required();
     single(account, "--hardware", "FILE", "a hardware spec (default: reference/data/hardware/h100-sxm.json)");
     single(account, "--lora-r", "N", "LoRA rank (default 16)")->check(kPositiveInteger);
@@ -144,7 +157,8 @@ struct CommandLine {
     if (first == "help") throw CLI::CallForHelp();
     if (!first.empty() && first[0] != '-' && first != "list" && first != "run" && first != "account" &&
         first != "compare")
-      throw InputError("unknown command '" + first + "' (list, run, account, compare); see --help");
+      throw InputError("unknown command '" + first + "'" + did_you_mean(first, {"list", "run", "account", "compare"}) +
+                       " (list, run, account, compare); see --help");
     app.parse(argc, argv);
     args.command = app.get_subcommands().front()->get_name();
     return args;
@@ -301,8 +315,105 @@ int cmd_run(const Args& a) {
 
   std::vector<ClaimResult> results;
   std::ostringstream log;
+  // Progress on stderr (stdout keeps one line per claim that ended): on a terminal one line that says which claim
+  // runs and for how long, updated each second; elsewhere (make, tee, CI) a line as each claim starts. A watchdog
+  // gives up on a check that runs past --timeout: it stops the check's children, writes the report of the claims
+  // that ended with this one as an error, and exits 2 (a hung driver or kernel does not hang the run).
+  const double timeout_s = std::stod(one(a, "--timeout", "900"));
+  const bool live = !quiet && ::isatty(STDERR_FILENO);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::string running;  // the claim that runs now
+  std::size_t index = 0;
+  auto started = std::chrono::steady_clock::now();
+  auto give_up = [&](const std::string& id, std::size_t at) {
+    const int n = stop_children(SIGKILL);
+    std::fprintf(stderr,
+                 "%sclaimcheck: %s did not end within --timeout %g s: stopped%s; %zu claim(s) after it not run\n",
+                 live ? "\r\033[K" : "", id.c_str(), timeout_s,
+                 n ? (" with " + std::to_string(n) + " child process group(s)").c_str() : "", ids.size() - at - 1);
+    std::cout << "ERROR " << id << "  did not end within --timeout " << fmt(timeout_s) << " s\n" << std::flush;
+    if (!report_dir.empty()) {
+      Report rep;
+      rep.generated_at = now_utc();
+      try {
+        rep.records = in.records();
+      } catch (const std::exception& ex) {
+        rep.records = {{"error", std::string("the records could not be built: ") + ex.what()}};
+      }
+      rep.claims = results;
+      ClaimResult hung;
+      const Expected& e = cat.at(id);
+      hung.id = id;
+      hung.chapter = e.chapter;
+      hung.chapter_title = e.chapter_title;
+      hung.title = e.title;
+      hung.source = e.source;
+      hung.status = Status::error;
+      hung.reason = "did not end within --timeout " + fmt(timeout_s) + " s: stopped, with its children";
+      rep.claims.push_back(hung);
+      try {
+        write_report(report_dir, rep);
+        std::fprintf(stderr, "claimcheck: the report of the %zu claim(s) before it and this error written to %s/\n",
+                     results.size(), report_dir.c_str());
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "claimcheck: the report could not be written: %s\n", ex.what());
+      }
+    }
+    std::fflush(nullptr);
+    std::_Exit(2);
+  };
+  // Interrupted (Ctrl-C, a CI job's cancel): the checks' children lead their own process groups, so they are
+  // stopped here, then the signal does what it would have done.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(sig, [](int sig) {
+      stop_children(SIGKILL);
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+    });
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> l(mu);
+    while (!finished) {
+      cv.wait_for(l, std::chrono::seconds(1));
+      if (finished || running.empty()) continue;
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (el > timeout_s) give_up(running, index);  // does not return
+      if (live) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s … %.0f s", index + 1, ids.size(), running.c_str(), el);
+    }
+  });
+  struct Join {
+    std::thread& t;
+    std::mutex& m;
+    std::condition_variable& c;
+    bool& f;
+    ~Join() {
+      {
+        std::lock_guard<std::mutex> l(m);
+        f = true;
+      }
+      c.notify_all();
+      t.join();
+    }
+  } join{watchdog, mu, cv, finished};
   for (const auto& id : ids) {
-    results.push_back(run_claim(cat.at(id), in, caps));
+    {
+      std::lock_guard<std::mutex> l(mu);
+      running = id;
+      started = std::chrono::steady_clock::now();
+      if (live)
+        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s …", index + 1, ids.size(), id.c_str());
+      else if (!quiet)
+        std::fprintf(stderr, "[%zu/%zu] %s started\n", index + 1, ids.size(), id.c_str());
+    }
+    ClaimResult done = run_claim(cat.at(id), in, caps);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      results.push_back(std::move(done));
+      running.clear();
+      ++index;
+      if (live) std::fprintf(stderr, "\r\033[K");
+    }
     auto& r = results.back();
     if (r.details.contains("kept_files")) {
       for (auto& k : r.details["kept_files"]) {
@@ -349,6 +460,17 @@ int cmd_run(const Args& a) {
     }
     fs::remove_all(fs::path(report_dir) / "artifacts");  // the previous run's, whether or not this one kept any
     if (fs::exists(staging)) fs::rename(staging, fs::path(report_dir) / "artifacts");
+    // Links from report.html to the repository's files: relative, so that the page works wherever the two move
+    // together.
+    std::error_code ec;
+    const fs::path abs_root = fs::weakly_canonical(root, ec);
+    const fs::path abs_report = fs::weakly_canonical(fs::absolute(report_dir), ec);
+    const fs::path up = abs_root.lexically_relative(abs_report);
+    if (!abs_root.empty() && !up.empty()) {
+      rep.source_root = abs_root.generic_string();
+      rep.root_link = up == "." ? "" : up.generic_string() + "/";
+      if (rep.root_link.empty()) rep.root_link = "./";
+    }
     write_report(report_dir, rep);
     std::ofstream(fs::path(report_dir) / "run.log") << log.str();
     if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";

@@ -106,6 +106,7 @@ json to_json(const ClaimResult& r) {
     if (m.compared) {
       o["ok"] = m.ok;
       o["verdict"] = m.verdict;
+      if (!m.against.empty()) o["against"] = m.against;
       o["stated"] = m.stated;
       o["why"] = m.why;
       if (!m.evidence.empty()) o["evidence"] = m.evidence;
@@ -163,6 +164,7 @@ ClaimResult claim_from_json(const json& j) {
     if (x.compared) {
       x.ok = m.at("ok");
       x.verdict = m.at("verdict");
+      x.against = m.value("against", "");
       x.stated = m.at("stated");
       x.why = m.at("why");
       x.evidence = m.value("evidence", "");

@@ -22,6 +22,7 @@ struct Measurement {
   bool compared = false;       // an expected statement judged it
   bool ok = false;
   std::string verdict;         // one line: the comparison and its result
+  std::string against;         // what the figure was held to (tolerance.h Verdict::against), when compared
   nlohmann::json stated;       // the stated value (when compared)
   std::string why;             // the tolerance's why (when compared)
   std::string evidence;        // the measurements behind the tolerance, where its expected file gives them

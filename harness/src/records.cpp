@@ -106,11 +106,42 @@ json environment_record() {
       settings[key] = cfg_text.substr(from, cfg_text.find_first_of(", \n", from) - from);
     }
     env["libtorch"] = {{"version", tv}, {"settings", settings}, {"config", lines}};
+    // One line of what computes on the CPU: LibTorch's BLAS, oneDNN and the CPU capability it dispatches to.
+    std::vector<std::string> math;
+    for (const auto& l : lines) {
+      const std::string t = l.get<std::string>();
+      if (t.find("Math Kernel Library Version") != std::string::npos) {
+        const auto v = t.find("Version ");
+        math.push_back("MKL " + t.substr(v + 8, t.find_first_of(" -", v + 8) - v - 8));
+      } else if (t.rfind("Intel(R) MKL-DNN ", 0) == 0 || t.rfind("oneDNN ", 0) == 0) {
+        const auto v = t.find(" v");
+        if (v != std::string::npos) math.push_back("oneDNN " + t.substr(v + 1, t.find(' ', v + 1) - v - 1));
+      } else if (t.rfind("CPU capability usage: ", 0) == 0) {
+        math.push_back("ATen CPU capability " + t.substr(22));
+      } else if (t.rfind("OpenBLAS", 0) == 0) {
+        math.push_back(t);
+      }
+    }
+    if (settings.contains("BLAS_INFO"))
+      math.insert(math.begin(), "BLAS_INFO=" + settings["BLAS_INFO"].get<std::string>());
+    if (!math.empty()) {
+      std::string line;
+      for (const auto& m : math) line += (line.empty() ? "" : ", ") + m;
+      env["cpu_math"] = "LibTorch: " + line + " (linked into libtorch_cpu)";
+    }
   }
+  // The BLAS libraries mapped into the process, the CPU's apart from the GPU's: cuBLAS is mapped wherever the
+  // build links CUDA, and computes nothing on a run without a GPU.
   std::set<std::string> blas;
   dl_iterate_phdr(collect_blas, &blas);
-  env["blas_loaded"] = blas.empty() ? json("none loaded as a separate library (see libtorch.settings.BLAS_INFO)")
-                                    : json(std::vector<std::string>(blas.begin(), blas.end()));
+  std::vector<std::string> cpu_blas, gpu_blas;
+  for (const auto& b : blas) (b.find("cublas") != std::string::npos ? gpu_blas : cpu_blas).push_back(b);
+  env["blas_loaded"] =
+      cpu_blas.empty()
+          ? json("none loaded as a separate library" +
+                 std::string(env.contains("cpu_math") ? ": see cpu_math" : " (see libtorch.settings.BLAS_INFO)"))
+          : json(cpu_blas);
+  if (!gpu_blas.empty()) env["gpu_blas_mapped"] = gpu_blas;
   const std::string cv = cuda_runtime_version();
   env["cuda_runtime"] = cv.empty() ? json("not built with CUDA") : json(cv);
 #ifdef CLAIMCHECK_CUDA_COMPILER_VERSION

@@ -18,6 +18,11 @@ struct Report {
   nlohmann::json records;    // the seven
   std::vector<ClaimResult> claims;
   nlohmann::json benchmarks = nlohmann::json::array();  // ratios from Google Benchmark runs, when any
+  // Where the HTML report links to the repository's files (expected files, checks, docs/): the repository's
+  // absolute path (stripped from the checks' source paths) and the path from the report's folder to it ("../").
+  // Empty: no links (a report re-rendered from report.json elsewhere).
+  std::string source_root, root_link;
+  nlohmann::json comparison;  // claimcheck compare's result against a previous report, when one was given
 };
 
 nlohmann::json report_to_json(const Report& r);

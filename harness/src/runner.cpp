@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +32,38 @@ std::vector<std::string> labels_of(const Expected& e) {
   return l;
 }
 
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
+  // Levenshtein distance, case-insensitive; a known word that ends with the typed one (an id without its chapter)
+  // counts as one edit.
+  auto lower = [](std::string x) {
+    for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  const std::string w = lower(word);
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(1, w.size() / 3) + 1;
+  for (const auto& k0 : known) {
+    const std::string k = lower(k0);
+    std::size_t d;
+    if (!w.empty() && k.size() > w.size() && k.compare(k.size() - w.size(), w.size(), w) == 0 &&
+        k[k.size() - w.size() - 1] == '.') {
+      d = 1;
+    } else {
+      std::vector<std::size_t> prev(k.size() + 1), cur(k.size() + 1);
+      for (std::size_t j = 0; j <= k.size(); ++j) prev[j] = j;
+      for (std::size_t i = 1; i <= w.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= k.size(); ++j)
+          cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (w[i - 1] == k[j - 1] ? 0 : 1)});
+        std::swap(prev, cur);
+      }
+      d = prev[k.size()];
+    }
+    if (d < best_d) best_d = d, best = k0;
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
 std::vector<std::string> select_claims(const std::map<std::string, Expected>& cat, const Selection& sel) {
   std::set<std::string> chapters, labels;
   for (const auto& [id, e] : cat) {
@@ -40,20 +73,25 @@ std::vector<std::string> select_claims(const std::map<std::string, Expected>& ca
   for (const auto& k : known_kinds()) labels.insert(k);
   for (const char* r : {"libtorch", "python", "gpu", "numpy", "pending"}) labels.insert(r);
   for (const auto& c : sel.chapters)
-    if (!chapters.count(c)) throw InputError("--chapter: unknown chapter '" + c + "' (ch01 .. ch06)");
+    if (!chapters.count(c))
+      throw InputError("--chapter: unknown chapter '" + c + "'" +
+                       did_you_mean(c, std::vector<std::string>(chapters.begin(), chapters.end())) + " (ch01 .. ch06)");
   for (const auto& l : sel.labels)
     if (!labels.count(l)) {
       std::string all;
       for (const auto& x : labels) all += (all.empty() ? "" : ", ") + x;
-      throw InputError("--label: unknown label '" + l + "' (" + all + ")");
+      throw InputError("--label: unknown label '" + l + "'" +
+                       did_you_mean(l, std::vector<std::string>(labels.begin(), labels.end())) + " (" + all + ")");
     }
   for (const auto& pat : sel.claims) {
     bool hit = false;
     for (const auto& [id, e] : cat) hit |= fnmatch(pat.c_str(), id.c_str(), 0) == 0;
     if (!hit) {
       const bool glob = pat.find_first_of("*?[") != std::string::npos;
-      throw InputError("--claim: " + std::string(glob ? "no claim id matches '" : "unknown claim id '") + pat +
-                       "' (see `claimcheck list`)");
+      std::vector<std::string> ids;
+      for (const auto& [id, e] : cat) ids.push_back(id);
+      throw InputError("--claim: " + std::string(glob ? "no claim id matches '" : "unknown claim id '") + pat + "'" +
+                       (glob ? "" : did_you_mean(pat, ids)) + " (see `claimcheck list`)");
     }
   }
   std::vector<std::string> out;
@@ -261,6 +299,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       m.ok = m.value.get<bool>() == s.value.get<bool>();
       m.verdict = std::string(m.value.get<bool>() ? "true" : "false") + (m.ok ? " as stated" : ", stated ") +
                   (m.ok ? "" : (s.value.get<bool>() ? "true" : "false"));
+      m.against = s.value.get<bool>() ? "true" : "false";
       if (s.name == "value") r.measured = {{"value", m.value}, {"unit", "bool"}};
       continue;
     }
@@ -271,6 +310,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     Verdict v = compare_scalar(s.compare, *conv, s.value.get<double>(), derived, s.unit);
     m.ok = v.ok;
     m.verdict = v.text;
+    m.against = v.against;
     if (s.name == "value") r.measured = {{"value", *conv}, {"unit", s.unit}};
   }
 }

@@ -67,6 +67,7 @@ struct Judge {
     out.budget_used = allowed > 0 ? err / allowed : (err == 0 ? 0 : INFINITY);
     out.text = fmt(m) + u + " vs stated " + fmt(v) + u + ": |diff| " + fmt(err) + (out.ok ? " <= " : " > ") +
                fmt(allowed) + " (" + how + "; " + pct(out.budget_used) + " of budget)";
+    out.against = fmt(v) + u + " ± " + fmt(allowed);
     return out;
   }
   Verdict operator()(const rule::Close& c) const {
@@ -81,6 +82,7 @@ struct Judge {
     out.budget_used = c.step > 0 ? std::fabs(m - v) / c.step : 0;
     out.text = fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " +
                fmt(c.step);
+    out.against = "[" + fmt(v) + ", " + fmt(v + c.step) + ")" + u;
     return out;
   }
   Verdict operator()(const rule::Bound& c) const {
@@ -95,6 +97,9 @@ struct Judge {
     else
       range = (out.ok ? " >= " : " < ") + fmt(*c.min) + u;
     out.text = fmt(m) + u + range + " (stated " + fmt(v) + u + ")";
+    out.against = c.min && c.max ? range_text(c.min, c.max) + u
+                  : c.max        ? "≤ " + fmt(*c.max) + u
+                                 : "≥ " + fmt(*c.min) + u;
     return out;
   }
   Verdict operator()(const rule::Band& c) const {
@@ -115,6 +120,10 @@ struct Judge {
     out.budget_used = std::isfinite(ratio) ? range_share(ratio, c.min, c.max, out.ok) : INFINITY;
     out.text =
         fmt(m) + u + " is " + fmt(ratio) + "x " + refname + " (" + fmt(ref) + u + "); band " + range_text(c.min, c.max);
+    const std::optional<double> lo = c.min ? std::optional<double>(*c.min * ref) : std::nullopt;
+    const std::optional<double> hi = c.max ? std::optional<double>(*c.max * ref) : std::nullopt;
+    out.against =
+        range_text(lo, hi) + u + " = " + range_text(c.min, c.max) + " × " + refname + " (" + fmt(ref) + u + ")";
     return out;
   }
   Verdict operator()(const rule::RoundedParts& c) const {
@@ -141,6 +150,7 @@ struct Judge {
     out.text = adds_up ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
                              fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
                        : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;
+    out.against = fmt(v) + u + " (the parts rounded to " + fmt(c.part_step) + ", the sum to " + fmt(c.step) + ")";
     return out;
   }
   Verdict operator()(const rule::Interval& c) const {
@@ -156,12 +166,14 @@ struct Judge {
     out.budget_used = range_share(v, a, b, out.ok);
     out.text = "stated " + fmt(v) + u + (out.ok ? " inside " : " outside ") + "the measured interval [" + fmt(a) +
                ", " + fmt(b) + "]" + u + " (estimate " + fmt(m) + u + ")";
+    out.against = "the stated " + fmt(v) + u + " inside the measured interval";
     return out;
   }
   Verdict operator()(const rule::Equal&) const {
     Verdict out;
     out.ok = m == v;
     out.text = fmt(m) + u + (out.ok ? " == " : " != ") + "stated " + fmt(v) + u;
+    out.against = fmt(v) + u;
     return out;
   }
 };

@@ -68,6 +68,8 @@ Tol dtype_default(const std::string& dtype);
 struct Verdict {
   bool ok = false;
   std::string text;           // what was compared and how, one line
+  std::string against;        // what the figure was held to, in its unit ("4.8 ms +- 0.05", "14-26 ms: 0.8-1.8x
+                              // bytes_over_bandwidth"): the report's "held to" cell, not the series' figure
   double budget_used = 0;     // the share of the tolerance used: 1 at its edge, above 1 outside (0..inf); for a
                               // range, the distance from its centre over its half-width; one-sided, x / max or min / x
 };

@@ -24,6 +24,12 @@ struct ProcessResult {
 
 // Runs argv[0] (looked up on PATH when it has no '/') with argv, reads its output to the end and waits for it.
 // The child inherits stdin and the working directory.
+// The child leads a process group of its own (stop_children).
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// Sends `signal` to the process group of every child run_process is waiting for now (each with whatever it
+// started): how a run that gives up on a check (claimcheck run --timeout) or is interrupted ends its children.
+// Returns how many groups it signalled. Safe to call from any thread, and from a signal handler.
+int stop_children(int signal);
 
 }  // namespace claimcheck
