@@ -69,7 +69,7 @@ def render(root):
             d = json.load(open(f, encoding="utf-8"))
             kind = " + ".join(d["kind"]) + (", setup-specific" if d.get("setup_specific") else "")
             stated = d.get("source_en") or d["title"]
-            out.append(f"| {d['id']} | {cell(stated)} | {kind} | {requires(d)} | {cell(d.get('establishes', d['title']))} |")
+            out.append(f"| <a id=\"{d['id']}\"></a>{d['id']} | {cell(stated)} | {kind} | {requires(d)} | {cell(d.get('establishes', d['title']))} |")
         out.append("")
     return "\n".join(out)
 

@@ -276,12 +276,14 @@ main{max-width:1280px;margin:0 auto;padding:16px 32px 48px}
 .skip{background:#eceff3;color:#4a5565}.xfail{background:#fff1cc;color:#7a5a00}.ni{background:#e8e4f7;color:#4b3a8c}
 section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:20px 0;padding:4px 18px 14px}
 h2{font-size:18px;margin:14px 0 10px}table{border-collapse:collapse;width:100%}
+section.chapter table{table-layout:fixed}section.chapter td{overflow-wrap:anywhere}
+col.c-id{width:15%}col.c-says{width:25%}col.c-held{width:15%}col.c-meas{width:10%}col.c-verdict{width:9%}col.c-why{width:26%}
 th,td{text-align:left;vertical-align:top;padding:6px 8px;font-size:14px}
 tbody.claim{border-top:2px solid #e1e4ea}tr.stmt td,tr.more td{font-size:12.5px;padding-top:2px;padding-bottom:2px}
 th{font-size:12px;text-transform:uppercase;color:#5b6474}
-td.id{font-family:ui-monospace,monospace;font-size:12.5px;white-space:nowrap}td.id a{color:inherit}
-td.num{white-space:nowrap;font-variant-numeric:tabular-nums}td.sname{font-family:ui-monospace,monospace;color:#3a4150}
-.verdict{font-weight:700;padding:2px 8px;border-radius:10px;font-size:12px;white-space:nowrap}
+td.id{font-family:ui-monospace,monospace;font-size:12.5px}td.id a{color:inherit}
+td.num{font-variant-numeric:tabular-nums}td.sname{font-family:ui-monospace,monospace;color:#3a4150}
+.verdict{font-weight:700;padding:2px 8px;border-radius:10px;font-size:12px;display:inline-block}
 .src{color:#3a4150}.title,.why{color:#5b6474;font-size:12.5px}.links{font-size:12px;margin-top:2px}.links a{color:#2c5fa8}
 details{margin-top:2px}summary{cursor:pointer;color:#2c5fa8;font-size:12.5px}
 details ul{margin:4px 0 0 16px;padding:0;font-size:12.5px;color:#3a4150}
@@ -398,7 +400,8 @@ std::string HtmlWriter::render(const Report& r) const {
 
   for (const auto& [ch, claims] : chapters) {
     o << "<section class=\"chapter\" id=\"chapter-" << esc(ch) << "\"><h2>" << esc(chapter_heading(ch, claims))
-      << "</h2><table><thead><tr><th>claim</th><th>the series says · statement</th><th>series' figure · held to</th>"
+      << "</h2><table><colgroup><col class=\"c-id\"><col class=\"c-says\"><col class=\"c-held\"><col class=\"c-meas\">"
+         "<col class=\"c-verdict\"><col class=\"c-why\"></colgroup><thead><tr><th>claim</th><th>the series says · statement</th><th>series' figure · held to</th>"
          "<th>measured</th><th>verdict</th><th>why</th></tr></thead>";
     for (const auto* c : claims) claim_rows(o, *c, r);
     o << "</table></section>";
