@@ -34,24 +34,31 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS)
 
-# The benchmarks run with small settings (3 repetitions, 0.05 s each, in random order so that a drift of this
-# machine's speed during the run spreads over every benchmark); their ratios land in the report.
-BENCH_ARGS ?= --benchmark_min_time=0.05 --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
+# The benchmarks run 9 repetitions of 0.05 s each (the fewest claimcheck compare's U test judges), in random order so
+# that a drift of this machine's speed during the run spreads over every benchmark; their ratios, and each
+# repetition's, land in the report. Their console output (Debian's Google Benchmark warns that it was built as DEBUG)
+# goes to build/bench_*.err, shown only when a benchmark fails. A report already in report/ is the previous one:
+# report.html shows what changed since (claimcheck compare).
+BENCH_ARGS ?= --benchmark_min_time=0.05 --benchmark_repetitions=9 --benchmark_enable_random_interleaving=true
 report: build
 	@rm -f $(BUILD)/bench_rows_*.json
 	@if [ -x $(BUILD)/claimcheck_bench_attention ]; then \
+	  echo "claimcheck: the attention benchmark (9 repetitions, about a minute)"; \
 	  $(BUILD)/claimcheck_bench_attention $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_attention.json \
-	    --benchmark_out_format=json >/dev/null && \
+	    --benchmark_out_format=json >/dev/null 2>$(BUILD)/bench_attention.err || { cat $(BUILD)/bench_attention.err >&2; exit 2; } && \
 	  python3 ci/bench_ratios.py $(BUILD)/bench_attention.json $(BUILD)/bench_rows_attention.json && \
 	  "$$(bash ci/setup-python.sh)" ci/python_competitor.py --bench $(BUILD)/bench_attention.json \
 	    --out $(BUILD)/bench_rows_competitor.json; fi
 	@if [ -x $(BUILD)/claimcheck_bench_decode ]; then \
+	  echo "claimcheck: the decode benchmark (9 repetitions, about a minute)"; \
 	  $(BUILD)/claimcheck_bench_decode $(BENCH_ARGS) --benchmark_out=$(BUILD)/bench_decode.json \
-	    --benchmark_out_format=json >/dev/null && \
+	    --benchmark_out_format=json >/dev/null 2>$(BUILD)/bench_decode.err || { cat $(BUILD)/bench_decode.err >&2; exit 2; } && \
 	  python3 ci/bench_decode_ratios.py $(BUILD)/bench_decode.json $(BUILD)/bench_rows_decode.json; fi
 	@python3 -c 'import glob, json, sys; print(json.dumps([r for f in sorted(glob.glob(sys.argv[1])) for r in json.load(open(f))], indent=2))' \
 	  '$(BUILD)/bench_rows_*.json' > $(BUILD)/benchmarks.json
-	@$(BUILD)/claimcheck run --report report --benchmarks $(BUILD)/benchmarks.json; rc=$$?; \
+	@prev=; if [ -f report/report.json ]; then cp report/report.json $(BUILD)/previous-report.json; \
+	  prev="--previous $(BUILD)/previous-report.json"; fi; \
+	  $(BUILD)/claimcheck run --report report --benchmarks $(BUILD)/benchmarks.json $$prev; rc=$$?; \
 	  if [ $$rc -eq 1 ]; then echo "claimcheck: exit 1: a claim failed or passed unexpectedly on this machine (the FAIL / XPASS lines above; report/report.html); make says Error 1 and exits 2"; \
 	  elif [ $$rc -ne 0 ]; then echo "claimcheck: exit $$rc: bad input or a check error (the line above names the file and field, or the ERROR claim); make exits 2"; fi; \
 	  exit $$rc

@@ -32,6 +32,16 @@ def load_runs(data):
     return runs
 
 
+def per_repetition(runs, num, den, key_num="real_time", key_den="real_time"):
+    """The ratio num / den of each repetition (paired by repetition_index, else by order): the row's "samples",
+    which claimcheck compare's U test reads."""
+    def by_rep(name, key):
+        rs = [r for r in runs.get(name, []) if key in r]
+        return [r[key] for r in sorted(rs, key=lambda r: r.get("repetition_index", 0))]
+    a, b = by_rep(num, key_num), by_rep(den, key_den)
+    return [x / y for x, y in zip(a, b) if y]
+
+
 def stats_of(runs):
     """med(name, key="real_time"): the median of a figure over a benchmark's repetitions (None if it has none);
     spread(*names): the largest (max - min) / median of their times (ci/bench_gpu_ratios.py uses both too)."""
@@ -71,6 +81,7 @@ def rows_from(data):
             "name": "bf16 decode chain bytes/s as a share of the read bandwidth",
             "ratio": share, "paired": True, "pairs": pairs, "chain_ms": bf, "read_gbps": bw / 1e9 if bw else None,
             "spread": (max(paired) - min(paired)) / share if len(paired) > 1 and share else 0.0,
+            "samples": paired,
             "detail": (f"median of {pairs} read-probe pass / decode step pairs run back to back; repetitions' "
                        f"medians {', '.join(f'{p:.2f}' for p in paired)}"
                        + (f"; unpaired: {bf_bytes / 1e6:.0f} MB in {bf:.1f} ms = {bf_bps / 1e9:.1f} GB/s vs the read "
@@ -82,6 +93,7 @@ def rows_from(data):
             "name": "bf16 decode chain bytes/s as a share of the read bandwidth",
             "ratio": bf_bps / bw, "gbps": bf_bps / 1e9, "read_gbps": bw / 1e9, "chain_ms": bf,
             "spread": spread("decode/bf16_chain", "bandwidth/read"),
+            "samples": per_repetition(runs, "decode/bf16_chain", "bandwidth/read", "bytes/s", "bytes/s"),
             "detail": (f"{bf_bytes / 1e6:.0f} MB of weights in {bf:.1f} ms = {bf_bps / 1e9:.1f} GB/s vs the read "
                        f"bandwidth {bw / 1e9:.1f} GB/s ({threads} threads, {ctx.get('simd_path', '?')})"),
         })
@@ -91,6 +103,7 @@ def rows_from(data):
             "name": f"bf16 decode chain vs {lib_name} chain, equal threads",
             "ratio": lib / bf, "custom_ms": bf, "libtorch_ms": lib,
             "spread": spread("decode/bf16_chain", "decode/libtorch_bf16_chain"),
+            "samples": per_repetition(runs, "decode/libtorch_bf16_chain", "decode/bf16_chain"),
             "detail": f"custom {bf:.1f} ms vs {lib_name} {lib:.1f} ms per token at {threads} threads",
         })
     nf = med("decode/nf4_chain", "real_time")
@@ -101,6 +114,7 @@ def rows_from(data):
             "ratio": nf / bf, "nf4_ms": nf, "bf16_ms": bf,
             "bytes_ratio": nf_bytes / bf_bytes if nf_bytes and bf_bytes else None,
             "spread": spread("decode/bf16_chain", "decode/nf4_chain"),
+            "samples": per_repetition(runs, "decode/nf4_chain", "decode/bf16_chain"),
             "detail": (f"nf4 {nf:.1f} ms vs bf16 {bf:.1f} ms; bytes {nf_bytes / 1e6:.0f} MB vs {bf_bytes / 1e6:.0f} MB "
                        f"(x{nf_bytes / bf_bytes:.2f}); nf4 reads at {nf_bytes / nf / 1e6:.1f} GB/s"
                        if nf_bytes and bf_bytes else ""),
@@ -112,13 +126,16 @@ def rows_from(data):
         gn = med(f"gemv/nf4/{shape}", "real_time")
         if g and gb and bw:
             rows.append({"name": f"bf16 GEMV {shape} bytes/s as a share of the read bandwidth", "ratio": gb / bw,
-                         "gbps": gb / 1e9, "detail": f"{g:.2f} ms = {gb / 1e9:.1f} GB/s vs {bw / 1e9:.1f} GB/s"})
+                         "gbps": gb / 1e9,
+                         "samples": per_repetition(runs, f"gemv/bf16/{shape}", "bandwidth/read", "bytes/s", "bytes/s"), "detail": f"{g:.2f} ms = {gb / 1e9:.1f} GB/s vs {bw / 1e9:.1f} GB/s"})
         if g and gl:
             rows.append({"name": f"bf16 GEMV {shape} vs {lib_name}, equal threads", "ratio": gl / g,
-                         "custom_ms": g, "libtorch_ms": gl, "detail": f"custom {g:.2f} ms vs {gl:.2f} ms"})
+                         "custom_ms": g, "libtorch_ms": gl,
+                         "samples": per_repetition(runs, f"gemv/libtorch_bf16/{shape}", f"gemv/bf16/{shape}"), "detail": f"custom {g:.2f} ms vs {gl:.2f} ms"})
         if g and gn:
             nb = med(f"gemv/nf4/{shape}", "bytes/s")
             rows.append({"name": f"NF4 GEMV {shape} time / bf16 GEMV time", "ratio": gn / g,
+                         "samples": per_repetition(runs, f"gemv/nf4/{shape}", f"gemv/bf16/{shape}"),
                          "detail": f"nf4 {gn:.2f} ms ({nb / 1e9:.1f} GB/s of nf4 bytes) vs bf16 {g:.2f} ms"})
     sweep = []
     for name in runs:

@@ -10,6 +10,16 @@ import statistics
 import sys
 
 
+def per_repetition(runs, num, den, key_num="real_time", key_den="real_time"):
+    """The ratio num / den of each repetition (paired by repetition_index, else by order): the row's "samples",
+    which claimcheck compare's U test reads."""
+    def by_rep(name, key):
+        rs = [r for r in runs.get(name, []) if key in r]
+        return [r[key] for r in sorted(rs, key=lambda r: r.get("repetition_index", 0))]
+    a, b = by_rep(num, key_num), by_rep(den, key_den)
+    return [x / y for x, y in zip(a, b) if y]
+
+
 def main(src, dst):
     with open(src) as f:
         data = json.load(f)
@@ -51,6 +61,7 @@ def main(src, dst):
                 "intensity": 4.0 * 8 * 64 * T * (T + 1) / 2 / (4 * 8 * T * 64 * 4),
                 "short": f"attention {v} T={T}",
                 "spread": max(spread(name), spread(f"attention/libtorch/{T}")),
+                "samples": per_repetition(runs, f"attention/libtorch/{T}", name),
                 "detail": (f"{v} {t:.2f} ms vs {lib_name} {lib:.2f} ms at {ctx.get('threads', '?')} threads; "
                            f"{flops / 1e9:.1f} GFLOP/s = {100 * flops / peak:.0f}% of the measured FMA peak "
                            f"{peak / 1e9:.0f} GFLOP/s ({ctx.get('simd_path', '?')}"
@@ -73,6 +84,7 @@ def main(src, dst):
             "ratio": lib / t, "custom_ms": t, "libtorch_ms": lib, "gflops": flops / 1e9 if flops else None,
             "engine": engine, "short": f"bf16 matmul {n}^3 ({engine})",
             "spread": max(spread(name), spread(f"matmul/libtorch_bf16/{n}")),
+            "samples": per_repetition(runs, f"matmul/libtorch_bf16/{n}", name),
             "detail": (f"{engine} {t:.1f} ms ({flops / 1e12:.2f} TFLOP/s) vs oneDNN {lib:.1f} ms "
                        f"({lib_flops / 1e12:.2f} TFLOP/s) at {ctx.get('threads', '?')} threads"
                        if flops and lib_flops else ""),

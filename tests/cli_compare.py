@@ -1,6 +1,7 @@
 """claimcheck compare OLD NEW on synthetic report pairs: a regression (a claim's status, a figure's comparison, a
-benchmark slower beyond its noise) exits 1 and is named; no regression exits 0; bad input exits 2 with one line
-naming the file and the field, and writes nothing."""
+benchmark slower by a Mann-Whitney U test of its repetitions) exits 1 and is named; no regression exits 0; a claim
+in one report only, or judged on other statements (a partial run), is listed and not judged unless --all; bad input
+exits 2 with one line naming the file and the field, and writes nothing."""
 import copy
 import json
 import os
@@ -37,12 +38,20 @@ BASE = {
         {"id": "ch06.gpu_only", "chapter": "ch06", "kind": ["measured"], "status": "skip", "reason": "no GPU",
          "not_implemented": False, "stated": {"value": 1, "unit": "x"}, "measured": None, "details": {}},
     ],
-    "benchmarks": [
-        {"name": "causal attention fp32 v3_register vs PyTorch SDPA, T=1024", "ratio": 2.0, "spread": 0.01},
-        {"name": "NF4 decode chain time / bf16 decode chain time", "ratio": 0.6, "spread": 0.01},
-        {"name": "bf16 decode chain bytes/s as a share of the read bandwidth", "ratio": 0.8, "spread": 0.1},
-    ],
+    "benchmarks": [],
 }
+
+
+def samples(ratio, jitter, n=9):
+    """n repetitions around ratio: the median is ratio, the others spread by +-jitter (relative), deterministic."""
+    return [ratio * (1 + jitter * (k - n // 2) / (n // 2)) for k in range(n)]
+
+
+BASE["benchmarks"] = [
+    {"name": "causal attention fp32 v3_register vs PyTorch SDPA, T=1024", "ratio": 2.0, "samples": samples(2.0, 0.01)},
+    {"name": "NF4 decode chain time / bf16 decode chain time", "ratio": 0.6, "samples": samples(0.6, 0.01)},
+    {"name": "bf16 decode chain bytes/s as a share of the read bandwidth", "ratio": 0.8, "samples": samples(0.8, 0.1)},
+]
 
 
 def find(report, cid):
@@ -97,12 +106,31 @@ def to_xpass(d):
 
 
 compare(variant(to_xpass), what="xfail -> xpass", code=1, needles=["`ch04.activations_gib` | xfail | xpass | **regression**"])
-compare(variant(lambda d: d["claims"].pop(0)), what="a claim disappears", code=1,
+# A claim in one report only: listed, not judged by default (a partial run); --all judges it.
+compare(variant(lambda d: d["claims"].pop(0)), what="a claim disappears (not judged)", code=0,
+        needles=["`ch04.full_finetune_gb` | pass | absent | not compared | only in OLD"], absent=["REGRESSION"])
+compare(variant(lambda d: d["claims"].pop(0)), "--all", what="a claim disappears (--all)", code=1,
         needles=["`ch04.full_finetune_gb` | pass | absent | **regression**"])
+compare(variant(lambda d: d["claims"].append(claim("ch05.new_claim", "error", 1.0, reason="threw"))), "--all",
+        what="a new claim errs (--all)", code=1, needles=["`ch05.new_claim` | absent | error | **regression**"])
 compare(variant(lambda d: d["claims"].append(claim("ch05.new_claim", "error", 1.0, reason="threw"))),
-        what="a new claim errs", code=1, needles=["`ch05.new_claim` | absent | error | **regression**"])
-compare(variant(lambda d: d["claims"].append(claim("ch05.new_claim", "pass", 1.0))),
+        what="a new claim errs (not judged)", code=0, needles=["`ch05.new_claim` | absent | error | not compared"])
+compare(variant(lambda d: d["claims"].append(claim("ch05.new_claim", "pass", 1.0))), "--all",
         what="a new claim passes", code=0, needles=["`ch05.new_claim` | absent | pass | added"])
+
+
+# A partial run: NEW judged ch06.decode_ms on its headline only (an analytic-only run), which passed; OLD judged its
+# parts too and failed. Not an improvement unless --all says so.
+def partial(d):
+    c = find(d, "ch06.decode_ms")
+    c["status"], c["details"]["measurements"][0]["ok"] = "pass", True
+    c["details"]["measurements"] = c["details"]["measurements"][:1]
+
+
+compare(variant(partial), what="a partial run", code=0,
+        needles=["`ch06.decode_ms` | fail | pass | not compared | the reports judged different statements (2 in OLD, 1 in NEW"],
+        absent=["improvement |"])
+compare(variant(partial), "--all", what="a partial run (--all)", code=0, needles=["`ch06.decode_ms` | fail | pass | improvement"])
 
 
 def to_pass(d):
@@ -133,26 +161,27 @@ compare(variant(uncompared_moves), what="an uncompared figure moves", code=0,
         needles=["| `ch06.decode_ms` | bytes | 872 MB | 900 MB | +3.2 % | no tolerance recorded |"])
 
 
-# Benchmarks: a speed-up that fell beyond 2 x its noise, a time ratio that grew, a move within the noise, and a row
-# whose noise exceeds the margin.
-def bench(i, ratio, **kw):
+# Benchmarks: each row's 9 repetitions against OLD's in a U test. A speed-up that fell, a time ratio that grew, one
+# that fell, a move inside the repetitions' spread, a steady move under the margin, too few repetitions, none.
+def bench(i, ratio, jitter=0.01, n=9, **kw):
     def edit(d):
         d["benchmarks"][i]["ratio"] = ratio
+        d["benchmarks"][i]["samples"] = samples(ratio, jitter, n)
         d["benchmarks"][i].update(kw)
     return variant(edit)
 
 
-compare(bench(0, 1.6), what="speed-up slower beyond noise", code=1, needles=["-20 %", "**slower (regression)**"])
-compare(bench(1, 0.75), what="time ratio slower beyond noise", code=1, needles=["+25 %", "**slower (regression)**"])
+compare(bench(0, 1.6), what="speed-up slower", code=1, needles=["-20 %", "**slower (regression)**", "9 / 9"])
+compare(bench(1, 0.75), what="time ratio slower", code=1, needles=["+25 %", "**slower (regression)**"])
 compare(bench(1, 0.45), what="time ratio faster", code=0, needles=["-25 %", "| faster |"])
-compare(bench(0, 1.98), what="within noise", code=0, needles=["-1 %", "| within noise |"], absent=["REGRESSION"])
-compare(bench(2, 0.72), what="noise exceeds the margin", code=0,
-        needles=["-10 %", "inconclusive: 2 x the noise (28.3 %) exceeds the margin (5 %)"], absent=["REGRESSION"])
-compare(bench(2, 0.4), what="a slowdown beyond even a large noise", code=1, needles=["-50 %", "**slower (regression)**"])
-compare(bench(0, 1.6, cv=0.2), what="the CV taken over the spread", code=0, needles=["inconclusive"])
-compare(bench(0, 1.6, spread=None), what="no noise recorded", code=0, needles=["inconclusive: no noise measured"])
-compare(bench(0, 1.6, spread=0.0), what="a spread of 0 (one repetition)", code=0,
-        needles=["inconclusive: no noise measured"])
+compare(bench(2, 0.78, jitter=0.1), what="within the repetitions' spread", code=0, needles=["-2.5 %", "| within noise |"],
+        absent=["REGRESSION"])
+compare(bench(0, 1.94), what="a steady move under the margin", code=0, needles=["-3 %", "| within margin |"],
+        absent=["REGRESSION"])
+compare(bench(0, 1.6, n=3), what="3 repetitions", code=0,
+        needles=["inconclusive: 9 and 3 repetitions: the U test needs 9 on each side"], absent=["REGRESSION"])
+compare(variant(lambda d: d["benchmarks"][0].pop("samples")), what="no repetitions recorded", code=0,
+        needles=["inconclusive: 9 and 0 repetitions"])
 
 # --json and --markdown: files written, the JSON lists the changes; nothing on stdout with --markdown.
 jf, mf = os.path.join(tmp, "out", "compare.json"), os.path.join(tmp, "out", "compare.md")
@@ -207,6 +236,8 @@ expect_error(variant(lambda d: d["claims"][2]["details"]["measurements"][1].upda
              "claims[2].details.measurements[1].value", "a non-numeric part")
 expect_error(variant(lambda d: d["benchmarks"][1].update(ratio="0.6")), "benchmarks[1].ratio", "a non-numeric ratio")
 expect_error(variant(lambda d: d["benchmarks"][0].update(spread="1%")), "benchmarks[0].spread", "a non-numeric spread")
+expect_error(variant(lambda d: d["benchmarks"][0].update(samples=[1, "2"])), "benchmarks[0].samples[1]",
+             "a non-numeric repetition")
 expect_error(variant(lambda d: d.update(benchmarks={})), "benchmarks", "benchmarks not an array")
 # The OLD report is checked as closely as NEW, and named when it is the bad one.
 expect_error(BASE, "claims[0].measured.value", "bad OLD",

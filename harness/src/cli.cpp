@@ -113,6 +113,7 @@ struct CommandLine {
     single(run, "--benchmarks", "FILE", "benchmark ratios (ci/bench_ratios.py output) to put in the report");
     single(run, "--seed", "N", "the seed of every seeded check (default 20260929)")->check(kNonNegativeInteger);
     flag(run, "--quiet", "print failures and the summary only");
+    single(run, "--previous", "FILE", "a previous report.json: report.html shows what changed since (claimcheck compare)");
     single(run, "--timeout", "SECONDS",
            "give up on a check that runs longer (default 900): its children are stopped, "
            "the report keeps the claims before it, exit 2")
@@ -131,6 +132,8 @@ struct CommandLine {
     single(compare, "--markdown", "FILE", "write the Markdown to FILE instead of stdout");
     single(compare, "--margin", "R", "the smallest relative move of a benchmark ratio that counts (default 0.05)")
         ->check(CLI::Range(1e-6, 1.0));
+    flag(compare, "--all", "also judge claims in one report only, and claims the two reports judged on different "
+                           "statements (a partial run); by default they are listed, not judged");
     compare->footer("exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
                     "slower beyond its noise); 2 bad input");
     for (auto* sub : {list, run, account})
@@ -471,6 +474,15 @@ int cmd_run(const Args& a) {
       rep.root_link = up == "." ? "" : up.generic_string() + "/";
       if (rep.root_link.empty()) rep.root_link = "./";
     }
+    // A previous report that cannot be read does not cost this run its report: one line says why.
+    if (const std::string prev = one(a, "--previous"); !prev.empty()) {
+      try {
+        rep.comparison = compare_reports(load_report_for_compare(prev), prev, report_to_json(rep),
+                                         (fs::path(report_dir) / "report.json").string(), {});
+      } catch (const std::exception& ex) {
+        std::cerr << "claimcheck: --previous: not compared: " << ex.what() << "\n";
+      }
+    }
     write_report(report_dir, rep);
     std::ofstream(fs::path(report_dir) / "run.log") << log.str();
     if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";
@@ -482,7 +494,8 @@ int cmd_run(const Args& a) {
 int cmd_compare(const Args& a) {
   const std::string old_file = one(a, "old"), new_file = one(a, "new");
   const json oldr = load_report_for_compare(old_file), newr = load_report_for_compare(new_file);
-  const json cmp = compare_reports(oldr, old_file, newr, new_file, {std::stod(one(a, "--margin", "0.05"))});
+  const json cmp = compare_reports(oldr, old_file, newr, new_file,
+                                   {std::stod(one(a, "--margin", "0.05")), a.flags.count("--all") == 0});
   const std::string md = compare_markdown(cmp), json_file = one(a, "--json"), md_file = one(a, "--markdown");
   std::vector<std::pair<fs::path, std::string>> files;
   if (!json_file.empty()) files.emplace_back(json_file, cmp.dump(2, ' ', false, json::error_handler_t::replace) + "\n");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "errors.h"
@@ -64,13 +65,19 @@ std::map<std::string, Figure> figures_of(const json& c) {
   return out;
 }
 
-// The row's noise: the repetitions' CV where recorded, else its spread, (max - min) / median of the repetitions
-// (ci/bench_ratios.py), which for 3 repetitions is about 1.7 x the CV: it errs towards "inconclusive". A noise of
-// exactly 0 is what the scripts write for a single repetition: no noise measured, not a noiseless ratio.
-std::pair<double, std::string> noise_of(const json& row) {
-  for (const char* k : {"cv", "spread"})
-    if (row.contains(k) && row[k].is_number() && row[k].get<double>() > 0) return {row[k].get<double>(), k};
-  return {NAN, ""};
+// The row's per-repetition ratios (ci/bench_ratios.py writes them as "samples"); empty where the row has none.
+std::vector<double> samples_of(const json& row) {
+  std::vector<double> v;
+  if (row.contains("samples") && row["samples"].is_array())
+    for (const auto& x : row["samples"])
+      if (x.is_number() && std::isfinite(x.get<double>())) v.push_back(x.get<double>());
+  return v;
+}
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // A time ratio (its name says "time": NF4 time / bf16 time) is better lower; a speed-up or a share of a roof higher.
@@ -165,10 +172,42 @@ json load_report_for_compare(const fs::path& p) {
       for (const char* k : {"cv", "spread"})
         if (b[i].contains(k) && !b[i][k].is_number() && !b[i][k].is_null())
           input_error(f, at + "." + k, "expected a number, got " + type_of(b[i][k]));
+      if (b[i].contains("samples")) {
+        if (!b[i]["samples"].is_array()) input_error(f, at + ".samples", "expected an array, got " + type_of(b[i]["samples"]));
+        for (std::size_t k = 0; k < b[i]["samples"].size(); ++k)
+          if (!b[i]["samples"][k].is_number())
+            input_error(f, at + ".samples[" + std::to_string(k) + "]", "expected a number, got " + type_of(b[i]["samples"][k]));
+      }
       need_bool(f, at + ".", b[i], "higher_is_better");
     }
   }
   return j;
+}
+
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
+  if (n1 == 0 || n2 == 0) return 1;
+  std::vector<std::pair<double, int>> all;
+  for (double x : a) all.emplace_back(x, 0);
+  for (double x : b) all.emplace_back(x, 1);
+  std::sort(all.begin(), all.end());
+  double r1 = 0, ties = 0;  // rank sum of a; sum of t^3 - t over tied groups
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && all[j].first == all[i].first) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2, t = static_cast<double>(j - i);
+    for (std::size_t k = i; k < j; ++k)
+      if (all[k].second == 0) r1 += rank;
+    ties += t * t * t - t;
+    i = j;
+  }
+  const double u = r1 - static_cast<double>(n1) * (static_cast<double>(n1) + 1) / 2;
+  const double mu = static_cast<double>(n1) * static_cast<double>(n2) / 2;
+  const double sigma2 = static_cast<double>(n1) * static_cast<double>(n2) / 12 *
+                        (static_cast<double>(n) + 1 - ties / (static_cast<double>(n) * (static_cast<double>(n) - 1)));
+  if (!(sigma2 > 0)) return 1;
+  const double z = std::max(0.0, std::fabs(u - mu) - 0.5) / std::sqrt(sigma2);
+  return std::erfc(z / std::sqrt(2.0));
 }
 
 json compare_reports(const json& oldr, const std::string& old_name, const json& newr, const std::string& new_name,
@@ -177,7 +216,7 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   for (const auto& c : oldr["claims"]) olds[c["id"].get<std::string>()] = &c;
   for (const auto& c : newr["claims"]) news[c["id"].get<std::string>()] = &c;
   std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0}, {"added", 0},
-                                       {"unchanged", 0}};
+                                       {"unchanged", 0}, {"not compared", 0}};
   bool regression = false;
 
   // Claims, in NEW's order, then those only OLD has.
@@ -185,8 +224,24 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   int figures_still = 0;
   auto add_claim = [&](const std::string& id, const json* o, const json* n) {
     const std::string os = o ? label(*o) : "absent", ns = n ? label(*n) : "absent";
-    std::string change;
-    if (!o) change = bad(ns) ? "regression" : "added";         // a new claim failing
+    std::string change, note;
+    // The statements each report judged: a partial run (an analytic-only report) judged fewer.
+    auto judged = [](const json* c) {
+      std::set<std::string> names;
+      if (c && c->contains("details") && (*c)["details"].is_object() && (*c)["details"].contains("measurements"))
+        for (const auto& m : (*c)["details"]["measurements"])
+          if (m.is_object() && m.value("compared", false) && m.contains("name") && m["name"].is_string())
+            names.insert(m["name"].get<std::string>());
+      return names;
+    };
+    const auto jo = judged(o), jn = judged(n);
+    if (opt.only_common && (!o || !n)) {
+      change = "not compared", note = std::string("only in ") + (o ? "OLD" : "NEW") + " (--all judges it)";
+    } else if (opt.only_common && os != ns && jo != jn) {
+      change = "not compared";
+      note = "the reports judged different statements (" + std::to_string(jo.size()) + " in OLD, " +
+             std::to_string(jn.size()) + " in NEW: a partial run; --all judges it)";
+    } else if (!o) change = bad(ns) ? "regression" : "added";         // a new claim failing
     else if (!n) change = "regression";                        // a claim disappearing
     else if (os == ns) change = "unchanged";
     else if (bad(ns) && !bad(os)) change = "regression";       // pass -> fail, xfail -> xpass, skip -> error, ...
@@ -196,8 +251,8 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     regression |= change == "regression";
     const json& why = n ? *n : *o;
     claims.push_back({{"id", id}, {"old", os}, {"new", ns}, {"change", change},
-                      {"reason", why.value("reason", "")}});
-    if (!o || !n) return;
+                      {"reason", note.empty() ? why.value("reason", "") : note}});
+    if (!o || !n || change == "not compared") return;
     const auto fo = figures_of(*o), fn = figures_of(*n);
     for (const auto& [name, b] : fn) {
       auto it = fo.find(name);
@@ -252,41 +307,37 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   std::map<std::string, int> bcounts;
   auto add_bench = [&](const std::string& name, const json* o, const json* n) {
     json e = {{"name", name}, {"old", o ? (*o)["ratio"] : json()}, {"new", n ? (*n)["ratio"] : json()},
-              {"move", nullptr}, {"threshold", nullptr}, {"regression", false}};
+              {"move", nullptr}, {"regression", false}};
     std::string verdict, why;
     if (!o || !n) {
       verdict = o ? "removed" : "added";
     } else {
       const double x = (*o)["ratio"].get<double>(), y = (*n)["ratio"].get<double>();
-      const auto [no, ko] = noise_of(*o);
-      const auto [nn, kn] = noise_of(*n);
+      const std::vector<double> so = samples_of(*o), sn = samples_of(*n);
       const bool up = higher_is_better(*n);
       e["higher_is_better"] = up;
-      e["noise_old"] = std::isfinite(no) ? json(no) : json();
-      e["noise_new"] = std::isfinite(nn) ? json(nn) : json();
-      e["noise_measure"] = kn.empty() ? ko : kn;
+      e["repetitions_old"] = so.size();
+      e["repetitions_new"] = sn.size();
       if (!(x > 0) || !(y > 0)) {
         verdict = "inconclusive", why = "a ratio that is not positive";
-      } else if (x == y) {
-        verdict = "unchanged";
+      } else if (so.size() < static_cast<std::size_t>(kMinRepetitions) || sn.size() < static_cast<std::size_t>(kMinRepetitions)) {
+        e["move"] = y / x - 1;
+        verdict = "inconclusive";
+        why = std::to_string(so.size()) + " and " + std::to_string(sn.size()) + " repetitions: the U test needs " +
+              std::to_string(kMinRepetitions) + " on each side (--benchmark_repetitions=" + std::to_string(kMinRepetitions) + ")";
       } else {
-        const double d = y / x - 1, thr = kNoiseK * std::hypot(no, nn);
+        const double d = median_of(sn) / median_of(so) - 1, p = mann_whitney_p(so, sn);
         e["move"] = d;
-        if (!std::isfinite(thr)) {
-          verdict = "inconclusive", why = "no noise measured (cv or spread above 0) in " + std::string(std::isfinite(no) ? "NEW" : "OLD");
+        e["p_value"] = p;
+        const bool slower = up ? d < 0 : d > 0;
+        if (p >= kAlpha) {
+          verdict = "within noise";
+        } else if (std::fabs(d) <= opt.margin) {
+          verdict = "within margin";
         } else {
-          e["threshold"] = thr;
-          const bool slower = up ? d < 0 : d > 0;
-          if (std::fabs(d) > std::max(thr, opt.margin)) {
-            verdict = slower ? "slower" : "faster";
-            e["regression"] = slower;
-            regression |= slower;
-          } else if (thr > opt.margin) {
-            verdict = "inconclusive";
-            why = fmt(kNoiseK) + " x the noise (" + percent(thr) + ") exceeds the margin (" + percent(opt.margin) + ")";
-          } else {
-            verdict = std::fabs(d) > thr ? "within margin" : "within noise";
-          }
+          verdict = slower ? "slower" : "faster";
+          e["regression"] = slower;
+          regression |= slower;
         }
       }
     }
@@ -305,7 +356,8 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   json summary = {{"claims", counts}, {"benchmarks", bcounts}, {"figures_moved", figures.size()},
                   {"figures_unmoved", figures_still}};
   return {{"schema", kCompareSchema}, {"old", side(oldr, old_name)}, {"new", side(newr, new_name)},
-          {"regression", regression}, {"noise_k", kNoiseK}, {"margin", opt.margin}, {"summary", summary},
+          {"regression", regression}, {"alpha", kAlpha}, {"min_repetitions", kMinRepetitions}, {"margin", opt.margin},
+          {"only_common", opt.only_common}, {"summary", summary},
           {"claims", claims}, {"figures", figures}, {"benchmarks", benches}};
 }
 
@@ -329,7 +381,8 @@ std::string compare_markdown(const json& c) {
     o << "No regression.\n\n";
   o << "Claims: " << count("claims", "regression") << " regressed, " << count("claims", "improvement")
     << " improved, " << count("claims", "changed") << " changed otherwise, " << count("claims", "added")
-    << " added, " << count("claims", "unchanged") << " unchanged.\n\n";
+    << " added, " << count("claims", "unchanged") << " unchanged, " << count("claims", "not compared")
+    << " not compared (in one report only, or judged on different statements).\n\n";
 
   o << "## Claims whose status changed\n\n";
   std::string same;
@@ -367,12 +420,12 @@ std::string compare_markdown(const json& c) {
     o << "Neither report has benchmark rows.\n";
     return o.str();
   }
-  o << "A ratio has moved when |NEW / OLD - 1| exceeds both " << fmt(c["noise_k"].get<double>())
-    << " x the combined noise sqrt(noise_OLD^2 + noise_NEW^2) and the margin " << percent(c["margin"].get<double>())
-    << "; the noise is each row's repetition CV, else its spread (max - min) / median; inconclusive when "
-    << fmt(c["noise_k"].get<double>()) << " x the noise exceeds the margin. A time ratio is better lower, "
-    << "any other better higher.\n\n| benchmark | OLD | NEW | move | " << fmt(c["noise_k"].get<double>())
-    << " x noise | verdict |\n|---|---|---|---|---|---|\n";
+  o << "Each row's per-repetition ratios, OLD against NEW, in a two-sided Mann-Whitney U test (alpha "
+    << fmt(c["alpha"].get<double>()) << ", at least " << c["min_repetitions"].get<int>()
+    << " repetitions on each side, else inconclusive); a ratio has moved when the test says so and the medians differ "
+       "by more than the margin "
+    << percent(c["margin"].get<double>()) << ". A time ratio is better lower, any other better higher.\n\n"
+    << "| benchmark | OLD | NEW | move | repetitions | p | verdict |\n|---|---|---|---|---|---|---|\n";
   for (const auto& b : c["benchmarks"]) {
     std::string v = b["verdict"];
     if (b["regression"].get<bool>()) v = "**" + v + " (regression)**";
@@ -380,8 +433,8 @@ std::string compare_markdown(const json& c) {
     auto num = [](const json& x) { return x.is_number() ? fmt(x.get<double>()) : std::string("—"); };
     o << "| " << md_cell_short(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"]) << " | "
       << (b["move"].is_number() ? signed_percent(b["move"].get<double>()) : "—") << " | "
-      << (b["threshold"].is_number() ? percent(b["threshold"].get<double>()) : "—") << " | " << v
-      << " |\n";
+      << (b.contains("repetitions_old") ? std::to_string(b["repetitions_old"].get<int>()) + " / " + std::to_string(b["repetitions_new"].get<int>()) : "—")
+      << " | " << (b.contains("p_value") ? fmt(b["p_value"].get<double>()) : "—") << " | " << v << " |\n";
   }
   return o.str();
 }
