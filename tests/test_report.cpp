@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "report.h"
+#include "report_writers.h"
 
 using namespace claimcheck;
 namespace fs = std::filesystem;
@@ -202,6 +203,35 @@ TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
   EXPECT_EQ(html.find("Empty chart"), std::string::npos);
 }
 
+// Every point in the legend, each in its own colour up to twenty, the chart tall enough to hold them (the legend
+// was cut at 14, the colours cycled at 10); a linear curve's ticks at round values, no two labels alike.
+TEST(Report, ChartsLegendsFitAndTicksAreRound) {
+  using nlohmann::json;
+  json pts = json::array();
+  for (int i = 0; i < 18; ++i) pts.push_back({{"name", "p" + std::to_string(i)}, {"intensity", 0.5 + i}, {"flops", 1e10}});
+  const std::string svg = svg_roofline({{"peak_flops", 190e9}, {"bandwidth", 19e9}, {"points", pts}});
+  std::set<std::string> fills;
+  for (std::size_t at = 0; (at = svg.find("r=\"4\" fill=\"", at)) != std::string::npos; at += 12)
+    fills.insert(svg.substr(at + 13, 7));
+  EXPECT_EQ(fills.size(), 18u) << svg;
+  for (int i = 0; i < 18; ++i) EXPECT_NE(svg.find(">" + std::to_string(i + 1) + " p" + std::to_string(i) + "</text>"), std::string::npos);
+  const auto h0 = svg.find("height=\"") + 8;
+  const double height = std::stod(svg.substr(h0, svg.find('"', h0) - h0));
+  EXPECT_GE(height, 30 + 14 * (3 + 18));
+  // learning rates 0 .. 0.003 over 100 steps: ticks 0, 0.0005, ... each label once
+  json y = json::array();
+  for (int i = 0; i < 100; ++i) y.push_back(0.003 * std::sin(3.14159 * i / 100));
+  const std::string curve = svg_curve({{"series", json::array({json{{"name", "lr"}, {"y", y}}})}});
+  std::vector<std::string> labels;
+  for (std::size_t at = 0; (at = curve.find("text-anchor=\"end\">", at)) != std::string::npos; at += 10) {
+    const auto b = curve.find('>', at) + 1;
+    labels.push_back(curve.substr(b, curve.find('<', b) - b));
+  }
+  ASSERT_GE(labels.size(), 3u) << curve;
+  EXPECT_EQ(std::set<std::string>(labels.begin(), labels.end()).size(), labels.size()) << curve;
+  for (const auto& l : labels) EXPECT_TRUE(l == "0" || l.find("0.00") == 0) << l;  // round: 0.0005, 0.0010 ...
+}
+
 TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
   using nlohmann::json;
   json roof = {{"title", "a decode step <CPU>"}, {"peak_flops", 190e9}, {"bandwidth", 19e9},
@@ -217,8 +247,8 @@ TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
   EXPECT_NE(svgs[1].find("every point measured in this run"), std::string::npos);
   EXPECT_NE(svgs[1].find("batch sweep B=512"), std::string::npos);
   EXPECT_NE(svg.find("ridge 10 FLOP/byte"), std::string::npos) << svg;  // 190e9 / 19e9
-  EXPECT_NE(svg.find(">bf16 GEMV chain</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">B=512</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">1 bf16 GEMV chain</text>"), std::string::npos);  // numbered, as beside its dot
+  EXPECT_NE(svg.find(">2 B=512</text>"), std::string::npos);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);  // the roofs
   EXPECT_NE(svg.find("theoretical peak"), std::string::npos);
   // decades on both axes: 0.1 ... 1000 FLOP/byte
@@ -264,7 +294,7 @@ TEST(Report, MalformedRooflinesDoNotCrashOrDrawNaN) {
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
     EXPECT_EQ(lower.find("nan"), std::string::npos) << svg;
     EXPECT_EQ(lower.find("inf"), std::string::npos) << svg;
-    EXPECT_NE(svg.find(">ok</text>"), std::string::npos);
+    EXPECT_NE(svg.find(" ok</text>"), std::string::npos);
     EXPECT_EQ(svg.find("denormal"), std::string::npos);  // 330 decades below the ridge: left out
   }
 }

@@ -11,6 +11,7 @@
 // run to run); ci/soak-same-seed.sh counts it over many runs.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -72,7 +73,16 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   ctx.measure_bool("value", a == b);
   ctx.measure_bool("other_seed_differs", a != c);
   ctx.detail("runs", {{"first", a}, {"second", b}, {"other_seed", c}});
-  ctx.detail("first_divergence", divergence(a, b));
+  const nlohmann::json first = divergence(a, b);
+  ctx.detail("first_divergence", first);
+  if (!first.is_null()) {  // the report's line of cause: where the two runs part
+    char delta[32];
+    std::snprintf(delta, sizeof delta, "%.3g", first.value("abs_loss_difference", 0.0));
+    ctx.detail("cause", first["step"].is_null()
+                            ? std::string("the two runs' losses agree but their weights differ (sha256)")
+                            : "the two runs first differ at step " + first["step"].dump() + " of " +
+                                  std::to_string(a.at("losses").size()) + ", |loss difference| " + delta);
+  }
   ctx.detail("series_recipe_alone", {{"pairs", 1}, {"identical", d == e ? 1 : 0},
                                      {"first_divergence", divergence(d, e)},
                                      {"why", "the series' recipe without MKL_CBWR, one pair: reported, not judged (a "

@@ -13,10 +13,53 @@
 namespace claimcheck {
 using nlohmann::json;
 
+namespace {
+// A round tick step (1, 2, 2.5 or 5 × 10^k) at least top/4: 0, step, … up to top is 4–5 ticks.
+double round_step(double top) {
+  const double raw = top / 4;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw * (1 - 1e-9)) return m * mag;
+  return 10 * mag;
+}
+// Round ticks over [lo, hi]: the multiples of round_step(hi - lo) inside it.
+std::vector<double> nice_ticks(double lo, double hi) {
+  std::vector<double> t;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return t;
+  const double step = round_step(hi - lo);
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi * (1 + 1e-12) + step * 1e-9 && t.size() < 12; ++k)
+    t.push_back(k * step == 0 ? 0 : k * step);
+  return t;
+}
+// A tick's label with as many decimals as its step needs (0.0025 -> 4), so that no two labels read the same.
+std::string tick_label(double v, double step) {
+  int decimals = 0;
+  for (double s = step; decimals < 9 && std::fabs(s - std::round(s)) > 1e-9 * std::max(1.0, std::fabs(s)); s *= 10) ++decimals;
+  char b[48];
+  if (std::fabs(v) >= 1e6 || (v != 0 && std::fabs(v) < 1e-4)) std::snprintf(b, sizeof b, "%.3g", v);
+  else std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+// Three significant digits (integers whole): a chart's labels.
+std::string sig3(double v) {
+  char b[48];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(b, sizeof b, "%.0f", v);
+  else std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+// Twenty colours that a reader tells apart (Tableau 20's order, the dark of each pair first): no repeats up to 20.
+const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                                "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+                                "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
+constexpr std::size_t kPaletteSize = sizeof kPalette / sizeof *kPalette;
+}  // namespace
+
 // An inline SVG line chart for details.curve: {title, x_label, y_label, log_x, series: [{name, y, x?}],
 // band: {lo, hi, x?}} — loss curves on a log x-axis with the seed band shaded, as the series advises.
 std::string svg_curve(const json& c) {
-  const double W = 660, H = 270, L = 60, R = 150, T = 30, B = 42;
+  const double W = 660, L = 60, R = 150, T = 30, B = 42;
+  const std::size_t entries = c.value("series", json::array()).size() + (c.contains("band") ? 1 : 0);
+  const double H = std::max(270.0, T + 14.0 * static_cast<double>(entries) + 12);  // the legend fits
   const bool logx = c.value("log_x", false);
   auto xs_of = [](const json& s, std::size_t n) {
     std::vector<double> x;
@@ -58,23 +101,25 @@ std::string svg_curve(const json& c) {
   // axes and ticks
   o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
   o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  // Round ticks: decades on a log axis, multiples of 1, 2, 2.5 or 5 x 10^k on a linear one, each label distinct.
   std::vector<double> xt;
+  double xstep = 1;
   if (logx) {
     for (double d = std::pow(10, std::floor(std::log10(x0))); d <= x1 * 1.0001; d *= 10)
       if (d >= x0 * 0.9999) xt.push_back(d);
   } else {
-    for (int i = 0; i <= 4; ++i) xt.push_back(x0 + (x1 - x0) * i / 4);
+    xt = nice_ticks(x0, x1);
+    xstep = round_step(x1 - x0);
   }
   for (double x : xt)
     o << "<line x1=\"" << num(fx(x)) << "\" y1=\"" << H - B << "\" x2=\"" << num(fx(x)) << "\" y2=\"" << H - B + 4
       << "\" stroke=\"#888\"/><text x=\"" << num(fx(x)) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
-      << fmt(std::round(x * 100) / 100) << "</text>";
-  for (int i = 0; i <= 4; ++i) {
-    const double y = y0 + (y1 - y0) * i / 4;
+      << (logx ? fmt(x) : tick_label(x, xstep)) << "</text>";
+  const double ystep = round_step(y1 - y0);
+  for (double y : nice_ticks(y0, y1))
     o << "<line x1=\"" << L - 4 << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
       << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
-      << fmt(std::round(y * 1000) / 1000) << "</text>";
-  }
+      << tick_label(y, ystep) << "</text>";
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\">"
     << html_escape(c.value("x_label", "")) << (logx ? " (log scale)" : "") << "</text>";
   o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
@@ -86,11 +131,10 @@ std::string svg_curve(const json& c) {
     for (std::size_t i = x.size(); i-- > 0;) o << num(fx(x[i])) << "," << num(fy(band["lo"][i].get<double>())) << " ";
     o << "\"/>";
   }
-  static const char* colors[] = {"#2c5fa8", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d"};
   int k = 0;
   for (const auto& sr : series) {
     const auto x = xs_of(sr, sr["y"].size());
-    const char* col = colors[k % 7];
+    const char* col = kPalette[static_cast<std::size_t>(k) % kPaletteSize];
     o << "<polyline fill=\"none\" stroke=\"" << col << "\" stroke-width=\"1.5\" points=\"";
     for (std::size_t i = 0; i < x.size(); ++i) {
       const double v = sr["y"][i].get<double>();
@@ -155,14 +199,6 @@ std::vector<std::string> wrap_text(const std::string& s, std::size_t max_w, std:
   return lines;
 }
 
-// A round tick step (1, 2, 2.5 or 5 × 10^k) at least top/4: 0, step, … up to top is 4–5 ticks.
-double round_step(double top) {
-  const double raw = top / 4;
-  const double mag = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (m * mag >= raw * (1 - 1e-9)) return m * mag;
-  return 10 * mag;
-}
 
 }  // namespace
 
@@ -205,7 +241,9 @@ std::string svg_roofline(const json& c) {
   if (!(x0 > 0) || !(y0 > 0) || !(x1 > x0) || !(y1 > y0) || !std::isfinite(x1) || !std::isfinite(y1) ||
       x1 / x0 > 1e12 || y1 / y0 > 1e12)  // at most 12 decades: a denormal point must not make a million ticks
     return "";
-  const double W = 660, H = 300, L = 64, R = 200, T = 30, B = 42;
+  // Tall enough for the legend: the roofs' three lines, each further engine's, and a line per point.
+  const double W = 660, L = 64, R = 200, T = 30, B = 42;
+  const double H = std::max(300.0, T + 6 + 14.0 * static_cast<double>(3 + more.size() + pts.size()) + 4 + 10);
   auto fx = [&](double x) { return L + (W - L - R) * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)); };
   auto fy = [&](double y) { return T + (H - T - B) * (1 - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0))); };
   auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
@@ -250,31 +288,30 @@ std::string svg_roofline(const json& c) {
       << "\" y2=\"" << H - B << "\" stroke=\"#7d3c98\" stroke-dasharray=\"2,3\"/><text x=\"" << num(fx(x1) - 4)
       << "\" y=\"" << num(fy(m.flops) - 4) << "\" text-anchor=\"end\" fill=\"#7d3c98\">" << html_escape(m.name) << "</text>";
   }
-  static const char* colors[] = {"#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#e67e22", "#5dade2",
-                                 "#a04000", "#34495e", "#d4ac0d"};
   double ly = T + 6;
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">peak " << html_escape(eng(peak, "FLOP/s")) << "</text>";
   ly += 14;
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">read " << html_escape(eng(bw, "B/s")) << "</text>";
   ly += 14;
-  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(fmt(ridge)) << " FLOP/byte</text>";
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(sig3(ridge)) << " FLOP/byte</text>";
   ly += 14;
   for (const auto& m : more) {
     o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\" fill=\"#7d3c98\">" << html_escape(m.name) << " ridge "
-      << html_escape(fmt(m.flops / bw)) << "</text>";
+      << html_escape(sig3(m.flops / bw)) << "</text>";
     ly += 14;
   }
   ly += 4;
+  // Each point a dot in a colour of its own (numbered beside the dot and in the legend, so that even past twenty
+  // colours no two points are confused), every one in the legend.
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = pts[i];
-    const char* col = colors[i % (sizeof colors / sizeof *colors)];
+    const char* col = kPalette[i % kPaletteSize];
     o << "<circle cx=\"" << num(fx(p.x)) << "\" cy=\"" << num(fy(p.y)) << "\" r=\"4\" fill=\"" << col << "\"><title>"
-      << html_escape(p.name + ": " + fmt(p.x) + " FLOP/byte, " + eng(p.y, "FLOP/s")) << "</title></circle>";
-    if (i < 14) {
-      o << "<circle cx=\"" << W - R + 16 << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << col << "\"/><text x=\""
-        << W - R + 24 << "\" y=\"" << num(ly) << "\">" << html_escape(p.name) << "</text>";
-      ly += 14;
-    }
+      << html_escape(p.name + ": " + fmt(p.x) + " FLOP/byte, " + eng(p.y, "FLOP/s")) << "</title></circle><text x=\""
+      << num(fx(p.x) + 5) << "\" y=\"" << num(fy(p.y) - 4) << "\" font-size=\"9\" fill=\"#333\">" << i + 1 << "</text>";
+    o << "<circle cx=\"" << W - R + 16 << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << col << "\"/><text x=\""
+      << W - R + 24 << "\" y=\"" << num(ly) << "\">" << i + 1 << " " << html_escape(p.name) << "</text>";
+    ly += 14;
   }
   o << "</svg>";
   return o.str();
@@ -337,9 +374,8 @@ std::string svg_stacked(const json& c) {
   if (y_label.empty()) y_label = unit;
   auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
   auto fy = [&](double y) { return T + (H - T - B) * (1 - y / top); };
-  static const char* colors[] = {"#2c5fa8", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d",
-                                 "#e67e22", "#5dade2", "#a04000", "#d4ac0d", "#34495e"};
-  const std::size_t ncol = sizeof colors / sizeof *colors;
+  const char* const* colors = kPalette;
+  const std::size_t ncol = kPaletteSize;
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
     << "\" height=\"" << H << "\" style=\"font:11px system-ui,sans-serif;background:#fff\">";
@@ -349,7 +385,7 @@ std::string svg_stacked(const json& c) {
     const double y = step * i;
     o << "<line x1=\"" << L - 4 << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
       << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
-      << fmt(std::round(y * 1000) / 1000) << "</text>";
+      << tick_label(y, step) << "</text>";
   }
   o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
   o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
@@ -374,7 +410,7 @@ std::string svg_stacked(const json& c) {
       acc += it->second;
     }
     o << "<text x=\"" << num(cx) << "\" y=\"" << num(fy(b.total) - 4) << "\" text-anchor=\"middle\" font-weight=\"600\">"
-      << html_escape(fmt(b.total)) << "</text>";
+      << html_escape(sig3(b.total)) << "</text>";
     const auto lines = wrap_text(b.name, label_w, 3);
     for (std::size_t l = 0; l < lines.size(); ++l)
       o << "<text x=\"" << num(cx) << "\" y=\"" << H - B + 14 + 12 * l << "\" text-anchor=\"middle\">"
@@ -396,7 +432,7 @@ std::string svg_stacked(const json& c) {
     ly += 4;
     o << "<line x1=\"" << W - R + 10 << "\" y1=\"" << ly + 5 << "\" x2=\"" << W - R + 26 << "\" y2=\"" << ly + 5
       << "\" stroke=\"#1d2330\" stroke-width=\"1.2\" stroke-dasharray=\"5,3\"/>";
-    const auto lines = wrap_text(ref_name.empty() ? fmt(ref_v) : ref_name + " = " + fmt(ref_v), 19, 3);
+    const auto lines = wrap_text(ref_name.empty() ? sig3(ref_v) : ref_name + " = " + sig3(ref_v), 19, 3);
     for (std::size_t l = 0; l < lines.size(); ++l)
       o << "<text x=\"" << W - R + 30 << "\" y=\"" << ly + 9 + 12 * l << "\">" << html_escape(lines[l]) << "</text>";
   }

@@ -459,6 +459,10 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     judge(e, ctx.derived(), in.hardware, r);
     fold_outcome(r, e.xfail, e.xfail ? with_figures(e.xfail_reason, ctx.derived(), r.measurements, e.file.string(),
                                                     "xfail_reason") : e.xfail_reason);
+    // A check's own account of a failure (details.cause: where two runs first part, say) follows the verdict.
+    if ((r.status == Status::fail || r.status == Status::xpass) && r.details.contains("cause") &&
+        r.details["cause"].is_string())
+      r.reason += " — " + r.details["cause"].get<std::string>();
   } catch (const SkipSignal& s) {
     r.status = Status::skip;
     r.reason = s.reason;
