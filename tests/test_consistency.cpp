@@ -30,7 +30,8 @@ namespace {
 std::set<std::string> ids_in_claims_md(const fs::path& p) {
   std::ifstream in(p);
   std::set<std::string> ids;
-  static const std::regex row(R"(^\| (?:<a id="[^"]*"></a>)?(ch0[1-9]\.[a-z0-9_]+) \|)");  // the row's anchor, then its id
+  static const std::regex row(
+      R"(^\| (?:<a id="[^"]*"></a>)?(ch0[1-9]\.[a-z0-9_]+) \|)");  // the row's anchor, then its id
   std::smatch m;
   for (std::string line; std::getline(in, line);)
     if (std::regex_search(line, m, row)) ids.insert(m[1]);

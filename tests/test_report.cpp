@@ -208,13 +208,15 @@ TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
 TEST(Report, ChartsLegendsFitAndTicksAreRound) {
   using nlohmann::json;
   json pts = json::array();
-  for (int i = 0; i < 18; ++i) pts.push_back({{"name", "p" + std::to_string(i)}, {"intensity", 0.5 + i}, {"flops", 1e10}});
+  for (int i = 0; i < 18; ++i)
+    pts.push_back({{"name", "p" + std::to_string(i)}, {"intensity", 0.5 + i}, {"flops", 1e10}});
   const std::string svg = svg_roofline({{"peak_flops", 190e9}, {"bandwidth", 19e9}, {"points", pts}});
   std::set<std::string> fills;
   for (std::size_t at = 0; (at = svg.find("r=\"4\" fill=\"", at)) != std::string::npos; at += 12)
     fills.insert(svg.substr(at + 13, 7));
   EXPECT_EQ(fills.size(), 18u) << svg;
-  for (int i = 0; i < 18; ++i) EXPECT_NE(svg.find(">" + std::to_string(i + 1) + " p" + std::to_string(i) + "</text>"), std::string::npos);
+  for (int i = 0; i < 18; ++i)
+    EXPECT_NE(svg.find(">" + std::to_string(i + 1) + " p" + std::to_string(i) + "</text>"), std::string::npos);
   const auto h0 = svg.find("height=\"") + 8;
   const double height = std::stod(svg.substr(h0, svg.find('"', h0) - h0));
   EXPECT_GE(height, 30 + 14 * (3 + 18));

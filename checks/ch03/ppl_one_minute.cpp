@@ -32,11 +32,15 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   ctx.detail("data_revision", {{"source", corpus.source}, {"files", corpus.files}, {"sha256", corpus.sha256}});
   std::vector<double> eval_loss, eval_x;  // the validation perplexity on the loss axis (ln ppl), from step 1 (log x)
   for (std::size_t i = 0; i < r.eval_ppl.size() && i < r.eval_steps.size(); ++i)
-    if (r.eval_steps[i] >= 1) eval_x.push_back(static_cast<double>(r.eval_steps[i])), eval_loss.push_back(std::log(r.eval_ppl[i]));
+    if (r.eval_steps[i] >= 1)
+      eval_x.push_back(static_cast<double>(r.eval_steps[i])), eval_loss.push_back(std::log(r.eval_ppl[i]));
   ctx.detail("curve", {{"title", "ch03 tiny Transformer: training loss and validation loss (ln of its perplexity)"},
-                       {"x_label", "step"}, {"y_label", "loss (nats)"}, {"log_x", true},
-                       {"series", {{{"name", "training loss"}, {"y", r.losses}},
-                                   {{"name", "validation (ln ppl)"}, {"x", eval_x}, {"y", eval_loss}}}}});
+                       {"x_label", "step"},
+                       {"y_label", "loss (nats)"},
+                       {"log_x", true},
+                       {"series",
+                        {{{"name", "training loss"}, {"y", r.losses}},
+                         {{"name", "validation (ln ppl)"}, {"x", eval_x}, {"y", eval_loss}}}}});
   ctx.detail("eval", {{"steps", r.eval_steps}, {"ppl", r.eval_ppl}});
   ctx.assumption(std::to_string(o.steps) + " AdamW steps of " + std::to_string(o.batch) + " x " +
                  std::to_string(c.context) + " characters, warmup + cosine, clip 1.0, weight decay 0.1; "

@@ -57,9 +57,9 @@ static void oom_attribution(claimcheck::Context& ctx) {
                      {"expected_phases", expected_phases}, {"series_names", named}, {"message", r.message},
                      {"requested_bytes", r.requested}, {"growth_since_load_bytes", grew},
                      {"timeline", ch04::timeline_json(r.timeline)}});
-    nlohmann::json chart = ch04::timeline_chart("OOM run '" + name + "' (cap " + std::to_string(cap / 1000000) +
-                                                    " MB): live bytes by phase, then at the error",
-                                                r.timeline);
+    nlohmann::json chart = ch04::timeline_chart(
+        "OOM run '" + name + "' (cap " + std::to_string(cap / 1000000) + " MB): live bytes by phase, then at the error",
+        r.timeline);
     chart["reference"] = {{"name", "the cap"}, {"value", static_cast<double>(cap) / 1e6}};  // drawn as a dashed line
     charts.push_back(chart);
   }

@@ -113,7 +113,8 @@ struct CommandLine {
     single(run, "--benchmarks", "FILE", "benchmark ratios (ci/bench_ratios.py output) to put in the report");
     single(run, "--seed", "N", "the seed of every seeded check (default 20260929)")->check(kNonNegativeInteger);
     flag(run, "--quiet", "print failures and the summary only");
-    single(run, "--previous", "FILE", "a previous report.json: report.html shows what changed since (claimcheck compare)");
+    single(run, "--previous", "FILE",
+           "a previous report.json: report.html shows what changed since (claimcheck compare)");
     single(run, "--timeout", "SECONDS",
            "give up on a check that runs longer (default 900): its children are stopped, "
            "the report keeps the claims before it, exit 2")
@@ -132,8 +133,9 @@ struct CommandLine {
     single(compare, "--markdown", "FILE", "write the Markdown to FILE instead of stdout");
     single(compare, "--margin", "R", "the smallest relative move of a benchmark ratio that counts (default 0.05)")
         ->check(CLI::Range(1e-6, 1.0));
-    flag(compare, "--all", "also judge claims in one report only, and claims the two reports judged on different "
-                           "statements (a partial run); by default they are listed, not judged");
+    flag(compare, "--all",
+         "also judge claims in one report only, and claims the two reports judged on different "
+         "statements (a partial run); by default they are listed, not judged");
     compare->footer("exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
                     "slower beyond its noise); 2 bad input");
     for (auto* sub : {list, run, account})

@@ -173,10 +173,12 @@ json load_report_for_compare(const fs::path& p) {
         if (b[i].contains(k) && !b[i][k].is_number() && !b[i][k].is_null())
           input_error(f, at + "." + k, "expected a number, got " + type_of(b[i][k]));
       if (b[i].contains("samples")) {
-        if (!b[i]["samples"].is_array()) input_error(f, at + ".samples", "expected an array, got " + type_of(b[i]["samples"]));
+        if (!b[i]["samples"].is_array())
+          input_error(f, at + ".samples", "expected an array, got " + type_of(b[i]["samples"]));
         for (std::size_t k = 0; k < b[i]["samples"].size(); ++k)
           if (!b[i]["samples"][k].is_number())
-            input_error(f, at + ".samples[" + std::to_string(k) + "]", "expected a number, got " + type_of(b[i]["samples"][k]));
+            input_error(f, at + ".samples[" + std::to_string(k) + "]",
+                        "expected a number, got " + type_of(b[i]["samples"][k]));
       }
       need_bool(f, at + ".", b[i], "higher_is_better");
     }
@@ -215,8 +217,8 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   std::map<std::string, const json*> olds, news;
   for (const auto& c : oldr["claims"]) olds[c["id"].get<std::string>()] = &c;
   for (const auto& c : newr["claims"]) news[c["id"].get<std::string>()] = &c;
-  std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0}, {"added", 0},
-                                       {"unchanged", 0}, {"not compared", 0}};
+  std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0},
+                                       {"added", 0},      {"unchanged", 0},   {"not compared", 0}};
   bool regression = false;
 
   // Claims, in NEW's order, then those only OLD has.
@@ -241,7 +243,8 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       change = "not compared";
       note = "the reports judged different statements (" + std::to_string(jo.size()) + " in OLD, " +
              std::to_string(jn.size()) + " in NEW: a partial run; --all judges it)";
-    } else if (!o) change = bad(ns) ? "regression" : "added";         // a new claim failing
+    } else if (!o)
+      change = bad(ns) ? "regression" : "added";               // a new claim failing
     else if (!n) change = "regression";                        // a claim disappearing
     else if (os == ns) change = "unchanged";
     else if (bad(ns) && !bad(os)) change = "regression";       // pass -> fail, xfail -> xpass, skip -> error, ...
@@ -250,7 +253,10 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     ++counts[change];
     regression |= change == "regression";
     const json& why = n ? *n : *o;
-    claims.push_back({{"id", id}, {"old", os}, {"new", ns}, {"change", change},
+    claims.push_back({{"id", id},
+                      {"old", os},
+                      {"new", ns},
+                      {"change", change},
                       {"reason", note.empty() ? why.value("reason", "") : note}});
     if (!o || !n || change == "not compared") return;
     const auto fo = figures_of(*o), fn = figures_of(*n);
@@ -306,8 +312,11 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   json benches = json::array();
   std::map<std::string, int> bcounts;
   auto add_bench = [&](const std::string& name, const json* o, const json* n) {
-    json e = {{"name", name}, {"old", o ? (*o)["ratio"] : json()}, {"new", n ? (*n)["ratio"] : json()},
-              {"move", nullptr}, {"regression", false}};
+    json e = {{"name", name},
+              {"old", o ? (*o)["ratio"] : json()},
+              {"new", n ? (*n)["ratio"] : json()},
+              {"move", nullptr},
+              {"regression", false}};
     std::string verdict, why;
     if (!o || !n) {
       verdict = o ? "removed" : "added";
@@ -320,11 +329,13 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       e["repetitions_new"] = sn.size();
       if (!(x > 0) || !(y > 0)) {
         verdict = "inconclusive", why = "a ratio that is not positive";
-      } else if (so.size() < static_cast<std::size_t>(kMinRepetitions) || sn.size() < static_cast<std::size_t>(kMinRepetitions)) {
+      } else if (so.size() < static_cast<std::size_t>(kMinRepetitions) ||
+                 sn.size() < static_cast<std::size_t>(kMinRepetitions)) {
         e["move"] = y / x - 1;
         verdict = "inconclusive";
         why = std::to_string(so.size()) + " and " + std::to_string(sn.size()) + " repetitions: the U test needs " +
-              std::to_string(kMinRepetitions) + " on each side (--benchmark_repetitions=" + std::to_string(kMinRepetitions) + ")";
+              std::to_string(kMinRepetitions) +
+              " on each side (--benchmark_repetitions=" + std::to_string(kMinRepetitions) + ")";
       } else {
         const double d = median_of(sn) / median_of(so) - 1, p = mann_whitney_p(so, sn);
         e["move"] = d;
@@ -355,10 +366,18 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
 
   json summary = {{"claims", counts}, {"benchmarks", bcounts}, {"figures_moved", figures.size()},
                   {"figures_unmoved", figures_still}};
-  return {{"schema", kCompareSchema}, {"old", side(oldr, old_name)}, {"new", side(newr, new_name)},
-          {"regression", regression}, {"alpha", kAlpha}, {"min_repetitions", kMinRepetitions}, {"margin", opt.margin},
-          {"only_common", opt.only_common}, {"summary", summary},
-          {"claims", claims}, {"figures", figures}, {"benchmarks", benches}};
+  return {{"schema", kCompareSchema},
+          {"old", side(oldr, old_name)},
+          {"new", side(newr, new_name)},
+          {"regression", regression},
+          {"alpha", kAlpha},
+          {"min_repetitions", kMinRepetitions},
+          {"margin", opt.margin},
+          {"only_common", opt.only_common},
+          {"summary", summary},
+          {"claims", claims},
+          {"figures", figures},
+          {"benchmarks", benches}};
 }
 
 std::string compare_markdown(const json& c) {
@@ -379,9 +398,9 @@ std::string compare_markdown(const json& c) {
       << bench_regr << " benchmark(s).\n\n";
   else
     o << "No regression.\n\n";
-  o << "Claims: " << count("claims", "regression") << " regressed, " << count("claims", "improvement")
-    << " improved, " << count("claims", "changed") << " changed otherwise, " << count("claims", "added")
-    << " added, " << count("claims", "unchanged") << " unchanged, " << count("claims", "not compared")
+  o << "Claims: " << count("claims", "regression") << " regressed, " << count("claims", "improvement") << " improved, "
+    << count("claims", "changed") << " changed otherwise, " << count("claims", "added") << " added, "
+    << count("claims", "unchanged") << " unchanged, " << count("claims", "not compared")
     << " not compared (in one report only, or judged on different statements).\n\n";
 
   o << "## Claims whose status changed\n\n";
@@ -431,9 +450,11 @@ std::string compare_markdown(const json& c) {
     if (b["regression"].get<bool>()) v = "**" + v + " (regression)**";
     if (b.contains("why")) v += ": " + md_cell_short(b["why"].get<std::string>());
     auto num = [](const json& x) { return x.is_number() ? fmt(x.get<double>()) : std::string("—"); };
-    o << "| " << md_cell_short(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"]) << " | "
-      << (b["move"].is_number() ? signed_percent(b["move"].get<double>()) : "—") << " | "
-      << (b.contains("repetitions_old") ? std::to_string(b["repetitions_old"].get<int>()) + " / " + std::to_string(b["repetitions_new"].get<int>()) : "—")
+    o << "| " << md_cell_short(b["name"].get<std::string>()) << " | " << num(b["old"]) << " | " << num(b["new"])
+      << " | " << (b["move"].is_number() ? signed_percent(b["move"].get<double>()) : "—") << " | "
+      << (b.contains("repetitions_old") ? std::to_string(b["repetitions_old"].get<int>()) + " / " +
+                                              std::to_string(b["repetitions_new"].get<int>())
+                                        : "—")
       << " | " << (b.contains("p_value") ? fmt(b["p_value"].get<double>()) : "—") << " | " << v << " |\n";
   }
   return o.str();

@@ -34,17 +34,22 @@ std::vector<double> nice_ticks(double lo, double hi) {
 // A tick's label with as many decimals as its step needs (0.0025 -> 4), so that no two labels read the same.
 std::string tick_label(double v, double step) {
   int decimals = 0;
-  for (double s = step; decimals < 9 && std::fabs(s - std::round(s)) > 1e-9 * std::max(1.0, std::fabs(s)); s *= 10) ++decimals;
+  for (double s = step; decimals < 9 && std::fabs(s - std::round(s)) > 1e-9 * std::max(1.0, std::fabs(s)); s *= 10)
+    ++decimals;
   char b[48];
-  if (std::fabs(v) >= 1e6 || (v != 0 && std::fabs(v) < 1e-4)) std::snprintf(b, sizeof b, "%.3g", v);
-  else std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  if (std::fabs(v) >= 1e6 || (v != 0 && std::fabs(v) < 1e-4))
+    std::snprintf(b, sizeof b, "%.3g", v);
+  else
+    std::snprintf(b, sizeof b, "%.*f", decimals, v);
   return b;
 }
 // Three significant digits (integers whole): a chart's labels.
 std::string sig3(double v) {
   char b[48];
-  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(b, sizeof b, "%.0f", v);
-  else std::snprintf(b, sizeof b, "%.3g", v);
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.3g", v);
   return b;
 }
 // Twenty colours that a reader tells apart (Tableau 20's order, the dark of each pair first): no repeats up to 20.
@@ -199,7 +204,6 @@ std::vector<std::string> wrap_text(const std::string& s, std::size_t max_w, std:
   return lines;
 }
 
-
 }  // namespace
 
 // An inline log-log roofline for details.roofline: {title, peak_flops, bandwidth, theoretical_peak_flops?,
@@ -293,11 +297,12 @@ std::string svg_roofline(const json& c) {
   ly += 14;
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">read " << html_escape(eng(bw, "B/s")) << "</text>";
   ly += 14;
-  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(sig3(ridge)) << " FLOP/byte</text>";
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">ridge " << html_escape(sig3(ridge))
+    << " FLOP/byte</text>";
   ly += 14;
   for (const auto& m : more) {
-    o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\" fill=\"#7d3c98\">" << html_escape(m.name) << " ridge "
-      << html_escape(sig3(m.flops / bw)) << "</text>";
+    o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\" fill=\"#7d3c98\">" << html_escape(m.name)
+      << " ridge " << html_escape(sig3(m.flops / bw)) << "</text>";
     ly += 14;
   }
   ly += 4;
@@ -409,8 +414,8 @@ std::string svg_stacked(const json& c) {
         << "</title></rect>";
       acc += it->second;
     }
-    o << "<text x=\"" << num(cx) << "\" y=\"" << num(fy(b.total) - 4) << "\" text-anchor=\"middle\" font-weight=\"600\">"
-      << html_escape(sig3(b.total)) << "</text>";
+    o << "<text x=\"" << num(cx) << "\" y=\"" << num(fy(b.total) - 4)
+      << "\" text-anchor=\"middle\" font-weight=\"600\">" << html_escape(sig3(b.total)) << "</text>";
     const auto lines = wrap_text(b.name, label_w, 3);
     for (std::size_t l = 0; l < lines.size(); ++l)
       o << "<text x=\"" << num(cx) << "\" y=\"" << H - B + 14 + 12 * l << "\" text-anchor=\"middle\">"

@@ -401,7 +401,8 @@ std::string HtmlWriter::render(const Report& r) const {
   for (const auto& [ch, claims] : chapters) {
     o << "<section class=\"chapter\" id=\"chapter-" << esc(ch) << "\"><h2>" << esc(chapter_heading(ch, claims))
       << "</h2><table><colgroup><col class=\"c-id\"><col class=\"c-says\"><col class=\"c-held\"><col class=\"c-meas\">"
-         "<col class=\"c-verdict\"><col class=\"c-why\"></colgroup><thead><tr><th>claim</th><th>the series says · statement</th><th>series' figure · held to</th>"
+         "<col class=\"c-verdict\"><col class=\"c-why\"></colgroup><thead><tr><th>claim</th><th>the series says · "
+         "statement</th><th>series' figure · held to</th>"
          "<th>measured</th><th>verdict</th><th>why</th></tr></thead>";
     for (const auto* c : claims) claim_rows(o, *c, r);
     o << "</table></section>";
