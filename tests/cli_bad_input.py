@@ -1,6 +1,7 @@
 """Bad input gets one line on stderr naming the file and the field, and exit status 2."""
 import os
 import shutil
+import tempfile
 
 from clitest import Tally, args, copy_expected, load, run, save
 
@@ -29,6 +30,14 @@ expect_error(["run", "--claim", "decode_measured"], "did you mean 'ch06.decode_m
 expect_error(["run", "--claim", "ch04.lora_bg"], "did you mean 'ch04.lora_gb'?", what="a mistyped id")
 expect_error(["run", "--label", "mesured"], "did you mean 'measured'?", what="a mistyped label")
 expect_error(["run", "--chapter", "ch6"], "did you mean 'ch06'?", what="a chapter without its zero")
+exp_typo = os.path.join(tempfile.mkdtemp(prefix="cc_typo_"), "expected")
+shutil.copytree(os.path.join(a.root, "expected"), exp_typo)
+typo = os.path.join(exp_typo, "ch06", "decode_ms.json")
+text = open(typo, encoding="utf-8").read().replace('"also":', '"alsoo":')
+open(typo, "w", encoding="utf-8").write(text)
+expect_error(["run", "--claim", "ch06.decode_ms", "--expected", exp_typo], typo, "field 'alsoo'",
+             "did you mean 'also'?", what="a mistyped key in an expected file")
+shutil.rmtree(os.path.dirname(exp_typo))
 r = run(cc, "run", "--claim", "zzz")
 t.check(r.returncode == 2 and "did you mean" not in r.stderr, f"no suggestion where none is close: {r.stderr!r}")
 expect_error(["run", "--seed", "x1"], "--seed", what="bad seed")

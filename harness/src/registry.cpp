@@ -1,5 +1,7 @@
 #include "registry.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "errors.h"
@@ -8,6 +10,38 @@ namespace claimcheck {
 
 void input_error(const std::string& file, const std::string& field, const std::string& what) {
   throw InputError(file + ": field '" + field + "': " + what);
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
+  // Levenshtein distance, case-insensitive; a known word that ends with the typed one (an id without its chapter)
+  // counts as one edit.
+  auto lower = [](std::string x) {
+    for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  const std::string w = lower(word);
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(1, w.size() / 3) + 1;
+  for (const auto& k0 : known) {
+    const std::string k = lower(k0);
+    std::size_t d;
+    if (!w.empty() && k.size() > w.size() && k.compare(k.size() - w.size(), w.size(), w) == 0 &&
+        k[k.size() - w.size() - 1] == '.') {
+      d = 1;
+    } else {
+      std::vector<std::size_t> prev(k.size() + 1), cur(k.size() + 1);
+      for (std::size_t j = 0; j <= k.size(); ++j) prev[j] = j;
+      for (std::size_t i = 1; i <= w.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= k.size(); ++j)
+          cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (w[i - 1] == k[j - 1] ? 0 : 1)});
+        std::swap(prev, cur);
+      }
+      d = prev[k.size()];
+    }
+    if (d < best_d) best_d = d, best = k0;
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
 const char* to_string(Requirement r) {

@@ -23,10 +23,6 @@ struct Selection {
 // All labels a claim carries: its chapter, kinds, requirements, and "pending" while its check has not arrived.
 std::vector<std::string> labels_of(const Expected& e);
 
-// "; did you mean 'X'?" for the known word closest to `word` (a few edits away, or an id without its chapter),
-// "" where none is close.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& known);
-
 // The ids of `catalogue` that the selection picks, in id order. Within one option the values are
 // alternatives (OR); different options must all hold (AND). Throws InputError for an unknown
 // chapter, id or label, or a glob that matches nothing.
