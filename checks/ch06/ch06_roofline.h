@@ -279,7 +279,8 @@ inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int 
 inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
 inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
 
-// A decode step against one read of its own weight bytes by the probe's reader, interleaved step by step: after a
+// A decode step (or any kernel: paired_with_reads) against one read of its own weight bytes by the probe's reader,
+// interleaved step by step: after a
 // warm-up step, `rounds` rounds of (one read of the stack's weights, then one step), each round's step time over its
 // read time. The yardstick reads the very pages the kernel reads (from whatever cache holds them: a stack under a
 // 300 MiB L3 is read from it by both), so that a kernel at the memory roof reads about 1x and one that reads its
@@ -293,9 +294,8 @@ struct PairedRead {
   double read_seconds() const { return ratio > 0 ? seconds / ratio : 0; }  // the read the median step is held to
 };
 template <typename Fn>
-PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int rounds, Fn step) {
-  std::vector<std::pair<const void*, std::size_t>> bufs;
-  for (const auto& m : stack_mats(s)) bufs.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(K::bf16_t)});
+PairedRead paired_with_reads(const std::vector<std::pair<const void*, std::size_t>>& bufs, const Roof& roof, int rounds,
+                             Fn step) {
   step();  // warm-up: the thread pool started, the activations' pages touched
   std::vector<double> steps;
   PairedRead p;
@@ -308,6 +308,12 @@ PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int r
   p.seconds = claimcheck::base::median(std::move(steps));
   p.ratio = claimcheck::base::median(p.ratios);
   return p;
+}
+template <typename Fn>
+PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int rounds, Fn step) {
+  std::vector<std::pair<const void*, std::size_t>> bufs;
+  for (const auto& m : stack_mats(s)) bufs.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(K::bf16_t)});
+  return paired_with_reads(bufs, roof, rounds, step);
 }
 
 // A time measured against the read bandwidth of the same moment: `rounds` rounds of (the probe's read, then
