@@ -70,9 +70,9 @@ static void decode_intensity(claimcheck::Context& ctx) {
   // a quieter moment's faster read than the GEMV can follow.
   const auto x1 = ch06::random_activations(static_cast<std::size_t>(Kd), ctx.seed());
   std::vector<float> y1(static_cast<std::size_t>(N));
-  const ch06::PairedRead b1 = ch06::paired_with_reads({{run.W.data(), run.W.size() * sizeof(ch06::K::bf16_t)}}, roof, 15, [&] {
-    ch06::K::gemm_bf16(run.W.data(), N, Kd, x1.data(), 1, y1.data(), run.opts);
-  });
+  const ch06::PairedRead b1 =
+      ch06::paired_with_reads({{run.W.data(), run.W.size() * sizeof(ch06::K::bf16_t)}}, roof, 15,
+                              [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, x1.data(), 1, y1.data(), run.opts); });
   const double mem_time = b1.read_seconds() * ch06::sweep_bytes(N, Kd, 1) / (2.0 * N * Kd);  // the activations too
   const double comp_time = ch06::sweep_flops(N, Kd, 1) / roof.peak.flops_per_s;
   ctx.measure("b1_vs_bandwidth_roof", b1.seconds / mem_time, "ratio");
@@ -91,9 +91,11 @@ static void decode_intensity(claimcheck::Context& ctx) {
   ctx.detail("roofline", ch06::roofline_chart("batch 1 to " + std::to_string(batches.back()) + " of one " +
                                                   std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix", roof, pts));
   ctx.assumption("measured: " + std::to_string(N) + "x" + std::to_string(Kd) + " bf16 weights (" +
-                 std::to_string(2LL * N * Kd >> 20) + " MiB, beyond the last-level cache) through the project's "
-                 "batched GEMV; batch 1's time against its bytes over the read of the same matrix by the probe's reader just before "
-                 "it (the median of 15 such pairs); batch 4 lies below this CPU's ridge (" + std::to_string(roof.ridge()) +
-                 " FLOP/byte), so it should cost about what batch 1 costs");
+                 std::to_string(2LL * N * Kd >> 20) +
+                 " MiB, beyond the last-level cache) through the project's "
+                 "batched GEMV; batch 1's time against its bytes over the read of the same matrix by the probe's "
+                 "reader just before "
+                 "it (the median of 15 such pairs); batch 4 lies below this CPU's ridge (" +
+                 std::to_string(roof.ridge()) + " FLOP/byte), so it should cost about what batch 1 costs");
 }
 CLAIMCHECK_REGISTER(decode_intensity).claim("ch06.decode_intensity");
