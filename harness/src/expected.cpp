@@ -67,8 +67,9 @@ void only_keys(const json& j, const std::string& file, const std::string& p, con
     if (std::any_of(allowed.begin(), allowed.end(), [&k](const char* a) { return k == a; })) continue;
     std::string list;
     for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    input_error(file, p + k, "unknown key" + did_you_mean(k, std::vector<std::string>(allowed.begin(), allowed.end())) +
-                                 " (here: " + list + ")");
+    input_error(file, p + k,
+                "unknown key" + did_you_mean(k, std::vector<std::string>(allowed.begin(), allowed.end())) +
+                    " (here: " + list + ")");
   }
 }
 
