@@ -45,8 +45,6 @@ void declare_module(const std::string& file_name, const std::vector<ModuleCheck>
 
 bool in_unloaded_module(const CheckInfo& c) { return c.in_module && c.fn == nullptr; }
 
-bool module_loaded() { return state().loaded; }
-
 std::string module_path() {
   if (state().file_name.empty()) return "";
   std::error_code ec;

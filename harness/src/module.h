@@ -27,7 +27,6 @@ void declare_module(const std::string& file_name, const std::vector<ModuleCheck>
 bool in_unloaded_module(const CheckInfo& c);
 // Loads the module once (for `claim`, named in the error). Throws InputError, one line naming the file.
 void load_module(const std::string& claim);
-bool module_loaded();
 // The module's path (beside /proc/self/exe); "" when no module is declared.
 std::string module_path();
 

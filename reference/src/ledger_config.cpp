@@ -150,12 +150,6 @@ bool present(const json& j, const char* key) { return j.contains(key) && !j.at(k
 
 }  // namespace
 
-std::vector<std::string> supported_model_types() {
-  std::vector<std::string> v;
-  for (const auto& f : kFamilies) v.emplace_back(f.type);
-  return v;
-}
-
 std::int64_t ModelConfig::sparse_layers() const {
   return static_cast<std::int64_t>(std::count(sparse_layer.begin(), sparse_layer.end(), true));
 }

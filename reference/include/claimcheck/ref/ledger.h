@@ -33,11 +33,10 @@ struct DefaultedKey {
 // The families read, as transformers 5.x builds them (configuration_<family>.py and modeling_<family>.py):
 // llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, olmo, starcoder2 (dense); mixtral, qwen2_moe (mixture of
 // experts).
-std::vector<std::string> supported_model_types();
 
 struct ModelConfig {
   std::string file;
-  std::string model_type;  // one of supported_model_types()
+  std::string model_type;  // one of the families above
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0;
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool tie_embeddings = false;
