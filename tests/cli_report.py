@@ -88,7 +88,9 @@ junit = ET.parse(os.path.join(out, "junit.xml")).getroot()
 cases = junit.findall(".//testcase")
 t.check(len(cases) == 57, f"junit has 57 testcases ({len(cases)})")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
-t.check(html.count("<section>") >= 6 and "全量微调" in html, "html has chapter sections and the source sentences")
+t.check(html.count('<section class="chapter"') == 6 and "全量微调" in html and 'id="hardware"' in html
+        and 'id="attention"' in html and 'id="filter"' in html,
+        "html has the machine's card, what needs attention, the filter, six chapter sections and the source sentences")
 
 # A failed run (bad expected dir) must not touch the good report.
 def tree(d):  # every file under the report, artifacts/ included

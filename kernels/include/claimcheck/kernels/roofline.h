@@ -22,7 +22,7 @@ namespace claimcheck::kernels {
 struct RooflineFaults {
   bool few_chains = false;  // one FMA chain per thread: latency-bound, a fraction of the peak
   bool scalar = false;      // the portable loop for every ISA, with one chain: scalar and latency-bound
-  bool read_skips = false;   // the read probe's loop steps in bytes for elements: it reads one block in four
+  bool read_skips = false;  // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips"; "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
