@@ -9,15 +9,7 @@ import json
 import statistics
 import sys
 
-
-def per_repetition(runs, num, den, key_num="real_time", key_den="real_time"):
-    """The ratio num / den of each repetition (paired by repetition_index, else by order): the row's "samples",
-    which claimcheck compare's U test reads."""
-    def by_rep(name, key):
-        rs = [r for r in runs.get(name, []) if key in r]
-        return [r[key] for r in sorted(rs, key=lambda r: r.get("repetition_index", 0))]
-    a, b = by_rep(num, key_num), by_rep(den, key_den)
-    return [x / y for x, y in zip(a, b) if y]
+from bench_decode_ratios import per_repetition  # each repetition's ratio, as the decode rows have them
 
 
 def main(src, dst):

@@ -3,6 +3,8 @@
 // report_markdown.cpp, report_html.cpp, report_junit.cpp), the HTML report's charts in report_charts.cpp.
 #include "report.h"
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -64,6 +66,15 @@ std::string value_text(const json& v, const std::string& unit) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number()) return fmt(v.get<double>()) + (unit.empty() || unit == "bool" ? "" : " " + unit);
   return v.dump();
+}
+std::string sig3(double v) {
+  if (!std::isfinite(v)) return fmt(v);
+  char b[48];
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
 }
 std::string stated_text(const ClaimResult& c) { return value_text(c.stated.value("value", json()), c.stated.value("unit", "")); }
 std::string measured_text(const ClaimResult& c) {

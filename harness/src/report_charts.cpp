@@ -43,15 +43,6 @@ std::string tick_label(double v, double step) {
     std::snprintf(b, sizeof b, "%.*f", decimals, v);
   return b;
 }
-// Three significant digits (integers whole): a chart's labels.
-std::string sig3(double v) {
-  char b[48];
-  if (v == std::floor(v) && std::fabs(v) < 1e15)
-    std::snprintf(b, sizeof b, "%.0f", v);
-  else
-    std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
 // Twenty colours that a reader tells apart (Tableau 20's order, the dark of each pair first): no repeats up to 20.
 const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                                 "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",

@@ -23,16 +23,7 @@ namespace {
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
-// Three significant digits (integers whole): what a reader compares at a glance; the verdicts keep six.
-std::string fmt3(double v) {
-  if (!std::isfinite(v)) return fmt(v);
-  char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e15)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string fmt3(double v) { return sig3(v); }  // three significant digits (report_writers.h)
 std::string num3(const json& v, const std::string& unit) {
   if (v.is_number()) return fmt3(v.get<double>()) + (unit.empty() || unit == "bool" ? "" : " " + unit);
   return value_text(v, unit);

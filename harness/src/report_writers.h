@@ -45,6 +45,8 @@ std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& 
 // "chNN · <title>": the chapter's title from expected/chapters.json, as its claims carry it ("chNN" without one).
 std::string chapter_heading(const std::string& chapter, const std::vector<const ClaimResult*>& claims);
 std::string summary_line(const Summary& s);
+// Three significant digits, integers whole: what a reader compares at a glance (the verdicts keep six).
+std::string sig3(double v);
 std::string commit_sha(const nlohmann::json& records);  // "unknown" where there is none
 
 // ---- inline SVG charts (report_charts.cpp): "" where the input draws nothing ------
