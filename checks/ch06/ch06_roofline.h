@@ -355,14 +355,12 @@ PairedPeak paired_with_peak(const Roof& roof, const K::RooflineFaults& faults, i
   return claimcheck::base::median_by(std::move(r), [](const PairedPeak& p) { return p.ratio(); });
 }
 
-// A batch sweep of one bf16 matrix (inputs rows, cols, batches) with the probe's roofs, and batch 1 timed right
-// after a probe read three times (the median pair): the memory floor against the bandwidth of the same moment.
+// A batch sweep of one bf16 matrix (inputs rows, cols, batches) with the probe's roofs.
 struct SweepRun {
   int N = 0, Kd = 0;
   std::vector<int> batches;
   Roof roof;
   std::vector<SweepPoint> points;
-  Paired b1;
   std::vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
@@ -375,15 +373,18 @@ inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1, bool val
   s.roof = measure_roof(ctx, true, validate, with_engines);
   s.W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
   s.opts = gemv_options(ctx);
-  const auto& W = s.W;
-  const auto& opts = s.opts;
-  s.points = batch_sweep(W, s.N, s.Kd, s.batches, opts, ctx.seed());
-  const auto x = random_activations(static_cast<std::size_t>(s.Kd), ctx.seed());
-  std::vector<float> y(static_cast<std::size_t>(s.N));
-  s.b1 = paired_with_bandwidth(s.roof, 3, [&] {
-    return best_seconds(5, [&] { K::gemm_bf16(W.data(), s.N, s.Kd, x.data(), 1, y.data(), opts); });
-  });
+  s.points = batch_sweep(s.W, s.N, s.Kd, s.batches, s.opts, ctx.seed());
   return s;
+}
+
+// The sweep's batch 1 timed right after a probe read three times (the median pair): the memory floor against the
+// bandwidth of the same moment, over the probe's array of 4x the LLC (the ridge's bandwidth).
+inline Paired paired_b1(const SweepRun& s, std::uint64_t seed) {
+  const auto x = random_activations(static_cast<std::size_t>(s.Kd), seed);
+  std::vector<float> y(static_cast<std::size_t>(s.N));
+  return paired_with_bandwidth(s.roof, 3, [&] {
+    return best_seconds(5, [&] { K::gemm_bf16(s.W.data(), s.N, s.Kd, x.data(), 1, y.data(), s.opts); });
+  });
 }
 
 }  // namespace ch06

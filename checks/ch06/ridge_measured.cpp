@@ -78,7 +78,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
   const int N = run.N, Kd = run.Kd;
   const ch06::Roof& roof = run.roof;
   const auto& sweep = run.points;
-  const ch06::Paired& b1 = run.b1;
+  const ch06::Paired b1 = ch06::paired_b1(run, ctx.seed());
   // The compute roof timed against the peak of its own moment, as the floor is against the bandwidth of its own:
   // the smallest batch whose per-token time is within 5% of the sweep's best, re-timed three times right after a
   // short peak probe (the median pair). A neighbour that holds a core during the large batches then slows the peak

@@ -23,9 +23,8 @@ namespace {
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
-std::string fmt3(double v) { return sig3(v); }  // three significant digits (report_writers.h)
 std::string num3(const json& v, const std::string& unit) {
-  if (v.is_number()) return fmt3(v.get<double>()) + (unit.empty() || unit == "bool" ? "" : " " + unit);
+  if (v.is_number()) return sig3(v.get<double>()) + (unit.empty() || unit == "bool" ? "" : " " + unit);
   return value_text(v, unit);
 }
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -85,7 +84,7 @@ std::vector<std::pair<std::string, std::string>> hardware_rows(const Report& r) 
     rows.emplace_back("ISA", join(isa, " "));
   }
   if (get(hw, "memory_bytes").is_number())
-    rows.emplace_back("memory", fmt3(hw["memory_bytes"].get<double>() / (1ull << 30)) + " GiB");
+    rows.emplace_back("memory", sig3(hw["memory_bytes"].get<double>() / (1ull << 30)) + " GiB");
   // The roofs: ch06.ridge_measured's, else the first claim that measured some.
   json roof;
   for (const auto& c : r.claims)
@@ -96,28 +95,28 @@ std::vector<std::pair<std::string, std::string>> hardware_rows(const Report& r) 
     std::vector<std::string> engines;
     for (const auto& e : get(roof, "engines").is_array() ? roof["engines"] : json::array()) {
       if (!get(e, "peak_gflops").is_number()) continue;
-      std::string t = str(e, "engine") + " " + fmt3(e["peak_gflops"].get<double>()) + " GFLOP/s";
+      std::string t = str(e, "engine") + " " + sig3(e["peak_gflops"].get<double>()) + " GFLOP/s";
       if (get(e, "share_of_theoretical").is_number())
-        t += " (" + fmt3(e["share_of_theoretical"].get<double>() * 100) + " % of " +
-             fmt3(get(e, "theoretical_gflops").is_number() ? e["theoretical_gflops"].get<double>() : 0) + ")";
+        t += " (" + sig3(e["share_of_theoretical"].get<double>() * 100) + " % of " +
+             sig3(get(e, "theoretical_gflops").is_number() ? e["theoretical_gflops"].get<double>() : 0) + ")";
       engines.push_back(t);
     }
     if (engines.empty() && get(roof, "peak_gflops").is_number())
-      engines.push_back("peak " + fmt3(roof["peak_gflops"].get<double>()) + " GFLOP/s");
+      engines.push_back("peak " + sig3(roof["peak_gflops"].get<double>()) + " GFLOP/s");
     std::string mem;
-    if (get(roof, "read_gb_s").is_number()) mem += "read " + fmt3(roof["read_gb_s"].get<double>()) + " GB/s";
-    if (get(roof, "triad_gb_s").is_number()) mem += ", triad " + fmt3(roof["triad_gb_s"].get<double>()) + " GB/s";
+    if (get(roof, "read_gb_s").is_number()) mem += "read " + sig3(roof["read_gb_s"].get<double>()) + " GB/s";
+    if (get(roof, "triad_gb_s").is_number()) mem += ", triad " + sig3(roof["triad_gb_s"].get<double>()) + " GB/s";
     if (get(roof, "ridge_flop_per_byte").is_number())
-      mem += "; ridge " + fmt3(roof["ridge_flop_per_byte"].get<double>()) + " FLOP/byte";
+      mem += "; ridge " + sig3(roof["ridge_flop_per_byte"].get<double>()) + " FLOP/byte";
     std::string clock;
     if (get(roof, "clock_measured_ghz").is_number())
-      clock = "clock under load " + fmt3(roof["clock_measured_ghz"].get<double>()) + " GHz";
+      clock = "clock under load " + sig3(roof["clock_measured_ghz"].get<double>()) + " GHz";
     if (!engines.empty())
       rows.emplace_back("measured compute roofs", join(engines, "; ") + (clock.empty() ? "" : "; " + clock));
     if (!mem.empty())
       rows.emplace_back(
           "measured memory roof",
-          mem + (get(roof, "llc_mb").is_number() ? " (LLC " + fmt3(roof["llc_mb"].get<double>()) + " MB)" : ""));
+          mem + (get(roof, "llc_mb").is_number() ? " (LLC " + sig3(roof["llc_mb"].get<double>()) + " MB)" : ""));
     if (get(roof, "device").is_string()) rows.emplace_back("roofs measured on", roof["device"].get<std::string>());
   } else {
     rows.emplace_back("measured roofs", "none in this run (ch06.ridge_measured measures them)");
@@ -127,7 +126,7 @@ std::vector<std::pair<std::string, std::string>> hardware_rows(const Report& r) 
       "GPU", gpu.is_null() ? "none: " + str(hw, "gpu_absent_reason")
                            : (gpu.is_object() ? str(gpu, "name") +
                                                     (get(gpu, "memory_bytes").is_number()
-                                                         ? ", " + fmt3(gpu["memory_bytes"].get<double>() / 1e9) + " GB"
+                                                         ? ", " + sig3(gpu["memory_bytes"].get<double>() / 1e9) + " GB"
                                                          : "")
                                               : gpu.dump()));
   const json lt = get(env, "libtorch");
@@ -204,7 +203,7 @@ void claim_rows(std::ostringstream& o, const ClaimResult& c, const Report& r) {
       o << "<li>under <b>" << esc(a.value("name", "")) << "</b>: " << esc(num3(a.at("value"), a.value("unit", "")))
         << " — " << esc(a.value("assumptions", "")) << "</li>";
     for (const auto& p : c.pending_parts) o << "<li>pending: " << esc(p) << "</li>";
-    if (c.seconds > 0) o << "<li>ran in " << fmt3(c.seconds) << " s</li>";
+    if (c.seconds > 0) o << "<li>ran in " << sig3(c.seconds) << " s</li>";
     o << "</ul></details></td></tr>";
   }
   auto chart = [&](const std::string& svg) {
@@ -405,7 +404,7 @@ std::string HtmlWriter::render(const Report& r) const {
          "run)</h2><table><tr><th>benchmark</th><th>ratio</th><th>detail</th></tr>";
     for (const auto& b : r.benchmarks)
       o << "<tr><td class=\"id\">" << esc(b.value("name", "")) << "</td><td class=\"num\">"
-        << fmt3(b.value("ratio", 0.0)) << "</td><td>" << esc(b.value("detail", "")) << "</td></tr>";
+        << sig3(b.value("ratio", 0.0)) << "</td><td>" << esc(b.value("detail", "")) << "</td></tr>";
     o << "</table></section>";
   }
   if (r.comparison.is_object()) {
