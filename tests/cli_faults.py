@@ -119,7 +119,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
 # Faults that only one variant of a statement can see, planted where this machine's unfaulted run selects it: the
 # variant follows the machine's balance, measured with the kernel under test (a compute-bound NF4 kernel's time
 # ratio is an expected failure, turned by the move onto the measured value instead).
-VARIANT_ONLY = {("nf4_half_rows", "ch06.decode_4bit"): ("time_ratio", "default")}
+VARIANT_ONLY = {("nf4_half_rows", "ch06.decode_4bit"): ("time_ratio_over_byte_ratio", "default")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak,
 # and the claim errors (exit 2) naming the probe, never judging a figure against a roof that is not one (issue 23).
 # The figures that rest on the roof alone are turned by that refusal (recorded as such for every_figure_can_fail.py).

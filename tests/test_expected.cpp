@@ -134,7 +134,7 @@ TEST(Expected, VariantXfailIsThatVariants) {
   other.replace(other.find(R"("expect": "xfail")"), 17, R"("expect": "maybe")");
   expect_error("vx3", other, "variants[1].expect");
   // Conditions: well-formed ones load, a typo is an error naming the variant's field.
-  for (const char* ok : {"isa:avx512_bf16 || isa:amx_bf16", "derived:nf4_predicted_time_ratio>0.325",
+  for (const char* ok : {"isa:avx512_bf16 || isa:amx_bf16", "derived:nf4_predicted_time_over_bytes>1.25",
                          "!gpu && derived:x<1e-3", "gpu || derived:y>-2", "libtorch && !isa:amx_bf16"}) {
     std::string t = variants("vw");
     t.replace(t.find("isa:avx512_bf16"), 15, ok);

@@ -50,7 +50,7 @@ bool feature_holds(const FeatureExpr& expr, AtomHolds atom_holds) {
 }
 struct Variant {
   // When this variant applies: a feature expression (above), e.g. "isa:avx512_bf16 || isa:amx_bf16",
-  // "derived:nf4_predicted_time_ratio>0.325", "default" (the last variant); its text is the file's `when`.
+  // "derived:nf4_predicted_time_over_bytes>1.25", "default" (the last variant); its text is the file's `when`.
   FeatureExpr condition;
   Comparison compare;
   bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement
