@@ -168,6 +168,61 @@ TEST(Report, StackedBarChartsDrawTitleLegendTotalsAndReference) {
   EXPECT_EQ(distinct.size(), 5u);
 }
 
+TEST(Report, ChartsDrawTheStatedFigureAndWhatItsRuleAccepts) {
+  using nlohmann::json;
+  Report r = sample();
+  ClaimResult& a = r.claims[0];
+  a.stated = {{"value", 16}, {"unit", "B"}};
+  a.measurements[0].unit = "B";
+  a.measurements[0].stated = 16;
+  a.measurements[0].accept_lo = 15.984;
+  a.measurements[0].accept_hi = 16.016;
+  Measurement ppl;  // a one-sided statement in ppl, drawn on a loss (nats) axis as its log
+  ppl.name = "ppl";
+  ppl.value = 7.5;
+  ppl.unit = "ppl";
+  ppl.compared = true;
+  ppl.ok = true;
+  ppl.stated = 9.6;
+  ppl.accept_lo = -INFINITY;
+  ppl.accept_hi = 20;
+  a.measurements.push_back(ppl);
+  a.details["stacked"] = json::array(
+      {{{"title", "B per param"}, {"unit", "B"}, {"statement", "value"},
+        {"bars", {{{"name", "measured"}, {"parts", {{{"name", "weights"}, {"value", 16.0}}}}}}}}});
+  a.details["curve"] = {{"title", "loss"}, {"statement", "ppl"}, {"map", "ln"},
+                        {"series", {{{"name", "training"}, {"y", {5.0, 3.0, 2.5}}}}}};
+  std::string html = render_html(r);
+  auto svgs = svgs_of(html);
+  ASSERT_EQ(svgs.size(), 2u) << html;
+  const std::string& curve = svgs[0];
+  const std::string& bars = svgs[1];
+  for (const std::string* svg : {&curve, &bars}) {
+    EXPECT_NE(svg->find("class=\"accepted\""), std::string::npos) << *svg;
+    EXPECT_NE(svg->find("class=\"stated\""), std::string::npos) << *svg;
+    EXPECT_EQ(svg->find("nan"), std::string::npos) << *svg;
+  }
+  // Ends that three digits would merge get the digits that part them; the log axis says so in the legend.
+  EXPECT_NE(bars.find("stated 16 B"), std::string::npos) << bars;
+  EXPECT_NE(bars.find("accepted 15.98–16.02 B"), std::string::npos) << bars;
+  EXPECT_NE(curve.find("stated 9.6 ppl (ln 2.26)"), std::string::npos) << curve;
+  EXPECT_NE(curve.find("accepted ≤ 20 ppl"), std::string::npos) << curve;
+  // The stated line at ln 9.6 sits between the curve's 2.5 and 3.0 (y grows downwards); the strip reaches the
+  // plot's bottom (open below) and stops at ln 20 = 3.0.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(curve, m, std::regex("class=\"stated\" x1=\"[0-9.]+\" y1=\"([0-9.]+)\"")));
+  const double y_stated = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(curve, m, std::regex("class=\"accepted\" x=\"[0-9.]+\" y=\"([0-9.]+)\"")));
+  EXPECT_LT(std::stod(m[1]), y_stated);
+  // A statement that was not compared (or a chart naming none) draws no marks.
+  a.measurements[1].compared = false;
+  a.details.erase("stacked");
+  html = render_html(r);
+  svgs = svgs_of(html);
+  ASSERT_EQ(svgs.size(), 1u);
+  EXPECT_EQ(svgs[0].find("class=\"stated\""), std::string::npos);
+}
+
 TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
   using nlohmann::json;
   const double nan = std::nan(""), inf = HUGE_VAL;

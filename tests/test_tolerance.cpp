@@ -77,6 +77,47 @@ TEST(Tolerance, BandIsRelativeToAValueDerivedOnThisMachine) {
   EXPECT_TRUE(compare_scalar(c, 5.0, 4.8, kNone, "ms").ok);
 }
 
+// What a rule accepts, as the report draws it, is what it passes: the edges in, a hair beyond them out.
+TEST(Tolerance, TheAcceptedRangeIsWhatTheRulePasses) {
+  std::map<std::string, double> derived{{"first_loss", 5.0}};
+  struct Case {
+    Rule rule;
+    double stated, lo, hi;
+  };
+  const Case cases[] = {{rule::Close{"", 0.1, 0.01}, 10.0, 9.8, 10.2},
+                        {rule::Rounded{0.1}, 4.8, 4.75, 4.85},
+                        {rule::Bound{0.93, 0.97}, 0.95, 0.93, 0.97},
+                        {rule::Bound{std::nullopt, 20.0}, 9.6, -INFINITY, 20},
+                        {rule::Band{"first_loss", std::nullopt, 0.6}, 1.7, -INFINITY, 3.0},
+                        {rule::Band{"value", 0.8, 1.5}, 4.0, 3.2, 6.0},
+                        {rule::Equal{}, 24, 24, 24}};
+  for (const auto& k : cases) {
+    const Verdict v = compare_scalar(with(k.rule), k.stated, k.stated, derived, "");
+    for (const auto& [got, want] : {std::pair{v.accept_lo, k.lo}, std::pair{v.accept_hi, k.hi}}) {
+      if (std::isinf(want)) {
+        EXPECT_EQ(got, want) << rule_name(k.rule);
+      } else {
+        EXPECT_NEAR(got, want, 1e-12) << rule_name(k.rule);
+      }
+    }
+    for (double edge : {k.lo, k.hi}) {
+      if (!std::isfinite(edge)) continue;
+      EXPECT_TRUE(compare_scalar(with(k.rule), edge, k.stated, derived, "").ok) << rule_name(k.rule) << " " << edge;
+      const double out = edge == k.lo ? edge - 1e-6 : edge + 1e-6;
+      EXPECT_FALSE(compare_scalar(with(k.rule), out, k.stated, derived, "").ok) << rule_name(k.rule) << " " << out;
+    }
+  }
+  // Truncated is half-open: [stated, stated + step).
+  const Verdict t = compare_scalar(with(rule::Truncated{0.1}), 4.8, 4.8, kNone, "");
+  EXPECT_DOUBLE_EQ(t.accept_lo, 4.8);
+  EXPECT_DOUBLE_EQ(t.accept_hi, 4.9);
+  // Rules that judge something other than the measured figure's place accept no range of it.
+  const std::map<std::string, double> ci{{"lo", 0.08}, {"hi", 0.13}};
+  EXPECT_TRUE(std::isnan(compare_scalar(with(rule::Interval{"lo", "hi"}), 0.1, 0.14, ci, "").accept_lo));
+  // A band relative to a figure the check did not derive accepts nothing.
+  EXPECT_TRUE(std::isnan(compare_scalar(with(rule::Band{"missing", 0.8, 1.2}), 1, 1, kNone, "").accept_lo));
+}
+
 TEST(Tolerance, NonFiniteMeasurementNeverPasses) {
   for (const Rule& r : std::vector<Rule>{rule::Close{"", 1e300, 0}, rule::Rounded{1e300}, rule::Bound{-1e300, {}},
                                          rule::Band{"value", 0.0, {}}, rule::Equal{}, rule::Truncated{1e300}}) {

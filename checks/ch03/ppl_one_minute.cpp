@@ -38,6 +38,8 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                        {"x_label", "step"},
                        {"y_label", "loss (nats)"},
                        {"log_x", true},
+                       {"statement", "value"},  // the stated perplexity, drawn as its log on the loss axis
+                       {"map", "ln"},
                        {"series",
                         {{{"name", "training loss"}, {"y", r.losses}},
                          {{"name", "validation (ln ppl)"}, {"x", eval_x}, {"y", eval_loss}}}}});

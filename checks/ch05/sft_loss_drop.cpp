@@ -38,8 +38,12 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   ctx.measure("last_steps_mean", tail, "nats");
   ctx.measure("prompt_blind_entropy", h.prompt_blind, "nats");
   ctx.measure("unigram_entropy", h.unigram, "nats");
-  ctx.detail("curve", {{"title", "ch05 SFT: loss over answer tokens"}, {"x_label", "step"}, {"y_label", "loss (nats)"},
-                       {"log_x", false}, {"series", {{{"name", "SFT loss"}, {"y", r.losses}}}}});
+  ctx.detail("curve", {{"title", "ch05 SFT: loss over answer tokens"},
+                       {"x_label", "step"},
+                       {"y_label", "loss (nats)"},
+                       {"log_x", false},
+                       {"statement", "value"},
+                       {"series", {{{"name", "SFT loss"}, {"y", r.losses}}}}});
   ctx.assumption("a 2-layer decoder trained from scratch on generated Q&A (the series fine-tunes Qwen2.5-0.5B); "
                  "byte vocabulary of 258, so the first loss is about ln 258 = 5.55 (the series: 5.3)");
 #endif

@@ -107,6 +107,9 @@ json to_json(const ClaimResult& r) {
       o["ok"] = m.ok;
       o["verdict"] = m.verdict;
       if (!m.against.empty()) o["against"] = m.against;
+      if (!std::isnan(m.accept_lo) && !std::isnan(m.accept_hi))  // in the stated unit; null: an open end
+        o["accepted"] = {std::isfinite(m.accept_lo) ? json(m.accept_lo) : json(),
+                         std::isfinite(m.accept_hi) ? json(m.accept_hi) : json()};
       o["stated"] = m.stated;
       o["why"] = m.why;
       if (!m.evidence.empty()) o["evidence"] = m.evidence;
@@ -165,6 +168,11 @@ ClaimResult claim_from_json(const json& j) {
       x.ok = m.at("ok");
       x.verdict = m.at("verdict");
       x.against = m.value("against", "");
+      if (m.contains("accepted") && m["accepted"].is_array() && m["accepted"].size() == 2) {
+        const json& a = m["accepted"];
+        x.accept_lo = a[0].is_number() ? a[0].get<double>() : -INFINITY;
+        x.accept_hi = a[1].is_number() ? a[1].get<double>() : INFINITY;
+      }
       x.stated = m.at("stated");
       x.why = m.at("why");
       x.evidence = m.value("evidence", "");

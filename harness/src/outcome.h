@@ -1,5 +1,6 @@
 // Outcomes of checks and their folding into an exit status (design.md).
 #pragma once
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct Measurement {
   bool ok = false;
   std::string verdict;         // one line: the comparison and its result
   std::string against;         // what the figure was held to (tolerance.h Verdict::against), when compared
+  double accept_lo = NAN, accept_hi = NAN;  // the values it accepts, in the stated unit (Verdict::accept_lo / _hi)
   nlohmann::json stated;       // the stated value (when compared)
   std::string why;             // the tolerance's why (when compared)
   std::string evidence;        // the measurements behind the tolerance, where its expected file gives them

@@ -48,13 +48,68 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
                                 "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
                                 "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
 constexpr std::size_t kPaletteSize = sizeof kPalette / sizeof *kPalette;
+
+// The stated figure and the values its rule accepts, where a chart's input carries them (report_html.cpp fills
+// "stated" from the statement a chart names): {value, lo?, hi?, label, accepted}; lo / hi null or absent for an open
+// end. Drawn as a shaded strip (the accepted values, clipped to the plot) and a dashed line (the stated figure).
+struct StatedMark {
+  bool on = false;
+  double value = 0, lo = -INFINITY, hi = INFINITY;
+  std::string label, accepted;
+};
+StatedMark stated_mark(const json& c) {
+  StatedMark s;
+  const json st = c.is_object() ? c.value("stated", json()) : json();
+  if (!st.is_object() || !st.contains("value") || !st["value"].is_number()) return s;
+  s.value = st["value"].get<double>();
+  if (st.contains("lo") && st["lo"].is_number()) s.lo = st["lo"].get<double>();
+  if (st.contains("hi") && st["hi"].is_number()) s.hi = st["hi"].get<double>();
+  s.label = st.contains("label") && st["label"].is_string() ? st["label"].get<std::string>() : "stated";
+  s.accepted = st.contains("accepted") && st["accepted"].is_string() ? st["accepted"].get<std::string>() : "accepted";
+  s.on = std::isfinite(s.value) && !std::isnan(s.lo) && !std::isnan(s.hi) && s.lo <= s.hi;
+  return s;
+}
+constexpr const char* kAcceptFill = "#59a14f";
+std::string num1(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+// The strip and the line between x_left and x_right, for a plot showing [y0, y1] through fy.
+template <typename F>
+std::string stated_marks_svg(const StatedMark& s, double x_left, double x_right, double y0, double y1, F fy) {
+  if (!s.on) return "";
+  std::string o;
+  const double lo = std::max(s.lo, y0), hi = std::min(s.hi, y1);
+  if (hi > lo || (hi == lo && s.lo == s.hi)) {
+    const double top = fy(hi), bottom = fy(lo);
+    o += "<rect class=\"accepted\" x=\"" + num1(x_left) + "\" y=\"" + num1(top) + "\" width=\"" +
+         num1(x_right - x_left) + "\" height=\"" + num1(std::max(1.0, bottom - top)) + "\" fill=\"" + kAcceptFill +
+         "\" fill-opacity=\"0.18\"/>";
+  }
+  if (s.value >= y0 && s.value <= y1)
+    o += "<line class=\"stated\" x1=\"" + num1(x_left) + "\" y1=\"" + num1(fy(s.value)) + "\" x2=\"" + num1(x_right) +
+         "\" y2=\"" + num1(fy(s.value)) + "\" stroke=\"#1d2330\" stroke-width=\"1.4\" " + "stroke-dasharray=\"6,3\"/>";
+  return o;
+}
+// Their two legend entries from (x, y), 14 px each.
+std::string stated_legend_svg(const StatedMark& s, double x, double y) {
+  if (!s.on) return "";
+  return "<line x1=\"" + num1(x) + "\" y1=\"" + num1(y + 5) + "\" x2=\"" + num1(x + 16) + "\" y2=\"" + num1(y + 5) +
+         "\" stroke=\"#1d2330\" stroke-width=\"1.4\" stroke-dasharray=\"6,3\"/><text x=\"" + num1(x + 20) + "\" y=\"" +
+         num1(y + 9) + "\">" + html_escape(s.label) + "</text><rect x=\"" + num1(x) + "\" y=\"" + num1(y + 14) +
+         "\" width=\"16\" height=\"10\" fill=\"" + kAcceptFill + "\" fill-opacity=\"0.35\"/><text x=\"" + num1(x + 20) +
+         "\" y=\"" + num1(y + 23) + "\">" + html_escape(s.accepted) + "</text>";
+}
 }  // namespace
 
 // An inline SVG line chart for details.curve: {title, x_label, y_label, log_x, series: [{name, y, x?}],
 // band: {lo, hi, x?}} — loss curves on a log x-axis with the seed band shaded, as the series advises.
 std::string svg_curve(const json& c) {
   const double W = 660, L = 60, R = 150, T = 30, B = 42;
-  const std::size_t entries = c.value("series", json::array()).size() + (c.contains("band") ? 1 : 0);
+  const StatedMark mark = stated_mark(c);
+  const std::size_t entries =
+      c.value("series", json::array()).size() + (c.contains("band") ? 1 : 0) + (mark.on ? 2 : 0);
   const double H = std::max(270.0, T + 14.0 * static_cast<double>(entries) + 12);  // the legend fits
   const bool logx = c.value("log_x", false);
   auto xs_of = [](const json& s, std::size_t n) {
@@ -81,6 +136,10 @@ std::string svg_curve(const json& c) {
     grow(xs_of(band, band["hi"].size()), band["hi"]);
   }
   if (!(x1 > x0) || !(y1 >= y0)) return "";
+  if (mark.on) {  // the stated figure is on the plot (its accepted range only where the curves reach)
+    y0 = std::min(y0, mark.value);
+    y1 = std::max(y1, mark.value);
+  }
   if (y1 == y0) y1 = y0 + 1;
   const double pad = (y1 - y0) * 0.05;
   y0 -= pad; y1 += pad;
@@ -127,6 +186,7 @@ std::string svg_curve(const json& c) {
     for (std::size_t i = x.size(); i-- > 0;) o << num(fx(x[i])) << "," << num(fy(band["lo"][i].get<double>())) << " ";
     o << "\"/>";
   }
+  o << stated_marks_svg(mark, L, W - R, y0, y1, fy);
   int k = 0;
   for (const auto& sr : series) {
     const auto x = xs_of(sr, sr["y"].size());
@@ -144,7 +204,8 @@ std::string svg_curve(const json& c) {
   if (band.contains("lo"))
     o << "<rect x=\"" << W - R + 10 << "\" y=\"" << T + 14 * k << "\" width=\"16\" height=\"10\" fill=\"#9bbbe8\" "
       << "fill-opacity=\"0.35\"/><text x=\"" << W - R + 30 << "\" y=\"" << T + 9 + 14 * k << "\">seed band</text>";
-  o << "</svg>";
+  if (band.contains("lo")) ++k;
+  o << stated_legend_svg(mark, W - R + 10, T + 14 * k) << "</svg>";
   return o.str();
 }
 
@@ -357,6 +418,8 @@ std::string svg_stacked(const json& c) {
   const double ref_v = has_ref ? ref["value"].get<double>() : 0;
   const std::string ref_name = has_ref && ref.contains("name") && ref["name"].is_string() ? ref["name"].get<std::string>() : "";
   if (has_ref) ymax = std::max(ymax, ref_v);
+  const StatedMark mark = stated_mark(c);
+  if (mark.on && mark.value >= 0) ymax = std::max(ymax, mark.value);
   const double step = round_step(ymax);
   if (!(step > 0) || !std::isfinite(step)) return "";
   const int nstep = std::max(1, static_cast<int>(std::ceil(ymax / step - 1e-9)));
@@ -416,6 +479,7 @@ std::string svg_stacked(const json& c) {
   if (has_ref)
     o << "<line x1=\"" << L << "\" y1=\"" << num(fy(ref_v)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(ref_v))
       << "\" stroke=\"#1d2330\" stroke-width=\"1.2\" stroke-dasharray=\"5,3\"/>";
+  o << stated_marks_svg(mark, L, W - R, 0, top, fy);
   // the legend, then the reference's label under it
   double ly = T;
   for (std::size_t k = 0; k < legend.size(); ++k, ly += 14) {
@@ -431,8 +495,9 @@ std::string svg_stacked(const json& c) {
     const auto lines = wrap_text(ref_name.empty() ? sig3(ref_v) : ref_name + " = " + sig3(ref_v), 19, 3);
     for (std::size_t l = 0; l < lines.size(); ++l)
       o << "<text x=\"" << W - R + 30 << "\" y=\"" << ly + 9 + 12 * l << "\">" << html_escape(lines[l]) << "</text>";
+    ly += 12.0 * static_cast<double>(lines.size()) + 4;
   }
-  o << "</svg>";
+  o << stated_legend_svg(mark, W - R + 10, ly) << "</svg>";
   return o.str();
 }
 

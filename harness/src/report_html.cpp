@@ -164,6 +164,52 @@ void statement_row(std::ostringstream& o, const Measurement& m) {
   o << "</td></tr>";
 }
 
+// "lo–hi" with as many significant digits as it takes for the two ends to read apart (3 to 8): 15.984–16.016, not 16–16.
+std::string distinct_pair(double lo, double hi) {
+  char a[32], b[32];
+  for (int digits = 3; digits <= 8; ++digits) {
+    std::snprintf(a, sizeof a, "%.*g", digits, lo);
+    std::snprintf(b, sizeof b, "%.*g", digits, hi);
+    if (std::string(a) != b) break;
+  }
+  return std::string(a) + "–" + b;
+}
+// A chart that names the statement its y-axis shows ("statement": "value" or an `also` name; "map": "ln" where the
+// axis is the log of the stated unit, a perplexity's loss) gets that statement's stated figure and the values its
+// rule accepts (report_charts.cpp draws them); a statement not compared in this run adds nothing.
+json with_statement(json chart, const ClaimResult& c) {
+  if (!chart.is_object() || !chart.contains("statement") || !chart["statement"].is_string()) return chart;
+  const std::string name = chart["statement"].get<std::string>();
+  const bool ln = chart.value("map", "") == "ln";
+  for (const auto& m : c.measurements) {
+    if (m.name != name || !m.compared || !m.stated.is_number() || std::isnan(m.accept_lo) || std::isnan(m.accept_hi))
+      continue;
+    const std::string unit = name == "value" ? str(c.stated, "unit") : m.unit;
+    const std::string u = unit.empty() ? "" : " " + unit;
+    const double v = m.stated.get<double>(), lo = m.accept_lo, hi = m.accept_hi;
+    std::string range;
+    if (std::isfinite(lo) && std::isfinite(hi))
+      range = lo == hi ? "= " + sig3(lo) : distinct_pair(lo, hi);
+    else if (std::isfinite(hi))
+      range = "≤ " + sig3(hi);
+    else if (std::isfinite(lo))
+      range = "≥ " + sig3(lo);
+    else
+      range = "any";
+    const auto axis = [&](double x) { return !ln ? json(x) : x > 0 && std::isfinite(x) ? json(std::log(x)) : json(); };
+    json st = {{"value", ln ? std::log(v) : v},
+               {"label", "stated " + sig3(v) + u + (ln && v > 0 ? " (ln " + sig3(std::log(v)) + ")" : "")},
+               {"accepted", "accepted " + range + u}};
+    if (std::isfinite(lo) && (!ln || lo > 0)) st["lo"] = axis(lo);
+    if (std::isfinite(hi)) st["hi"] = axis(hi);
+    if (ln && !(v > 0)) break;
+    if (ln && !(hi > 0)) break;  // nothing above 0 accepted: no strip on a log axis
+    chart["stated"] = st;
+    break;
+  }
+  return chart;
+}
+
 void claim_rows(std::ostringstream& o, const ClaimResult& c, const Report& r) {
   const std::string cls = status_class(c);
   o << "<tbody class=\"claim\" id=\"" << esc(c.id) << "\" data-status=\"" << cls << "\" data-chapter=\""
@@ -209,11 +255,11 @@ void claim_rows(std::ostringstream& o, const ClaimResult& c, const Report& r) {
   auto chart = [&](const std::string& svg) {
     if (!svg.empty()) o << "<tr class=\"chart\"><td></td><td colspan=\"5\">" << svg << "</td></tr>";
   };
-  if (c.details.contains("curve")) chart(svg_curve(c.details["curve"]));
+  if (c.details.contains("curve")) chart(svg_curve(with_statement(c.details["curve"], c)));
   if (c.details.contains("roofline")) chart(svg_roofline(c.details["roofline"]));
   if (c.details.contains("stacked")) {
     const json& st = c.details["stacked"];
-    for (const auto& one : st.is_array() ? st : json::array({st})) chart(svg_stacked(one));
+    for (const auto& one : st.is_array() ? st : json::array({st})) chart(svg_stacked(with_statement(one, c)));
   }
   o << "</tbody>";
 }

@@ -279,6 +279,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.ok = v.ok;
     m.verdict = v.text;
     m.against = v.against;
+    m.accept_lo = v.accept_lo;
+    m.accept_hi = v.accept_hi;
     if (s.name == "value") r.measured = {{"value", *conv}, {"unit", s.unit}};
   }
 }

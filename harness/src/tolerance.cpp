@@ -68,6 +68,8 @@ struct Judge {
     out.text = fmt(m) + u + " vs stated " + fmt(v) + u + ": |diff| " + fmt(err) + (out.ok ? " <= " : " > ") +
                fmt(allowed) + " (" + how + "; " + pct(out.budget_used) + " of budget)";
     out.against = fmt(v) + u + " ± " + fmt(allowed);
+    out.accept_lo = v - allowed;
+    out.accept_hi = v + allowed;
     return out;
   }
   Verdict operator()(const rule::Close& c) const {
@@ -83,6 +85,8 @@ struct Judge {
     out.text = fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " +
                fmt(c.step);
     out.against = "[" + fmt(v) + ", " + fmt(v + c.step) + ")" + u;
+    out.accept_lo = v;
+    out.accept_hi = v + c.step;
     return out;
   }
   Verdict operator()(const rule::Bound& c) const {
@@ -100,6 +104,8 @@ struct Judge {
     out.against = c.min && c.max ? range_text(c.min, c.max) + u
                   : c.max        ? "≤ " + fmt(*c.max) + u
                                  : "≥ " + fmt(*c.min) + u;
+    out.accept_lo = c.min ? *c.min : -INFINITY;
+    out.accept_hi = c.max ? *c.max : INFINITY;
     return out;
   }
   Verdict operator()(const rule::Band& c) const {
@@ -124,6 +130,10 @@ struct Judge {
     const std::optional<double> hi = c.max ? std::optional<double>(*c.max * ref) : std::nullopt;
     out.against =
         range_text(lo, hi) + u + " = " + range_text(c.min, c.max) + " × " + refname + " (" + fmt(ref) + u + ")";
+    if (std::isfinite(ref) && ref > 0) {
+      out.accept_lo = lo ? *lo : -INFINITY;
+      out.accept_hi = hi ? *hi : INFINITY;
+    }
     return out;
   }
   Verdict operator()(const rule::RoundedParts& c) const {
@@ -174,6 +184,7 @@ struct Judge {
     out.ok = m == v;
     out.text = fmt(m) + u + (out.ok ? " == " : " != ") + "stated " + fmt(v) + u;
     out.against = fmt(v) + u;
+    out.accept_lo = out.accept_hi = v;
     return out;
   }
 };

@@ -3,6 +3,7 @@
 // plus the forms a claim's stated figure needs: rounded to its stated digits,
 // bounds, and bands relative to a value derived on the machine at hand.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -72,6 +73,10 @@ struct Verdict {
                               // bytes_over_bandwidth"): the report's "held to" cell, not the series' figure
   double budget_used = 0;     // the share of the tolerance used: 1 at its edge, above 1 outside (0..inf); for a
                               // range, the distance from its centre over its half-width; one-sided, x / max or min / x
+  // The measured values the rule accepts, in the stated unit (the report draws them on a chart of that figure):
+  // -inf / +inf for an open end; NaN where the rule judges something else (the stated figure inside a measured
+  // interval, the series' rounded parts).
+  double accept_lo = NAN, accept_hi = NAN;
 };
 
 // `stated` is the expected file's value in the same unit as `measured`.
