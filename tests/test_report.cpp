@@ -223,6 +223,29 @@ TEST(Report, ChartsDrawTheStatedFigureAndWhatItsRuleAccepts) {
   EXPECT_EQ(svgs[0].find("class=\"stated\""), std::string::npos);
 }
 
+// A claim with both parts lists its analytic statements before its measured ones, each tagged, whatever the order
+// the check measured them in; report.json keeps the part.
+TEST(Report, StatementsAreGroupedByPart) {
+  Report r = sample();
+  ClaimResult& a = r.claims[0];
+  a.kinds = {"analytic", "measured"};
+  Measurement timed = a.measurements[0];
+  timed.name = "time_ratio_over_byte_ratio";
+  timed.part = "measured";
+  a.measurements[0].part = "analytic";
+  a.measurements.insert(a.measurements.begin(), timed);
+  const std::string html = render_html(r);
+  const auto analytic = html.find("<span class=\"part analytic\">analytic</span> headline");
+  const auto measured = html.find("<span class=\"part measured\">measured</span> time_ratio_over_byte_ratio");
+  ASSERT_NE(analytic, std::string::npos) << html;
+  ASSERT_NE(measured, std::string::npos) << html;
+  EXPECT_LT(analytic, measured);
+  const ClaimResult back = claim_from_json(to_json(a));
+  ASSERT_EQ(back.measurements.size(), 2u);
+  EXPECT_EQ(back.measurements[0].part, "measured");
+  EXPECT_EQ(back.measurements[1].part, "analytic");
+}
+
 TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
   using nlohmann::json;
   const double nan = std::nan(""), inf = HUGE_VAL;

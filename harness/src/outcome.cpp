@@ -107,6 +107,7 @@ json to_json(const ClaimResult& r) {
       o["ok"] = m.ok;
       o["verdict"] = m.verdict;
       if (!m.against.empty()) o["against"] = m.against;
+      if (!m.part.empty()) o["part"] = m.part;
       if (!std::isnan(m.accept_lo) && !std::isnan(m.accept_hi))  // in the stated unit; null: an open end
         o["accepted"] = {std::isfinite(m.accept_lo) ? json(m.accept_lo) : json(),
                          std::isfinite(m.accept_hi) ? json(m.accept_hi) : json()};
@@ -168,6 +169,7 @@ ClaimResult claim_from_json(const json& j) {
       x.ok = m.at("ok");
       x.verdict = m.at("verdict");
       x.against = m.value("against", "");
+      x.part = m.value("part", "");
       if (m.contains("accepted") && m["accepted"].is_array() && m["accepted"].size() == 2) {
         const json& a = m["accepted"];
         x.accept_lo = a[0].is_number() ? a[0].get<double>() : -INFINITY;

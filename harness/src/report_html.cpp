@@ -153,8 +153,9 @@ void statement_row(std::ostringstream& o, const Measurement& m) {
   const std::string cls = m.ok ? (m.expected_failure ? "xpass" : "pass") : (m.expected_failure ? "xfail" : "fail");
   const std::string label = m.ok ? (m.expected_failure ? "held (expected to fail)" : "holds")
                                  : (m.expected_failure ? "fails as expected" : "fails");
-  o << "<tr class=\"stmt\"><td></td><td class=\"sname\">" << esc(m.name == "value" ? "headline" : m.name)
-    << "</td><td class=\"num\">" << esc(m.against.empty() ? value_text(m.stated, m.unit) : m.against)
+  o << "<tr class=\"stmt\"><td></td><td class=\"sname\">"
+    << (m.part.empty() ? "" : "<span class=\"part " + m.part + "\">" + m.part + "</span> ")
+    << esc(m.name == "value" ? "headline" : m.name) << "</td><td class=\"num\">" << esc(m.against.empty() ? value_text(m.stated, m.unit) : m.against)
     << "</td><td class=\"num\">" << esc(num3(m.value, m.unit)) << "</td><td><span class=\"verdict " << cls << "\">"
     << esc(label) << "</span></td><td><div>" << esc(m.verdict + basis_suffix(m.basis)) << "</div><div class=\"why\">"
     << esc(m.why) << "</div>";
@@ -235,8 +236,10 @@ void claim_rows(std::ostringstream& o, const ClaimResult& c, const Report& r) {
     << esc(c.measured.is_object() ? num3(c.measured.value("value", json()), c.measured.value("unit", "")) : "—")
     << "</td><td><span class=\"verdict " << cls << "\">" << esc(verdict_label(c)) << "</span></td><td>"
     << esc(needs_attention(c) ? cause_of(c) : c.reason) << "</td></tr>";
-  for (const auto& m : c.measurements)
-    if (m.compared) statement_row(o, m);
+  // The statements, the analytic part's before the measured part's (each in the check's order).
+  for (const char* part : {"analytic", "", "measured"})
+    for (const auto& m : c.measurements)
+      if (m.compared && m.part == part) statement_row(o, m);
   std::vector<const Measurement*> others;
   for (const auto& m : c.measurements)
     if (!m.compared) others.push_back(&m);
@@ -319,6 +322,8 @@ tbody.claim{border-top:2px solid #e1e4ea}tr.stmt td,tr.more td{font-size:12.5px;
 th{font-size:12px;text-transform:uppercase;color:#5b6474}
 td.id{font-family:ui-monospace,monospace;font-size:12.5px}td.id a{color:inherit}
 td.num{font-variant-numeric:tabular-nums}td.sname{font-family:ui-monospace,monospace;color:#3a4150}
+span.part{font:10.5px system-ui,sans-serif;padding:0 4px;border-radius:3px;margin-right:2px}
+span.part.analytic{background:#e8eefa;color:#234}span.part.measured{background:#fbeedd;color:#5a3510}
 .verdict{font-weight:700;padding:2px 8px;border-radius:10px;font-size:12px;display:inline-block}
 .src{color:#3a4150}.title,.why{color:#5b6474;font-size:12.5px}.links{font-size:12px;margin-top:2px}.links a{color:#2c5fa8}
 details{margin-top:2px}summary{cursor:pointer;color:#2c5fa8;font-size:12.5px}

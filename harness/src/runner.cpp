@@ -251,6 +251,9 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
                   "the check did not measure '" + s.name + "'");
     Measurement& m = *it;
     m.compared = true;
+    // A claim with both parts: a statement marked "part": "measured" is the measured part's, the others the analytic's.
+    const auto has = [&](const char* k) { return std::find(e.kinds.begin(), e.kinds.end(), k) != e.kinds.end(); };
+    if (has("analytic") && has("measured")) m.part = s.measured_part ? "measured" : "analytic";
     m.stated = s.value;
     m.why = s.compare.why;
     m.evidence = s.compare.evidence;
