@@ -10,12 +10,13 @@ issue 10's speed targets), all measured in the same run (CUDA events), medians w
   - one Llama layer's GEMMs swept over the batch (1 ... 1024): per-token time at the largest batch over batch 1's,
     and the smallest batch within 5% of the best per-token time (the knee, seen from the sweep).
 A benchmark that stopped with an error (no CUDA device) gives no row; with no row at all the output is [].
-Each row: name, ratio, detail (and the figures it came from).
+Each row: name, ratio, detail (and the figures it came from); a ratio of two benchmarks of the same run also its
+"samples", the ratio per repetition, which claimcheck compare's U test reads (as for the CPU rows).
 
 usage: bench_gpu_ratios.py BENCH.json OUT.json"""
 import sys
 
-from bench_decode_ratios import load_runs, main as write_rows, stats_of  # the same JSON, the same rows' file
+from bench_decode_ratios import load_runs, main as write_rows, per_repetition, stats_of  # the same JSON and rows
 
 
 def rows_from(data):
@@ -35,6 +36,8 @@ def rows_from(data):
         rows.append({"name": "GPU bf16 decode chain (CUDA graph) bytes/s as a share of the read bandwidth",
                      "ratio": chain_bps / read, "chain_ms": chain, "read_gbps": read / 1e9,
                      "spread": spread("gpu/decode/bf16_chain_graph", "gpu/bandwidth/read"),
+                     "samples": per_repetition(runs, "gpu/decode/bf16_chain_graph", "gpu/bandwidth/read", "bytes/s",
+                                               "bytes/s"),
                      "detail": f"{chain_bytes / 1e9:.2f} GB in {chain:.3f} ms = {chain_bps / 1e12:.2f} TB/s vs the read "
                                f"probe's {read / 1e12:.2f} TB/s on {device} (target >= 0.90)"})
     for mode in ("graph", "eager"):
@@ -43,6 +46,7 @@ def rows_from(data):
             rows.append({"name": f"GPU bf16 decode chain vs the cuBLAS chain ({'CUDA graphs' if mode == 'graph' else 'eager'})",
                          "ratio": blas / ours, "custom_ms": ours, "cublas_ms": blas,
                          "spread": spread(f"gpu/decode/bf16_chain_{mode}", f"gpu/decode/cublas_chain_{mode}"),
+                         "samples": per_repetition(runs, f"gpu/decode/cublas_chain_{mode}", f"gpu/decode/bf16_chain_{mode}"),
                          "detail": f"ours {ours:.3f} ms vs cublasGemmEx {blas:.3f} ms per token on {device}"
                                    + (" (target >= 1.0, goal 1.19)" if mode == "graph" else "")})
     nf = med("gpu/decode/nf4_chain_graph")
@@ -52,6 +56,7 @@ def rows_from(data):
                      "nf4_ms": nf, "bf16_ms": chain,
                      "bytes_ratio": nf_bytes / chain_bytes if nf_bytes and chain_bytes else None,
                      "spread": spread("gpu/decode/nf4_chain_graph", "gpu/decode/bf16_chain_graph"),
+                     "samples": per_repetition(runs, "gpu/decode/nf4_chain_graph", "gpu/decode/bf16_chain_graph"),
                      "detail": f"nf4 {nf:.3f} ms vs bf16 {chain:.3f} ms" +
                                (f"; bytes x{nf_bytes / chain_bytes:.3f}" if nf_bytes and chain_bytes else "") +
                                " (target <= 0.30)"})
@@ -63,6 +68,8 @@ def rows_from(data):
             rows.append({"name": f"GPU causal bf16 attention vs {torch} CUDA SDPA, H=32 D=128 T={T}",
                          "ratio": sdpa / ours, "custom_ms": ours, "sdpa_ms": sdpa,
                          "spread": spread(f"gpu/attention/ours_causal_bf16/{T}", f"gpu/attention/sdpa_causal_bf16/{T}"),
+                         "samples": per_repetition(runs, f"gpu/attention/sdpa_causal_bf16/{T}",
+                                                   f"gpu/attention/ours_causal_bf16/{T}"),
                          "detail": f"ours {ours:.3f} ms ({fl / 1e12:.0f} TFLOP/s) vs SDPA {sdpa:.3f} ms on {device}"
                                    + (" (target >= 0.5, goal 0.7)" if T == 4096 else "")})
     sweep = []
@@ -83,6 +90,8 @@ def rows_from(data):
     if peak and read:
         rows.append({"name": "GPU ridge: cuBLAS bf16 GEMM 8192^3 over the read bandwidth (FLOP/byte)",
                      "ratio": peak / read, "tflops": peak / 1e12, "read_gbps": read / 1e9,
+                     "samples": per_repetition(runs, "gpu/gemm/cublas_bf16_8192", "gpu/bandwidth/read", "FLOP/s",
+                                               "bytes/s"),
                      "detail": f"{peak / 1e12:.0f} TFLOP/s over {read / 1e12:.2f} TB/s on {device} (the H100 card's "
                                f"ridge is 295)"})
     return rows

@@ -38,7 +38,8 @@ ctest --test-dir build-cuda -L cuda --output-on-failure --no-tests=error || stat
 stage "cuda tests (exit $status)"
 rows=()
 if [ -x build-cuda/claimcheck_bench_gpu ]; then
-  build-cuda/claimcheck_bench_gpu --benchmark_repetitions=3 --benchmark_min_time=0.05 \
+  # 9 repetitions: the rows' per-repetition samples are what compare's U test judges against last night's (fewer: inconclusive).
+  build-cuda/claimcheck_bench_gpu --benchmark_repetitions=9 --benchmark_min_time=0.05 \
     --benchmark_out=report-gpu.new/bench_gpu.json --benchmark_out_format=json || status=$?
   python3 ci/bench_gpu_ratios.py report-gpu.new/bench_gpu.json report-gpu.new/bench_rows_gpu.json || status=$?
   [ -s report-gpu.new/bench_rows_gpu.json ] && rows=(--benchmarks report-gpu.new/bench_rows_gpu.json)
