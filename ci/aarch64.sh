@@ -8,7 +8,7 @@
 # machine's apt uses, with the -dev packages below unpacked into it: no chroot, no binfmt). Then configures the
 # aarch64 preset (build-aarch64/), builds the CLI and the two GoogleTest programs, and runs, under qemu-aarch64:
 # `claimcheck list`, `claimcheck run --label analytic` (exit 0: no claim failed, errored or passed unexpectedly),
-# the unit tests and the CPU kernel tests through ctest (the NEON GEMV path included: tests/test_gemv.cpp forces
+# the unit tests and the CPU kernel tests through ctest (the NEON GEMV path included: tests/kernels/test_gemv.cpp forces
 # every path the CPU runs), and the measured claims, which skip (or leave their measured part pending) with the
 # reason that the CPU is emulated (the hardware record's "emulated"). Prints the time of each stage.
 #

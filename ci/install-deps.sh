@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev libgtest-dev libbenchmark-dev
   libssl-dev libcli11-dev                # SHA-256 (OpenSSL EVP); the command line (CLI11)
   python3 python3-venv                   # the shared PyTorch environment is created from Debian's Python
-  python3-jsonschema                     # tests/check_schema.py: expected/schema.json against the expected files
+  python3-jsonschema                     # tests/expected/check_schema.py: expected/schema.json against the expected files
   fortunes                               # English text for the chapter 3 corpus
   libcpuinfo-dev                         # the core's microarchitecture where the table does not name it
 )
@@ -20,7 +20,7 @@ if [ "${1:-}" = lint ]; then
   packages+=(clang-format clang-tidy)   # ci/lint.sh
 fi
 if [ "${1:-}" = browser ]; then
-  packages+=(chromium)                   # tests/browser_report.py: report.html rendered and its DOM read back
+  packages+=(chromium)                   # tests/cli/browser_report.py: report.html rendered and its DOM read back
 fi
 if [ "${1:-}" = sanitize ]; then
   packages+=(clang libclang-rt-14-dev)   # ci/sanitize.sh: ASan + UBSan and libFuzzer (the sanitize preset)

@@ -15,7 +15,7 @@ set -uo pipefail
 DEFAULT_TORCH_PIN=2.15.0
 TORCH_PIN=${CLAIMCHECK_TORCH_PIN:-$DEFAULT_TORCH_PIN}
 NUMPY_PIN=${CLAIMCHECK_NUMPY_PIN:-2.4.6}
-# transformers and peft for tests/account_diff.py only (account's figures against what they build); optional:
+# transformers and peft for tests/cli/account_diff.py only (account's figures against what they build); optional:
 # without them that test skips. Installed into the default shared environment only (not into one of another pin,
 # whose torch they may not support, and never into an interpreter you name).
 HF_PINS="transformers==5.24.0 peft==0.21.2"
@@ -93,7 +93,7 @@ if [ -n "$HF_PINS" ] && [ ! -f "$hf_stamp" ]; then
     if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $HF_PINS >/dev/null 2>&1; then
       touch "$hf_stamp"
     else
-      echo "claimcheck: could not install $HF_PINS into $venv (no network?): tests/account_diff.py will skip" >&2
+      echo "claimcheck: could not install $HF_PINS into $venv (no network?): tests/cli/account_diff.py will skip" >&2
     fi
   fi
 fi

@@ -1,4 +1,4 @@
-// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli_faults.py): a wrong reference must make
+// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli/cli_faults.py): a wrong reference must make
 // the claims built on it fail, as a wrong kernel does. Read on every call (a test sets it per process).
 #pragma once
 #include <cstdlib>

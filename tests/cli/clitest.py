@@ -168,7 +168,7 @@ def smaller_work(exp, root):
     cfg = load(os.path.join(root, "reference", "data", "configs", "llama-scaled-ch04.json"))
     cfg.update(hidden_size=128, intermediate_size=448, num_attention_heads=4, num_key_value_heads=1,
                num_hidden_layers=2, vocab_size=2048)
-    cfg["_source"] = "tests/clitest.py: llama-scaled-ch04.json narrowed for the report test and the planted faults"
+    cfg["_source"] = "tests/cli/clitest.py: llama-scaled-ch04.json narrowed for the report test and the planted faults"
     tiny = os.path.join(os.path.dirname(exp), "llama-tiny-fsdp.json")
     save(tiny, cfg)
     for rel, changes in (("ch06/ridge_measured.json", {"batches": [1, 8, 64]}), ("ch06/decode_measured.json", {"layers": 1}),

@@ -167,7 +167,7 @@ for r in d["inputs"]["runs"]:
         r["tokens"] = 128
 save(oom, d)
 CONTROLLED = {"ch04.oom_attribution"}
-# Long measured runs on smaller work (tests/clitest.py: the report test passes them so). Not the seed spread:
+# Long measured runs on smaller work (tests/cli/clitest.py: the report test passes them so). Not the seed spread:
 # over fewer than 16 seeds its bootstrap interval widens to take in the series' 0.14 (8 seeds: 0.044-0.149).
 smaller_work(exp, a.root)
 atexit.register(shutil.rmtree, tmp, True)  # also where a pair exits 77 (skipped here)
