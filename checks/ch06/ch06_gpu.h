@@ -44,6 +44,8 @@ struct Roof {
   bool read_exact = false;
   std::string device;
   double ridge() const { return peak / read; }
+  // The device-neutral view (ch06_roofs.h); theory_peak: the datasheet's, where the check has one.
+  Roofs roofs(double theory_peak = 0) const { return {device, read, peak, theory_peak, {}}; }
 };
 
 // The compute roof, with the probe fault a test planted (the CPU probe's names: probe_few_chains, probe_scalar).
@@ -82,11 +84,6 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"bf16_gemm_tflops", r.peak / 1e12}, {"ridge_flop_per_byte", r.peak > 0 ? r.ridge() : 0.0},
           {"gemm_max_rel_err", r.gemm_rel_err}};
 }
-inline nlohmann::json chart(const std::string& title, const Roof& r, double theory_peak, const nlohmann::json& points) {
-  return {{"title", title}, {"peak_flops", r.peak}, {"bandwidth", r.read}, {"theoretical_peak_flops", theory_peak},
-          {"points", points}};
-}
-
 inline K::DecodeShape shape(claimcheck::Context& ctx, int layers) {
   K::DecodeShape d;
   d.hidden = positive_int(ctx, "hidden", 65536);

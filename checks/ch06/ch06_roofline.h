@@ -1,7 +1,8 @@
 // Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline.cpp) held
 // against the theoretical peak (reference/), times paired with the roof of the same moment, a batch sweep of one
-// Llama-shaped matrix on the bf16 kernels, and the roofline picture for the report (details.roofline). Inputs in
-// ch06_inputs.h, the decode stack's data and timing in ch06_decode.h, the GPU's roof in ch06_gpu.h.
+// Llama-shaped matrix on the bf16 kernels. Inputs in ch06_inputs.h, the decode stack's data and timing in
+// ch06_decode.h, the GPU's roof in ch06_gpu.h; both roofs give the device-neutral view of ch06_roofs.h (Roof::roofs),
+// which holds a kernel's FLOPs and bytes against them and draws the report's roofline (details.roofline).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 
 #include "ch06_decode.h"
 #include "ch06_inputs.h"
+#include "ch06_roofs.h"
 #include "claimcheck/base/threads.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/check.h"
@@ -66,6 +68,16 @@ struct Roof {
   K::RooflineFaults faults;  // planted by a test (the probe's own faults)
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
+  // The device-neutral view (ch06_roofs.h): the fp32 FMA roof, the read bandwidth, the other engines' roofs.
+  Roofs roofs() const {
+    Roofs v{cpu.model_name + (uarch.known() ? " (" + uarch.name + ")" : ""),
+            bw.read_bytes_per_s,
+            peak.flops_per_s,
+            theory(),
+            {}};
+    for (std::size_t i = 1; i < engines.size(); ++i) v.engines.emplace_back(engines[i].name, engines[i].peak);
+    return v;
+  }
 };
 
 inline int isa_vector_bits(const std::string& isa) {
@@ -237,24 +249,6 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"engines", engines},
           {"theoretical_gflops_system_clock", r.theory_system / 1e9},
           {"theoretical_gflops_loaded_clock", r.theory_loaded / 1e9}};
-}
-
-// details.roofline: a log-log roofline with the measured roofs and the points a check measured; every engine measured
-// beyond the fp32 FMA is drawn as a roof of its own (with its ridge).
-inline nlohmann::json roofline_chart(const std::string& title, const Roof& r, const nlohmann::json& points) {
-  nlohmann::json roofs = nlohmann::json::array();
-  for (std::size_t i = 1; i < r.engines.size(); ++i)
-    if (r.engines[i].peak > 0) roofs.push_back({{"name", r.engines[i].name}, {"flops", r.engines[i].peak}});
-  nlohmann::json j = {{"title", title},
-                      {"peak_flops", r.peak.flops_per_s},
-                      {"bandwidth", r.bw.read_bytes_per_s},
-                      {"points", points}};
-  if (r.theory() > 0) j["theoretical_peak_flops"] = r.theory();
-  if (!roofs.empty()) j["roofs"] = roofs;
-  return j;
-}
-inline nlohmann::json roofline_point(const std::string& name, double intensity, double flops_per_s) {
-  return {{"name", name}, {"intensity", intensity}, {"flops", flops_per_s}};
 }
 
 // One step of a batch of B tokens through W (bf16 [N, K]) per batch size: the time of the best of a few runs.

@@ -41,18 +41,20 @@ static void decode_intensity(claimcheck::Context& ctx) {
     const auto sweep = G::C::layer_batch_sweep(shape, batches, 20, faults);
     const G::C::SweepPoint& p1 = sweep.front();
     const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
-    ctx.measure("b1_vs_bandwidth_roof", p1.seconds / (p1.bytes / roof.read), "ratio");
-    ctx.measure_bool("measured_memory_bound", p1.flops / roof.peak < p1.bytes / roof.read);
+    const ch06::Roofs roofs = roof.roofs();
+    ctx.measure("b1_vs_bandwidth_roof", p1.seconds / roofs.bytes_seconds(p1.bytes), "ratio");
+    ctx.measure_bool("measured_memory_bound", roofs.memory_bound(p1.flops, p1.bytes));
     ctx.measure("per_token_speedup_b4", p1.seconds / (p4.seconds / 4), "ratio");
     nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
     for (const auto& p : sweep) {
-      pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops / p.bytes, p.flops / p.seconds));
+      pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops, p.bytes, p.seconds));
       rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
     }
     ctx.detail("sweep", rows);
     ctx.detail("roof", G::roof_json(roof));
-    ctx.detail("roofline", G::chart("batch 1 to " + std::to_string(batches.back()) + " of one Llama layer on " + roof.device,
-                                    roof, 0, pts));
+    ctx.detail("roofline", ch06::roofline_chart(
+                               "batch 1 to " + std::to_string(batches.back()) + " of one Llama layer on " + roof.device,
+                               roofs, pts));
     ctx.assumption("measured on " + roof.device + ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
                    "cublasGemmEx (bf16, fp32 accumulation), the median of 20 runs per batch; batch 1 against its bytes "
                    "over the read probe's bandwidth");
@@ -83,13 +85,14 @@ static void decode_intensity(claimcheck::Context& ctx) {
   nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
   for (const auto& p : sweep) {
     const double f = ch06::sweep_flops(N, Kd, p.batch), b = ch06::sweep_bytes(N, Kd, p.batch);
-    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), f / b, f / p.seconds));
+    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), f, b, p.seconds));
     rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
   }
   ctx.detail("sweep", rows);
   ctx.detail("roof", ch06::roof_json(roof));
   ctx.detail("roofline", ch06::roofline_chart("batch 1 to " + std::to_string(batches.back()) + " of one " +
-                                                  std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix", roof, pts));
+                                                  std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix",
+                                              roof.roofs(), pts));
   ctx.assumption("measured: " + std::to_string(N) + "x" + std::to_string(Kd) + " bf16 weights (" +
                  std::to_string(2LL * N * Kd >> 20) +
                  " MiB, beyond the last-level cache) through the project's "

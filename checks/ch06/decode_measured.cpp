@@ -20,19 +20,19 @@ static void decode_measured_gpu(claimcheck::Context& ctx) {
   const double t_blas = chain.time_graph(steps, /*cublas=*/true), t_blas_eager = chain.time_eager(steps, true);
   const double bytes = G::shape_bytes(shape, vocab, false);  // from the shape, not from the kernel's count
   ctx.measure_bool("kernel_bytes_match_shape", chain.weight_bytes() == bytes);
-  ctx.derive("bytes_over_bandwidth", bytes / roof.read * 1e3, "ms");
+  const ch06::Roofs roofs = roof.roofs();
+  ctx.derive("bytes_over_bandwidth", roofs.bytes_seconds(bytes) * 1e3, "ms");
   ctx.measure(t * 1e3, "ms");
-  ctx.measure("share_of_read_bandwidth", bytes / t / roof.read, "ratio");
+  ctx.measure("share_of_read_bandwidth", roofs.bytes_seconds(bytes) / t, "ratio");
   ctx.measure("read_gb_s", roof.read / 1e9, "GB/s");
   ctx.measure("weight_mb", bytes / 1e6, "MB");
   ctx.measure("cublas_graph_ms", t_blas * 1e3, "ms");
   ctx.measure("speedup_vs_cublas_graph", t_blas / t, "ratio");
   ctx.detail("eager_ms", {{"ours", t_eager * 1e3}, {"cublas", t_blas_eager * 1e3}});
   ctx.detail("roof", G::roof_json(roof));
-  const double intensity = chain.flops() / bytes;
-  ctx.detail("roofline", G::chart("a decode step on " + roof.device, roof, 0,
-                                  nlohmann::json::array({ch06::roofline_point("bf16 GEMV chain", intensity, chain.flops() / t),
-                                                         ch06::roofline_point("cuBLAS chain", intensity, chain.flops() / t_blas)})));
+  ctx.detail("roofline", ch06::roofline_chart("a decode step on " + roof.device, roofs,
+                                              {ch06::roofline_point("bf16 GEMV chain", chain.flops(), bytes, t),
+                                               ch06::roofline_point("cuBLAS chain", chain.flops(), bytes, t_blas)}));
   ctx.assumption(std::to_string(shape.layers) + " Llama-3-8B-shaped layers and a " + std::to_string(vocab) + "-row lm_head on " +
                  roof.device + ": " + std::to_string(bytes / 1e9) + " GB of bf16 weights, each read once per token; "
                  "the median of " + std::to_string(steps) + " replays of the step captured in a CUDA graph (CUDA events), against "
@@ -84,14 +84,13 @@ static void decode_measured(claimcheck::Context& ctx) {
     ctx.measure("libtorch_ms", t_torch * 1e3, "ms");
     ctx.measure("speedup_vs_libtorch", t_torch / t, "ratio");
   }
-  const double intensity = stack.flops() / bytes;
-  nlohmann::json pts = nlohmann::json::array({ch06::roofline_point("bf16 GEMV chain", intensity, stack.flops() / t)});
-  if (t_torch > 0) pts.push_back(ch06::roofline_point("LibTorch bf16 chain", intensity, stack.flops() / t_torch));
+  nlohmann::json pts = nlohmann::json::array({ch06::roofline_point("bf16 GEMV chain", stack.flops(), bytes, t)});
+  if (t_torch > 0) pts.push_back(ch06::roofline_point("LibTorch bf16 chain", stack.flops(), bytes, t_torch));
   ctx.detail("roof", ch06::roof_json(roof));
   ctx.detail("step_over_read", run.ratios);  // each round's, in order
   ctx.detail("kernel_isa", ch06::K::gemv_simd_path());
   ctx.detail("libtorch", t_torch > 0 ? ch06::ref::torch_gemv_api() : torch_why);
-  ctx.detail("roofline", ch06::roofline_chart("a decode step on this CPU", roof, pts));
+  ctx.detail("roofline", ch06::roofline_chart("a decode step on this CPU", roof.roofs(), pts));
   ctx.assumption(std::to_string(shape.layers) + " Llama-3-8B-shaped layers (hidden " + std::to_string(shape.hidden) +
                  ", KV " + std::to_string(shape.kv_dim) + ", FFN " + std::to_string(shape.ffn) +
                  "): " + std::to_string(bytes / 1e6) + " MB of bf16 weights, each read once per token; " +

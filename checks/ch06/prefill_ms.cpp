@@ -50,15 +50,16 @@ static void prefill_ms(claimcheck::Context& ctx) {
     const double t = layers * layer.seconds + head.seconds;
     const double flops = layers * layer.flops + head.flops;
     const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
-    ctx.derive("flops_over_peak", flops / roof.peak * 1e3, "ms");
-    ctx.derive("intensity_over_ridge", flops / bytes / roof.ridge(), "ratio");
+    const ch06::Roofs roofs = roof.roofs();
+    ctx.derive("flops_over_peak", roofs.flops_seconds(flops) * 1e3, "ms");
+    ctx.derive("intensity_over_ridge", flops / bytes / roofs.ridge(), "ratio");
     ctx.measure("measured_ms", t * 1e3, "ms");
-    ctx.measure("measured_time_over_bytes_roof", t / (bytes / roof.read), "ratio");
-    ctx.measure("measured_share_of_peak", flops / t / roof.peak, "ratio");
+    ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(bytes), "ratio");
+    ctx.measure("measured_share_of_peak", roofs.flops_seconds(flops) / t, "ratio");
     ctx.detail("roof", G::roof_json(roof));
-    ctx.detail("roofline", G::chart("prefill of " + std::to_string(T) + " tokens on " + roof.device, roof, 0,
-                                    nlohmann::json::array({ch06::roofline_point("prefill T=" + std::to_string(T),
-                                                                                flops / bytes, flops / t)})));
+    ctx.detail("roofline",
+               ch06::roofline_chart("prefill of " + std::to_string(T) + " tokens on " + roof.device, roofs,
+                                    {ch06::roofline_point("prefill T=" + std::to_string(T), flops, bytes, t)}));
     ctx.assumption("measured on " + roof.device + ": " + std::to_string(T) + " tokens through one Llama-3-8B-shaped "
                    "layer's seven GEMMs (cuBLAS, bf16), its median time x " + std::to_string(layers) + " layers, plus the " +
                    std::to_string(vocab) + "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
@@ -90,10 +91,9 @@ static void prefill_ms(claimcheck::Context& ctx) {
   ctx.measure("measured_time_over_bytes_roof", t / (layer_bytes / roof.bw.read_bytes_per_s), "ratio");
   ctx.measure("measured_share_of_peak", layer_flops / t / paired.peak, "ratio");
   ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart("prefill of " + std::to_string(T) + " tokens through a layer", roof,
-                                              nlohmann::json::array({ch06::roofline_point(
-                                                  "prefill T=" + std::to_string(T), layer_flops / layer_bytes,
-                                                  layer_flops / t)})));
+  ctx.detail("roofline", ch06::roofline_chart(
+                             "prefill of " + std::to_string(T) + " tokens through a layer", roof.roofs(),
+                             {ch06::roofline_point("prefill T=" + std::to_string(T), layer_flops, layer_bytes, t)}));
   ctx.assumption("measured: " + std::to_string(T) + " tokens through one Llama-3-8B-shaped layer's q, k, v, o, gate, "
                  "up, down (" + std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
                  ch06::K::gemv_simd_path() + ", fp32 FMA)");

@@ -40,11 +40,11 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   ctx.measure("train_time_over_compute_roof", train_vs_comp, "ratio");
   ctx.detail("decode_step_over_read", dec.ratios);  // each round's, in order
   ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart(
-                             "decode and training on this CPU", roof,
-                             nlohmann::json::array({ch06::roofline_point("decode step (bf16, batch 1)", dec_i, stack.flops() / t_dec),
-                                                    ch06::roofline_point("training step (fp32 block)", train_i,
-                                                                         step_flops / step.step_s)})));
+  ctx.detail("roofline",
+             ch06::roofline_chart("decode and training on this CPU", roof.roofs(),
+                                  {ch06::roofline_point("decode step (bf16, batch 1)", stack.flops(), dec_bytes, t_dec),
+                                   ch06::roofline_point("training step (fp32 block)", step_flops,
+                                                        static_cast<double>(step.step_peak_bytes), step.step_s)}));
   ctx.assumption("measured decode: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layer(s), bf16, batch 1: "
                  "FLOPs over the weight bytes, and its time against one read of those very bytes by the read probe "
                  "just before (the memory roof explains it)");

@@ -54,12 +54,13 @@ static void ridge_measured_gpu(claimcheck::Context& ctx) {
   ctx.measure("roof_batch", sweep[top].batch, "count");
   nlohmann::json pts = nlohmann::json::array(), bx = nlohmann::json::array(), by = nlohmann::json::array();
   for (const auto& p : sweep) {
-    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops / p.bytes, p.flops / p.seconds));
+    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops, p.bytes, p.seconds));
     bx.push_back(p.batch);
     by.push_back(p.seconds / p.batch * 1e3);
   }
   ctx.detail("roof", G::roof_json(roof));
-  ctx.detail("roofline", G::chart("batch sweep of one Llama layer on " + roof.device, roof, spec.peak_flops, pts));
+  ctx.detail("roofline", ch06::roofline_chart("batch sweep of one Llama layer on " + roof.device,
+                                              roof.roofs(spec.peak_flops), pts));
   ctx.detail("curve", {{"title", "time per token against batch size (one Llama layer; knee at B = " +
                                     std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
                        {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
@@ -146,16 +147,16 @@ static void ridge_measured(claimcheck::Context& ctx) {
   nlohmann::json pts = nlohmann::json::array(), bx = nlohmann::json::array(), by = nlohmann::json::array();
   for (const auto& p : sweep) {
     const double f = ch06::sweep_flops(N, Kd, p.batch), b = ch06::sweep_bytes(N, Kd, p.batch);
-    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), f / b, f / p.seconds));
+    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), f, b, p.seconds));
     bx.push_back(p.batch);
     by.push_back(p.seconds / p.batch * 1e3);
   }
   ctx.detail("roof", ch06::roof_json(roof));
   ctx.detail("libtorch_read_gb_s", torch_read / 1e9);  // the medians of the five pairs, each side
   ctx.detail("probe_read_paired_gb_s", probe_read / 1e9);
-  ch06::Roof drawn = roof;  // the roofs the knee was judged against: batch 1's bandwidth, the top batch's peak
-  drawn.bw.read_bytes_per_s = b1.bandwidth;
-  drawn.peak.flops_per_s = roof_pair.peak;
+  ch06::Roofs drawn = roof.roofs();  // the roofs the knee was judged against: batch 1's bandwidth, the top batch's peak
+  drawn.read = b1.bandwidth;
+  drawn.peak = roof_pair.peak;
   ctx.detail("roofline", ch06::roofline_chart("batch sweep of one " + std::to_string(N) + "x" + std::to_string(Kd) +
                                                   " bf16 matrix on this CPU", drawn, pts));
   ctx.detail("curve", {{"title", "time per token against batch size (" + std::to_string(N) + "x" + std::to_string(Kd) +
