@@ -29,6 +29,16 @@ using gemv_test::random_bf16;
 using gemv_test::random_f32;
 using gemv_test::tol32;
 std::vector<double> widen(const float* x, std::size_t n) { return std::vector<double>(x, x + n); }
+// A decode stack small enough for fp64 references: two layers, hidden 128, four heads of 16.
+K::DecodeShape small_stack() {
+  K::DecodeShape s;
+  s.hidden = 128;
+  s.kv_dim = 32;
+  s.ffn = 192;
+  s.layers = 2;
+  s.head_dim = 16;
+  return s;
+}
 
 
 // Runs body once per SIMD path this CPU can run, that path forced ("avx512_emulated": the AVX-512 panel tile's source
@@ -263,12 +273,7 @@ TEST(Gemv, DecodeWeightsAreDeterministic) {
 }
 
 TEST(Gemv, DecodeStackMatchesFp64) {
-  K::DecodeShape s;
-  s.hidden = 128;
-  s.kv_dim = 32;
-  s.ffn = 192;
-  s.layers = 2;
-  s.head_dim = 16;
+  const K::DecodeShape s = small_stack();
   const K::DecodeStack bf(s, "bf16", 7), nf(s, "nf4", 7), bf2(s, "bf16", 7);
   const ref::RefDecodeShape rs{s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim};
   const std::size_t per_layer = 2ull * s.hidden * s.hidden + 2ull * s.kv_dim * s.hidden + 3ull * s.ffn * s.hidden;
@@ -333,12 +338,7 @@ TEST(Gemv, LibTorchCompetitorMatchesFp64) {
     // bf16 activations and a bf16 result: a few bf16 steps of sum |w x|.
     for (int n = 0; n < N; ++n) ASSERT_NEAR(Y[static_cast<std::size_t>(b) * N + n], r[n], std::ldexp(a[n], -6)) << n;
   }
-  K::DecodeShape s;
-  s.hidden = 128;
-  s.kv_dim = 32;
-  s.ffn = 192;
-  s.layers = 2;
-  s.head_dim = 16;
+  const K::DecodeShape s = small_stack();
   const K::DecodeStack bf(s, "bf16", 7);
   const int rows[7] = {s.hidden, s.kv_dim, s.kv_dim, s.hidden, s.ffn, s.ffn, s.hidden};
   const int cols[7] = {s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.ffn};
