@@ -29,7 +29,7 @@ using gemv_test::random_bf16;
 using gemv_test::random_f32;
 using gemv_test::tol32;
 std::vector<double> widen(const float* x, std::size_t n) { return std::vector<double>(x, x + n); }
-// A decode stack small enough for fp64 references: two layers, hidden 128, four heads of 16.
+// A decode stack small enough for fp64 references: two layers, hidden 128 (8 heads of 16; 2 of keys and values).
 K::DecodeShape small_stack() {
   K::DecodeShape s;
   s.hidden = 128;
