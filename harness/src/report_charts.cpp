@@ -49,6 +49,52 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
                                 "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
 constexpr std::size_t kPaletteSize = sizeof kPalette / sizeof *kPalette;
 
+// Display width of a UTF-8 string in "narrow characters": a CJK (three- or four-byte) code point counts two.
+std::size_t text_width(const std::string& s) {
+  std::size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) w += c >= 0xE0 ? 2 : 1;
+  return w;
+}
+
+// Greedy word wrap into at most max_lines lines of about max_w narrow characters; a word longer than a
+// line is cut at a code-point boundary, and text that does not fit ends its last line with "…".
+std::vector<std::string> wrap_text(const std::string& s, std::size_t max_w, std::size_t max_lines) {
+  std::vector<std::string> words, lines;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) {
+    while (text_width(w) > max_w) {  // cut an over-long word
+      std::size_t i = 0, wd = 0;
+      while (i < w.size()) {
+        std::size_t j = i + 1;
+        while (j < w.size() && (static_cast<unsigned char>(w[j]) & 0xC0) == 0x80) ++j;
+        const std::size_t cw = static_cast<unsigned char>(w[i]) >= 0xE0 ? 2 : 1;
+        if (wd + cw > max_w && i > 0) break;
+        wd += cw;
+        i = j;
+      }
+      words.push_back(w.substr(0, i));
+      w = w.substr(i);
+    }
+    if (!w.empty()) words.push_back(w);
+  }
+  std::string cur;
+  for (const auto& w : words) {
+    if (!cur.empty() && text_width(cur) + 1 + text_width(w) <= max_w)
+      cur += " " + w;
+    else {
+      if (!cur.empty()) lines.push_back(cur);
+      cur = w;
+    }
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  if (lines.size() > max_lines) {
+    lines.resize(max_lines);
+    lines.back() += "…";
+  }
+  return lines;
+}
+
 // The stated figure and the values its rule accepts, where a chart's input carries them (report_html.cpp fills
 // "stated" from the statement a chart names): {value, lo?, hi?, label, accepted}; lo / hi null or absent for an open
 // end. Drawn as a shaded strip (the accepted values, clipped to the plot) and a dashed line (the stated figure).
@@ -92,14 +138,30 @@ std::string stated_marks_svg(const StatedMark& s, double x_left, double x_right,
          "\" y2=\"" + num1(fy(s.value)) + "\" stroke=\"#1d2330\" stroke-width=\"1.4\" " + "stroke-dasharray=\"6,3\"/>";
   return o;
 }
-// Their two legend entries from (x, y), 14 px each.
+// Their legend entries from (x, y): the line and the strip, each label wrapped to the legend's width (two lines at
+// most, 12 px apart).
+std::vector<std::string> stated_legend_lines(const std::string& s) { return wrap_text(s, 18, 2); }
+double stated_legend_height(const StatedMark& s) {
+  if (!s.on) return 0;
+  return 14.0 * 2 +
+         12.0 * static_cast<double>(stated_legend_lines(s.label).size() + stated_legend_lines(s.accepted).size() - 2);
+}
 std::string stated_legend_svg(const StatedMark& s, double x, double y) {
   if (!s.on) return "";
-  return "<line x1=\"" + num1(x) + "\" y1=\"" + num1(y + 5) + "\" x2=\"" + num1(x + 16) + "\" y2=\"" + num1(y + 5) +
-         "\" stroke=\"#1d2330\" stroke-width=\"1.4\" stroke-dasharray=\"6,3\"/><text x=\"" + num1(x + 20) + "\" y=\"" +
-         num1(y + 9) + "\">" + html_escape(s.label) + "</text><rect x=\"" + num1(x) + "\" y=\"" + num1(y + 14) +
-         "\" width=\"16\" height=\"10\" fill=\"" + kAcceptFill + "\" fill-opacity=\"0.35\"/><text x=\"" + num1(x + 20) +
-         "\" y=\"" + num1(y + 23) + "\">" + html_escape(s.accepted) + "</text>";
+  std::string o = "<line x1=\"" + num1(x) + "\" y1=\"" + num1(y + 5) + "\" x2=\"" + num1(x + 16) + "\" y2=\"" +
+                  num1(y + 5) + "\" stroke=\"#1d2330\" stroke-width=\"1.4\" stroke-dasharray=\"6,3\"/>";
+  for (const auto& line : stated_legend_lines(s.label)) {
+    o += "<text x=\"" + num1(x + 20) + "\" y=\"" + num1(y + 9) + "\">" + html_escape(line) + "</text>";
+    y += 12;
+  }
+  y += 2;
+  o += "<rect x=\"" + num1(x) + "\" y=\"" + num1(y) + "\" width=\"16\" height=\"10\" fill=\"" + kAcceptFill +
+       "\" fill-opacity=\"0.35\"/>";
+  for (const auto& line : stated_legend_lines(s.accepted)) {
+    o += "<text x=\"" + num1(x + 20) + "\" y=\"" + num1(y + 9) + "\">" + html_escape(line) + "</text>";
+    y += 12;
+  }
+  return o;
 }
 }  // namespace
 
@@ -108,9 +170,9 @@ std::string stated_legend_svg(const StatedMark& s, double x, double y) {
 std::string svg_curve(const json& c) {
   const double W = 660, L = 60, R = 150, T = 30, B = 42;
   const StatedMark mark = stated_mark(c);
-  const std::size_t entries =
-      c.value("series", json::array()).size() + (c.contains("band") ? 1 : 0) + (mark.on ? 2 : 0);
-  const double H = std::max(270.0, T + 14.0 * static_cast<double>(entries) + 12);  // the legend fits
+  const std::size_t entries = c.value("series", json::array()).size() + (c.contains("band") ? 1 : 0);
+  const double H =
+      std::max(270.0, T + 14.0 * static_cast<double>(entries) + stated_legend_height(mark) + 12);  // the legend fits
   const bool logx = c.value("log_x", false);
   auto xs_of = [](const json& s, std::size_t n) {
     std::vector<double> x;
@@ -208,55 +270,6 @@ std::string svg_curve(const json& c) {
   o << stated_legend_svg(mark, W - R + 10, T + 14 * k) << "</svg>";
   return o.str();
 }
-
-namespace {
-
-// Display width of a UTF-8 string in "narrow characters": a CJK (three- or four-byte) code point counts two.
-std::size_t text_width(const std::string& s) {
-  std::size_t w = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) w += c >= 0xE0 ? 2 : 1;
-  return w;
-}
-
-// Greedy word wrap into at most max_lines lines of about max_w narrow characters; a word longer than a
-// line is cut at a code-point boundary, and text that does not fit ends its last line with "…".
-std::vector<std::string> wrap_text(const std::string& s, std::size_t max_w, std::size_t max_lines) {
-  std::vector<std::string> words, lines;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) {
-    while (text_width(w) > max_w) {  // cut an over-long word
-      std::size_t i = 0, wd = 0;
-      while (i < w.size()) {
-        std::size_t j = i + 1;
-        while (j < w.size() && (static_cast<unsigned char>(w[j]) & 0xC0) == 0x80) ++j;
-        const std::size_t cw = static_cast<unsigned char>(w[i]) >= 0xE0 ? 2 : 1;
-        if (wd + cw > max_w && i > 0) break;
-        wd += cw;
-        i = j;
-      }
-      words.push_back(w.substr(0, i));
-      w = w.substr(i);
-    }
-    if (!w.empty()) words.push_back(w);
-  }
-  std::string cur;
-  for (const auto& w : words) {
-    if (!cur.empty() && text_width(cur) + 1 + text_width(w) <= max_w) cur += " " + w;
-    else {
-      if (!cur.empty()) lines.push_back(cur);
-      cur = w;
-    }
-  }
-  if (!cur.empty()) lines.push_back(cur);
-  if (lines.size() > max_lines) {
-    lines.resize(max_lines);
-    lines.back() += "…";
-  }
-  return lines;
-}
-
-}  // namespace
 
 // An inline log-log roofline for details.roofline: {title, peak_flops, bandwidth, theoretical_peak_flops?,
 // roofs?: [{name, flops}], points: [{name, intensity, flops}]}: the measured roofs (bandwidth slope, peak ceiling,

@@ -199,7 +199,7 @@ json with_statement(json chart, const ClaimResult& c) {
       range = "any";
     const auto axis = [&](double x) { return !ln ? json(x) : x > 0 && std::isfinite(x) ? json(std::log(x)) : json(); };
     json st = {{"value", ln ? std::log(v) : v},
-               {"label", "stated " + sig3(v) + u + (ln && v > 0 ? " (ln " + sig3(std::log(v)) + ")" : "")},
+               {"label", "stated " + sig3(v) + u + (ln && v > 0 ? " (ln\u00a0" + sig3(std::log(v)) + ")" : "")},
                {"accepted", "accepted " + range + u}};
     if (std::isfinite(lo) && (!ln || lo > 0)) st["lo"] = axis(lo);
     if (std::isfinite(hi)) st["hi"] = axis(hi);

@@ -203,10 +203,13 @@ TEST(Report, ChartsDrawTheStatedFigureAndWhatItsRuleAccepts) {
     EXPECT_EQ(svg->find("nan"), std::string::npos) << *svg;
   }
   // Ends that three digits would merge get the digits that part them; the log axis says so in the legend.
-  EXPECT_NE(bars.find("stated 16 B"), std::string::npos) << bars;
-  EXPECT_NE(bars.find("accepted 15.98–16.02 B"), std::string::npos) << bars;
-  EXPECT_NE(curve.find("stated 9.6 ppl (ln 2.26)"), std::string::npos) << curve;
-  EXPECT_NE(curve.find("accepted ≤ 20 ppl"), std::string::npos) << curve;
+  // Each label fits the legend: wrapped at a space, never inside a figure.
+  EXPECT_NE(bars.find(">stated 16 B</text>"), std::string::npos) << bars;
+  EXPECT_NE(bars.find(">accepted</text>"), std::string::npos) << bars;
+  EXPECT_NE(bars.find(">15.98–16.02 B</text>"), std::string::npos) << bars;
+  EXPECT_NE(curve.find(">stated 9.6 ppl</text>"), std::string::npos) << curve;
+  EXPECT_NE(curve.find(">(ln\u00a02.26)</text>"), std::string::npos) << curve;
+  EXPECT_NE(curve.find(">accepted ≤ 20 ppl</text>"), std::string::npos) << curve;
   // The stated line at ln 9.6 sits between the curve's 2.5 and 3.0 (y grows downwards); the strip reaches the
   // plot's bottom (open below) and stops at ln 20 = 3.0.
   std::smatch m;
