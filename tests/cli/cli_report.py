@@ -91,6 +91,12 @@ html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
 t.check(html.count('<section class="chapter"') == 6 and "全量微调" in html and 'id="hardware"' in html
         and 'id="attention"' in html and 'id="filter"' in html,
         "html has the machine's card, what needs attention, the filter, six chapter sections and the source sentences")
+# The charts whose axis is a stated figure draw it and the values its rule accepts (a dashed line, a strip).
+ran = {c["id"] for c in load(os.path.join(out, "report.json"))["claims"] if c["status"] != "skip"}
+for cid in sorted({"ch04.bytes_per_param_measured", "ch05.sft_loss_drop"} & ran):
+    i = html.find(f'<tbody class="claim" id="{cid}"')
+    body = html[i:html.find("</tbody>", i)] if i >= 0 else ""
+    t.check('class="stated"' in body and 'class="accepted"' in body, f"{cid}'s chart draws its stated figure and accepted range")
 
 # A failed run (bad expected dir) must not touch the good report.
 def tree(d):  # every file under the report, artifacts/ included
