@@ -25,7 +25,7 @@ struct Measurement {
   std::string verdict;         // one line: the comparison and its result
   std::string against;         // what the figure was held to (tolerance.h Verdict::against), when compared
   double accept_lo = NAN, accept_hi = NAN;  // the values it accepts, in the stated unit (Verdict::accept_lo / _hi)
-  std::string part;            // "analytic" or "measured" where the claim has both parts (its statement's "part"), else ""
+  std::string part;            // "analytic" / "measured" where the claim has both parts (the statement's), else ""
   nlohmann::json stated;       // the stated value (when compared)
   std::string why;             // the tolerance's why (when compared)
   std::string evidence;        // the measurements behind the tolerance, where its expected file gives them

@@ -165,7 +165,7 @@ void statement_row(std::ostringstream& o, const Measurement& m) {
   o << "</td></tr>";
 }
 
-// "lo–hi" with as many significant digits as it takes for the two ends to read apart (3 to 8): 15.984–16.016, not 16–16.
+// "lo–hi" with as many significant digits as it takes for the ends to read apart (3 to 8): 15.98–16.02, not 16–16.
 std::string distinct_pair(double lo, double hi) {
   char a[32], b[32];
   for (int digits = 3; digits <= 8; ++digits) {
