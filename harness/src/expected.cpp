@@ -251,8 +251,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
 }  // namespace
 
 FeatureExpr parse_feature_expr(const std::string& text) {
-  // The grammar, character for character the pattern of expected/schema.json's `when` (tests/expected/check_schema.py plants
-  // the same expressions in both): one space around && and ||, none after !.
+  // The grammar, character for character the pattern of expected/schema.json's `when` (tests/expected/check_schema.py
+  // plants the same expressions in both): one space around && and ||, none after !.
 #define CLAIMCHECK_FEATURE_ATOM \
   "(gpu|libtorch|python|numpy|isa:[a-z0-9_]+|derived:[A-Za-z0-9_]+[<>]-?[0-9]+(\\.[0-9]+)?([eE]-?[0-9]+)?)"
   static const std::regex grammar("^(default|!?" CLAIMCHECK_FEATURE_ATOM "( (&&|\\|\\|) !?" CLAIMCHECK_FEATURE_ATOM

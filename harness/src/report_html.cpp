@@ -155,10 +155,11 @@ void statement_row(std::ostringstream& o, const Measurement& m) {
                                  : (m.expected_failure ? "fails as expected" : "fails");
   o << "<tr class=\"stmt\"><td></td><td class=\"sname\">"
     << (m.part.empty() ? "" : "<span class=\"part " + m.part + "\">" + m.part + "</span> ")
-    << esc(m.name == "value" ? "headline" : m.name) << "</td><td class=\"num\">" << esc(m.against.empty() ? value_text(m.stated, m.unit) : m.against)
-    << "</td><td class=\"num\">" << esc(num3(m.value, m.unit)) << "</td><td><span class=\"verdict " << cls << "\">"
-    << esc(label) << "</span></td><td><div>" << esc(m.verdict + basis_suffix(m.basis)) << "</div><div class=\"why\">"
-    << esc(m.why) << "</div>";
+    << esc(m.name == "value" ? "headline" : m.name) << "</td><td class=\"num\">"
+    << esc(m.against.empty() ? value_text(m.stated, m.unit) : m.against) << "</td><td class=\"num\">"
+    << esc(num3(m.value, m.unit)) << "</td><td><span class=\"verdict " << cls << "\">" << esc(label)
+    << "</span></td><td><div>" << esc(m.verdict + basis_suffix(m.basis)) << "</div><div class=\"why\">" << esc(m.why)
+    << "</div>";
   if (!m.evidence.empty())
     o << "<details><summary>evidence</summary><p class=\"why\">" << esc(m.evidence) << "</p></details>";
   if (m.expected_failure) o << "<div class=\"why\">expected failure: " << esc(m.xfail_reason) << "</div>";

@@ -1,5 +1,5 @@
-// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli/cli_faults.py): a wrong reference must make
-// the claims built on it fail, as a wrong kernel does. Read on every call (a test sets it per process).
+// Faults a test plants in the answer key itself ($CLAIMCHECK_FAULT, tests/cli/cli_faults.py): a wrong reference must
+// make the claims built on it fail, as a wrong kernel does. Read on every call (a test sets it per process).
 #pragma once
 #include <cstdlib>
 #include <cstring>
