@@ -67,23 +67,15 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const int steps = ch06::positive_int(ctx, "steps", 100);
   const auto opts = ch06::gemv_options(ctx);
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed()), s4(shape, "nf4", ctx.seed());
-  // Chained pairs: bf16, NF4, bf16, NF4, ..., bf16, each sample the median of `steps` steps, and each NF4 sample
-  // against the mean of the bf16 samples on either side of it. A VM's memory speed drifts by a third from one second
-  // to the next (and a neighbour's load moves it more): a drift that is linear over one pair cancels, where rounds of
-  // several steps per format left 0.27-0.34 to the moment. The time ratio is the median of the pairs' ratios.
+  // Each NF4 sample (the median of `steps` steps) between two bf16 samples, the median of the pairs' ratios
+  // (base/timing.h's bracketed): a VM's memory speed drifts by a third from one second to the next (a neighbour's
+  // load moves it more), and rounds of several steps per format left 0.27-0.34 to the moment.
   const int rounds = ch06::positive_int(ctx, "rounds", 999);
-  std::vector<double> ratios;
-  double before = ch06::time_stack(s16, opts, steps, ctx.seed());
-  double t16 = before, t4 = 1e300;
-  for (int i = 0; i < rounds; ++i) {
-    const double b = ch06::time_stack(s4, opts, steps, ctx.seed());
-    const double after = ch06::time_stack(s16, opts, steps, ctx.seed());
-    ratios.push_back(b / ((before + after) / 2));
-    t4 = std::min(t4, b);
-    t16 = std::min(t16, after);
-    before = after;
-  }
-  const double time_ratio = claimcheck::base::median(ratios);
+  const claimcheck::base::Bracketed pairs = claimcheck::base::bracketed(
+      rounds, [&] { return ch06::time_stack(s16, opts, steps, ctx.seed()); },
+      [&] { return ch06::time_stack(s4, opts, steps, ctx.seed()); });
+  const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
+  const std::vector<double>& ratios = pairs.ratios;
   const double byte_ratio = static_cast<double>(s4.weight_bytes()) / static_cast<double>(s16.weight_bytes());
   // Which side of the machine's balance the NF4 kernel sits on, measured: its rate with its weights in cache against
   // the bf16 chain's rate from memory. Dequantising fewer weights per second than memory delivers them makes the step

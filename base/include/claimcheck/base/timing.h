@@ -49,4 +49,30 @@ T median_by(std::vector<T> xs, Key key) {
   return xs[mid];
 }
 
+// Two timings bracketed against each other: a, b, a, b, ..., b, a (`rounds` b's, each between two a's), and each
+// b over the mean of the two a's beside it. A shared machine's speed drifts from one second to the next; a drift
+// that is linear across one pair cancels, where rounds of several a's then several b's leave the ratio to the moment.
+// The ratio is the median of the pairs'; best_a and best_b are each side's shortest time.
+struct Bracketed {
+  std::vector<double> ratios;  // each pair's b / mean(a before, a after), in order
+  double ratio = 0;            // their median
+  double best_a = 1e300, best_b = 1e300;
+};
+template <class A, class B>
+Bracketed bracketed(int rounds, A time_a, B time_b) {
+  Bracketed out;
+  double before = time_a();
+  out.best_a = before;
+  for (int i = 0; i < (rounds < 1 ? 1 : rounds); ++i) {
+    const double b = time_b();
+    const double after = time_a();
+    out.ratios.push_back(b / ((before + after) / 2));
+    out.best_a = std::min(out.best_a, after);
+    out.best_b = std::min(out.best_b, b);
+    before = after;
+  }
+  out.ratio = median(out.ratios);
+  return out;
+}
+
 }  // namespace claimcheck::base
