@@ -115,8 +115,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
                     {"nf4_mb", s4.weight_bytes() / 1e6}, {"kernel_isa", ch06::K::gemv_simd_path()}});
   ctx.detail("pair_ratios", ratios);
   ctx.assumption("the NF4 kernel's balance: " + ch06::fmt3(nf4_weights_per_s / 1e9) +
-                 " G weights/s (from cache, or "
-                 "its own step's rate where that is higher) against the bf16 chain's " +
+                 " G weights/s (from cache, or its own step's rate where that is higher) against the bf16 chain's " +
                  ch06::fmt3(weights / t16 / 1e9) + " G weights/s from memory: a time ratio of at least " +
                  ch06::fmt3(floor_ratio) + " (" +
                  (floor_ratio > byte_ratio ? "compute-bound" : "memory-bound: the bytes' ratio") + ")");

@@ -198,14 +198,13 @@ json with_statement(json chart, const ClaimResult& c) {
       range = "≥ " + sig3(lo);
     else
       range = "any";
-    const auto axis = [&](double x) { return !ln ? json(x) : x > 0 && std::isfinite(x) ? json(std::log(x)) : json(); };
-    json st = {{"value", ln ? std::log(v) : v},
-               {"label", "stated " + sig3(v) + u + (ln && v > 0 ? " (ln\u00a0" + sig3(std::log(v)) + ")" : "")},
+    if (ln && !(v > 0 && hi > 0)) break;  // a log axis has no place for a figure (or a range) at or below 0
+    const auto axis = [&](double x) { return ln ? std::log(x) : x; };
+    json st = {{"value", axis(v)},
+               {"label", "stated " + sig3(v) + u + (ln ? " (ln\u00a0" + sig3(std::log(v)) + ")" : "")},
                {"accepted", "accepted " + range + u}};
     if (std::isfinite(lo) && (!ln || lo > 0)) st["lo"] = axis(lo);
     if (std::isfinite(hi)) st["hi"] = axis(hi);
-    if (ln && !(v > 0)) break;
-    if (ln && !(hi > 0)) break;  // nothing above 0 accepted: no strip on a log axis
     chart["stated"] = st;
     break;
   }
