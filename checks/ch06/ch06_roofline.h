@@ -274,13 +274,12 @@ inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
 inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
 
 // A decode step (or any kernel: paired_with_reads) against one read of its own weight bytes by the probe's reader,
-// interleaved step by step: after a
-// warm-up step, `rounds` rounds of (one read of the stack's weights, then one step), each round's step time over its
-// read time. The yardstick reads the very pages the kernel reads (from whatever cache holds them: a stack under a
-// 300 MiB L3 is read from it by both), so that a kernel at the memory roof reads about 1x and one that reads its
-// weights twice about 2x, on any machine. A shared host's bandwidth drifts by a third from one second to the next:
-// a step paired with the read tens of milliseconds before it follows the drift, where 7 steps timed after a probe of
-// 4x the LLC read 1.57x once in CI (1.1x is usual there and here).
+// interleaved step by step: after a warm-up step, `rounds` rounds of (one read of the stack's weights, then one
+// step), each round's step time over its read time. The yardstick reads the very pages the kernel reads (from whatever
+// cache holds them: a stack under a 300 MiB L3 is read from it by both), so that a kernel at the memory roof reads
+// about 1x and one that reads its weights twice about 2x, on any machine. A shared host's bandwidth drifts by a third
+// from one second to the next: a step paired with the read tens of milliseconds before it follows the drift, where 7
+// steps timed after a probe of 4x the LLC read 1.57x once in CI (1.1x is usual there and here).
 struct PairedRead {
   double seconds = 0;  // the median step
   double ratio = 0;    // the median over rounds of step / read
