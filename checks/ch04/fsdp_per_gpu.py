@@ -19,7 +19,10 @@ aggregates them and emits one JSON object (pydriver protocol). Worker output is 
 Planted fault ($CLAIMCHECK_FAULT=fsdp_state_unsharded): a DDP-era "fp32 master weights" recipe ported as-is:
 the optimizer runs over full-size copies of the parameters (p.full_tensor()), gradients are gathered into
 them, and the updated masters are copied back into the shards. It trains, but AdamW's m and v are full-size on
-every rank, so shard_fraction moves from 1/N to 1/2 + 1/(2N)."""
+every rank, so shard_fraction moves from 1/N to 1/2 + 1/(2N).
+
+One file past 500 lines: torchrun starts this very file as each worker, so the launcher, the worker and the
+fault it plants stay in one script that the check runs by path."""
 import argparse
 import importlib.metadata
 import importlib.util

@@ -1,4 +1,4 @@
-// Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline.cpp) held
+// Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline/) held
 // against the theoretical peak (reference/), times paired with the roof of the same moment, a batch sweep of one
 // Llama-shaped matrix on the bf16 kernels. Inputs in ch06_inputs.h, the decode stack's data and timing in
 // ch06_decode.h, the GPU's roof in ch06_gpu.h; both roofs give the device-neutral view of ch06_roofs.h (Roof::roofs),

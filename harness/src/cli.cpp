@@ -1,5 +1,6 @@
 // claimcheck list | run | account | compare — the command line (design.md): its declaration, list, run, compare
-// and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h).
+// and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h). One file past 500 lines: every
+// subcommand's options are declared together (CLI11), so that their names, checks and help are read in one place.
 #include <unistd.h>
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 // decode step lets it fuse without changing what it reads: q, k, v as one matrix of stacked rows; gate and up as
 // one with their rows interleaved, so that one warp computes silu(gate_j) * up_j; the attention over a one-token
 // context (each query head's output is its kv head's v) as the o projection's input indexing; the residual adds
-// as the o and down projections accumulating into the hidden state.
+// as the o and down projections accumulating into the hidden state. One file past 500 lines: the bf16 and NF4 rows
+// share the warp's loaders and reduction, instantiated together for the chain, the graph and the planted faults.
 #include "claimcheck/kernels/cuda/decode.h"
 
 #include <cmath>

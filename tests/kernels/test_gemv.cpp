@@ -1,5 +1,7 @@
 // The CPU decode kernels (kernels/cpu/gemv/) against the fp64 answer key (reference/src/gemv_ref.cpp):
-// every SIMD path this CPU has, odd shapes, one and two threads, the planted faults, and the decode stack.
+// every SIMD path this CPU has, odd shapes, one and two threads, the planted faults, and the decode stack. One file
+// past 500 lines: one executable whose fixtures (the answer key's matrices, each path forced in turn) every test
+// shares.
 #include <gtest/gtest.h>
 
 #include <algorithm>
