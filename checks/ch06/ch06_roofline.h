@@ -1,8 +1,8 @@
 // Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline/) held
-// against the theoretical peak (reference/), times paired with the roof of the same moment, a batch sweep of one
-// Llama-shaped matrix on the bf16 kernels. Inputs in ch06_inputs.h, the decode stack's data and timing in
-// ch06_decode.h, the GPU's roof in ch06_gpu.h; both roofs give the device-neutral view of ch06_roofs.h (Roof::roofs),
-// which holds a kernel's FLOPs and bytes against them and draws the report's roofline (details.roofline).
+// against the theoretical peak (reference/), a batch sweep of one Llama-shaped matrix on the bf16 kernels. Kernels
+// are timed against these roofs by the testbed (ch06_testbed.h). Inputs in ch06_inputs.h, the decode stack's data
+// and timing in ch06_decode.h, the GPU's roof in ch06_gpu.h; both roofs give the device-neutral view of ch06_roofs.h
+// (Roof::roofs), which the report's roofline draws (details.roofline).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -70,11 +70,8 @@ struct Roof {
   double theory() const { return std::max(theory_system, theory_loaded); }
   // The device-neutral view (ch06_roofs.h): the fp32 FMA roof, the read bandwidth, the other engines' roofs.
   Roofs roofs() const {
-    Roofs v{cpu.model_name + (uarch.known() ? " (" + uarch.name + ")" : ""),
-            bw.read_bytes_per_s,
-            peak.flops_per_s,
-            theory(),
-            {}};
+    Roofs v{
+        cpu.model_name + (uarch.known() ? ", " + uarch.name : ""), bw.read_bytes_per_s, peak.flops_per_s, theory(), {}};
     for (std::size_t i = 1; i < engines.size(); ++i) v.engines.emplace_back(engines[i].name, engines[i].peak);
     return v;
   }
@@ -272,112 +269,5 @@ inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int 
 // FLOPs and compulsory bytes of one sweep point (bf16 weights read once, fp32 activations in and out).
 inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }
 inline double sweep_bytes(int N, int Kd, int b) { return 2.0 * N * Kd + 4.0 * b * (static_cast<double>(N) + Kd); }
-
-// A decode step (or any kernel: paired_with_reads) against one read of its own weight bytes by the probe's reader,
-// interleaved step by step: after a warm-up step, `rounds` rounds of (one read of the stack's weights, then one
-// step), each round's step time over its read time. The yardstick reads the very pages the kernel reads (from whatever
-// cache holds them: a stack under a 300 MiB L3 is read from it by both), so that a kernel at the memory roof reads
-// about 1x and one that reads its weights twice about 2x, on any machine. A shared host's bandwidth drifts by a third
-// from one second to the next: a step paired with the read tens of milliseconds before it follows the drift, where 7
-// steps timed after a probe of 4x the LLC read 1.57x once in CI (1.1x is usual there and here).
-struct PairedRead {
-  double seconds = 0;  // the median step
-  double ratio = 0;    // the median over rounds of step / read
-  std::vector<double> ratios;
-  double read_seconds() const { return ratio > 0 ? seconds / ratio : 0; }  // the read the median step is held to
-};
-template <typename Fn>
-PairedRead paired_with_reads(const std::vector<std::pair<const void*, std::size_t>>& bufs, const Roof& roof, int rounds,
-                             Fn step) {
-  step();  // warm-up: the thread pool started, the activations' pages touched
-  std::vector<double> steps;
-  PairedRead p;
-  for (int i = 0; i < std::max(1, rounds); ++i) {
-    const double read = K::measure_read_seconds(bufs, roof.threads, 1, roof.faults);
-    const double t = best_seconds(1, step);
-    steps.push_back(t);
-    p.ratios.push_back(t / read);
-  }
-  p.seconds = claimcheck::base::median(std::move(steps));
-  p.ratio = claimcheck::base::median(p.ratios);
-  return p;
-}
-template <typename Fn>
-PairedRead paired_with_own_read(const K::DecodeStack& s, const Roof& roof, int rounds, Fn step) {
-  std::vector<std::pair<const void*, std::size_t>> bufs;
-  for (const auto& m : stack_mats(s)) bufs.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(K::bf16_t)});
-  return paired_with_reads(bufs, roof, rounds, step);
-}
-
-// A time measured against the read bandwidth of the same moment: `rounds` rounds of (the probe's read, then
-// time_fn()), and the round whose time / (bytes / bandwidth) is the median. This VM's bandwidth drifts by a third
-// from one second to the next; a probe taken once and a time taken later compare two different machines.
-struct Paired {
-  double seconds = 0, bandwidth = 0;
-  double ratio() const { return seconds * bandwidth; }  // times bytes^-1: seconds / (bytes / bandwidth) * bytes
-};
-template <typename Fn>
-Paired paired_with_bandwidth(const Roof& roof, int rounds, Fn time_fn) {
-  std::vector<Paired> r;
-  for (int i = 0; i < rounds; ++i) {
-    Paired p;
-    p.bandwidth = i == 0 ? roof.bw.read_bytes_per_s
-                         : K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 3, roof.faults).read_bytes_per_s;
-    p.seconds = time_fn();
-    r.push_back(p);
-  }
-  return claimcheck::base::median_by(std::move(r), [](const Paired& p) { return p.ratio(); });
-}
-
-// The same against the FMA peak of the same moment: `rounds` rounds of (a short peak probe, then time_fn()), the
-// round whose time x peak is the median. A compute-bound time taken while a neighbour holds a core, held against
-// a peak probed before it came, reads as a slow kernel (2.4x the FLOPs over the peak once in CI, 1.3x here).
-struct PairedPeak {
-  double seconds = 0, peak = 0;
-  double ratio() const { return seconds * peak; }  // times FLOPs^-1: seconds / (FLOPs / peak) * FLOPs
-};
-template <typename Fn>
-PairedPeak paired_with_peak(const Roof& roof, const K::RooflineFaults& faults, int rounds, Fn time_fn) {
-  std::vector<PairedPeak> r;
-  for (int i = 0; i < rounds; ++i) {
-    PairedPeak p;
-    p.peak = K::measure_fma_peak(roof.threads, faults, /*passes=*/2).flops_per_s;
-    p.seconds = time_fn();
-    r.push_back(p);
-  }
-  return claimcheck::base::median_by(std::move(r), [](const PairedPeak& p) { return p.ratio(); });
-}
-
-// A batch sweep of one bf16 matrix (inputs rows, cols, batches) with the probe's roofs.
-struct SweepRun {
-  int N = 0, Kd = 0;
-  std::vector<int> batches;
-  Roof roof;
-  std::vector<SweepPoint> points;
-  std::vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
-  K::GemvOptions opts;
-};
-// validate / with_engines: as measure_roof's.
-inline SweepRun run_sweep(claimcheck::Context& ctx, int must_batch = 1, bool validate = true, bool with_engines = false) {
-  SweepRun s;
-  s.N = positive_int(ctx, "rows", 65536);
-  s.Kd = positive_int(ctx, "cols", 65536);
-  s.batches = batch_list(ctx, "batches", must_batch);
-  s.roof = measure_roof(ctx, true, validate, with_engines);
-  s.W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
-  s.opts = gemv_options(ctx);
-  s.points = batch_sweep(s.W, s.N, s.Kd, s.batches, s.opts, ctx.seed());
-  return s;
-}
-
-// The sweep's batch 1 timed right after a probe read three times (the median pair): the memory floor against the
-// bandwidth of the same moment, over the probe's array of 4x the LLC (the ridge's bandwidth).
-inline Paired paired_b1(const SweepRun& s, std::uint64_t seed) {
-  const auto x = random_activations(static_cast<std::size_t>(s.Kd), seed);
-  std::vector<float> y(static_cast<std::size_t>(s.N));
-  return paired_with_bandwidth(s.roof, 3, [&] {
-    return best_seconds(5, [&] { K::gemm_bf16(s.W.data(), s.N, s.Kd, x.data(), 1, y.data(), s.opts); });
-  });
-}
 
 }  // namespace ch06

@@ -1,7 +1,8 @@
 // What a roofline is made of, whichever device measured it: the read bandwidth, the compute roof of the engine the
 // kernels run on, each further engine's roof, the theoretical peak. The CPU probe (ch06_roofline.h, ch06::Roof) and
-// the CUDA probes (ch06_gpu.h, ch06::gpu::Roof) each give this view (roofs()); a check holds a kernel's FLOPs, bytes
-// and time against it the same way on either device, and the report draws it with the points (roofline_chart).
+// the CUDA probes (ch06_gpu.h, ch06::gpu::Roof) each give this view (roofs()); the testbed (ch06_testbed.h) holds a
+// kernel's FLOPs, bytes and time against it the same way on either device, and the report draws it with the points
+// (roofline_chart).
 #pragma once
 #include <algorithm>
 #include <string>

@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
+#include "ch06_testbed.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -34,7 +33,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
     return;
   }
 
-  if (ch06::gpu::present(ctx)) {  // both chains of the GPU form (gpu_layers + lm_head) on kernels/cuda's GEMVs
+  if (ch06::Testbed(ctx).gpu()) {  // both chains of the GPU form (gpu_layers + lm_head) on kernels/cuda's GEMVs
     namespace G = ch06::gpu;
     const ch06::K::DecodeShape shape = G::shape(ctx, G::chain_layers(ctx));
     const int vocab = G::chain_vocab(ctx), steps = std::max(20, ch06::positive_int(ctx, "steps", 100));

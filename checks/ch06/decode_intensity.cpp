@@ -2,8 +2,7 @@
 // Analytic on Llama-3-8B and the H100 card; measured here on one Llama-3-8B up_proj-shaped bf16 matrix: batch 1
 // runs at the bandwidth roof (its time is its bytes over the measured read bandwidth), and a batch of B tokens
 // costs about what one costs until the knee, so per-token time falls about B-fold.
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
+#include "ch06_testbed.h"
 #include "claimcheck/ref/ledger.h"
 
 static void decode_intensity(claimcheck::Context& ctx) {
@@ -31,17 +30,17 @@ static void decode_intensity(claimcheck::Context& ctx) {
     return;
   }
 
-  if (ch06::gpu::present(ctx)) {  // one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B
+  ch06::Testbed tb(ctx);
+  if (tb.gpu()) {  // one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B
     namespace G = ch06::gpu;
     const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
     const ch06::K::DecodeShape shape = G::shape(ctx, 1);  // the inputs first: a bad one costs no device time
-    const G::Roof roof = G::measure_roof(ctx);
+    const ch06::Roofs& roofs = tb.measure();
     ch06::K::GemvFaults faults;
     ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
     const auto sweep = G::C::layer_batch_sweep(shape, batches, 20, faults);
     const G::C::SweepPoint& p1 = sweep.front();
     const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
-    const ch06::Roofs roofs = roof.roofs();
     ctx.measure("b1_vs_bandwidth_roof", p1.seconds / roofs.bytes_seconds(p1.bytes), "ratio");
     ctx.measure_bool("measured_memory_bound", roofs.memory_bound(p1.flops, p1.bytes));
     ctx.measure("per_token_speedup_b4", p1.seconds / (p4.seconds / 4), "ratio");
@@ -51,35 +50,36 @@ static void decode_intensity(claimcheck::Context& ctx) {
       rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
     }
     ctx.detail("sweep", rows);
-    ctx.detail("roof", G::roof_json(roof));
-    ctx.detail("roofline", ch06::roofline_chart(
-                               "batch 1 to " + std::to_string(batches.back()) + " of one Llama layer on " + roof.device,
-                               roofs, pts));
-    ctx.assumption("measured on " + roof.device + ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
+    tb.record("batch 1 to " + std::to_string(batches.back()) + " of one Llama layer", pts);
+    ctx.assumption("measured on " + tb.device() +
+                   ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
                    "cublasGemmEx (bf16, fp32 accumulation), the median of 20 runs per batch; batch 1 against its bytes "
                    "over the read probe's bandwidth");
     return;
   }
 
   // Measured part.
-  const ch06::SweepRun run = ch06::run_sweep(ctx, /*must_batch=*/4);
+  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, /*must_batch=*/4);
   const int N = run.N, Kd = run.Kd;
   const std::vector<int>& batches = run.batches;
-  const ch06::Roof& roof = run.roof;
   const auto& sweep = run.points;
   // Batch 1 against one read of its own matrix by the read probe, step by step (15 rounds: the median ratio), as
   // ch06.decode_measured: a bandwidth probed seconds before, over another array, follows a shared host's drift and
   // a quieter moment's faster read than the GEMV can follow.
   const auto x1 = ch06::random_activations(static_cast<std::size_t>(Kd), ctx.seed());
   std::vector<float> y1(static_cast<std::size_t>(N));
-  const ch06::PairedRead b1 =
-      ch06::paired_with_reads({{run.W.data(), run.W.size() * sizeof(ch06::K::bf16_t)}}, roof, 15,
-                              [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, x1.data(), 1, y1.data(), run.opts); });
-  const double mem_time = b1.read_seconds() * ch06::sweep_bytes(N, Kd, 1) / (2.0 * N * Kd);  // the activations too
-  const double comp_time = ch06::sweep_flops(N, Kd, 1) / roof.peak.flops_per_s;
-  ctx.measure("b1_vs_bandwidth_roof", b1.seconds / mem_time, "ratio");
+  ch06::Kernel k1{"B=1", ch06::sweep_flops(N, Kd, 1), ch06::sweep_bytes(N, Kd, 1)};  // the activations too
+  k1.sample = [&] {
+    return ch06::best_seconds(1, [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, x1.data(), 1, y1.data(), run.opts); });
+  };
+  k1.rounds = 15;
+  k1.warm_ups = 1;
+  k1.reads = {{run.W.data(), run.W.size() * sizeof(ch06::K::bf16_t)}};
+  k1.bound = ch06::Bound::memory;
+  const ch06::Timing b1 = tb.time(k1);
+  ctx.measure("b1_vs_bandwidth_roof", b1.ratio, "ratio");
   ctx.detail("b1_step_over_read", b1.ratios);
-  ctx.measure_bool("measured_memory_bound", comp_time < mem_time);
+  ctx.measure_bool("measured_memory_bound", tb.roofs().flops_seconds(k1.flops) < b1.roof_seconds());
   const std::size_t i4 = static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin());
   ctx.measure("per_token_speedup_b4", sweep.front().seconds / (sweep[i4].seconds / 4), "ratio");
   nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
@@ -89,16 +89,15 @@ static void decode_intensity(claimcheck::Context& ctx) {
     rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
   }
   ctx.detail("sweep", rows);
-  ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart("batch 1 to " + std::to_string(batches.back()) + " of one " +
-                                                  std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix",
-                                              roof.roofs(), pts));
+  tb.record("batch 1 to " + std::to_string(batches.back()) + " of one " + std::to_string(N) + "x" + std::to_string(Kd) +
+                " bf16 matrix",
+            pts);
   ctx.assumption("measured: " + std::to_string(N) + "x" + std::to_string(Kd) + " bf16 weights (" +
                  std::to_string(2LL * N * Kd >> 20) +
                  " MiB, beyond the last-level cache) through the project's "
                  "batched GEMV; batch 1's time against its bytes over the read of the same matrix by the probe's "
                  "reader just before "
                  "it (the median of 15 such pairs); batch 4 lies below this CPU's ridge (" +
-                 std::to_string(roof.ridge()) + " FLOP/byte), so it should cost about what batch 1 costs");
+                 std::to_string(tb.roofs().ridge()) + " FLOP/byte), so it should cost about what batch 1 costs");
 }
 CLAIMCHECK_REGISTER(decode_intensity).claim("ch06.decode_intensity");

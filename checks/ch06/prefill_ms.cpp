@@ -3,8 +3,7 @@
 // project's batched bf16 kernel, against FLOPs over the measured FMA peak (compute-bound) and bytes over the
 // measured bandwidth (far below). On a GPU: T tokens through gpu_layers layers and the lm_head, GEMMs through cuBLAS,
 // against the bf16 GEMM peak and the read bandwidth measured there.
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
+#include "ch06_testbed.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
@@ -38,11 +37,12 @@ static void prefill_ms(claimcheck::Context& ctx) {
     return;
   }
 
-  if (ch06::gpu::present(ctx)) {  // T tokens through gpu_layers Llama layers and the lm_head, GEMMs through cuBLAS
+  ch06::Testbed tb(ctx);
+  if (tb.gpu()) {  // T tokens through gpu_layers Llama layers and the lm_head, GEMMs through cuBLAS
     namespace G = ch06::gpu;
     const int T = ch06::positive_int(ctx, "tokens", 65536), layers = G::chain_layers(ctx), vocab = G::chain_vocab(ctx);
     const ch06::K::DecodeShape shape = G::shape(ctx, 1);
-    const G::Roof roof = G::measure_roof(ctx);
+    const ch06::Roofs& roofs = tb.measure();
     ch06::K::GemvFaults faults;
     ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
     const G::C::SweepPoint layer = G::C::layer_batch_sweep(shape, {T}, 5, faults).front();
@@ -50,50 +50,49 @@ static void prefill_ms(claimcheck::Context& ctx) {
     const double t = layers * layer.seconds + head.seconds;
     const double flops = layers * layer.flops + head.flops;
     const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
-    const ch06::Roofs roofs = roof.roofs();
     ctx.derive("flops_over_peak", roofs.flops_seconds(flops) * 1e3, "ms");
     ctx.derive("intensity_over_ridge", flops / bytes / roofs.ridge(), "ratio");
     ctx.measure("measured_ms", t * 1e3, "ms");
     ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(bytes), "ratio");
     ctx.measure("measured_share_of_peak", roofs.flops_seconds(flops) / t, "ratio");
-    ctx.detail("roof", G::roof_json(roof));
-    ctx.detail("roofline",
-               ch06::roofline_chart("prefill of " + std::to_string(T) + " tokens on " + roof.device, roofs,
-                                    {ch06::roofline_point("prefill T=" + std::to_string(T), flops, bytes, t)}));
-    ctx.assumption("measured on " + roof.device + ": " + std::to_string(T) + " tokens through one Llama-3-8B-shaped "
-                   "layer's seven GEMMs (cuBLAS, bf16), its median time x " + std::to_string(layers) + " layers, plus the " +
-                   std::to_string(vocab) + "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
+    tb.record("prefill of " + std::to_string(T) + " tokens",
+              {ch06::roofline_point("prefill T=" + std::to_string(T), flops, bytes, t)});
+    ctx.assumption("measured on " + tb.device() + ": " + std::to_string(T) +
+                   " tokens through one Llama-3-8B-shaped "
+                   "layer's seven GEMMs (cuBLAS, bf16), its median time x " +
+                   std::to_string(layers) + " layers, plus the " + std::to_string(vocab) +
+                   "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
                    "against the bf16 GEMM peak measured at 8192^3");
     return;
   }
-  // Measured part: one layer, T tokens after a warm-up, three rounds each paired with a peak probed just before it.
+  // Measured part: one layer, T tokens after a warm-up, three rounds each right after a short peak probe.
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   shape.layers = 1;
   const int T = ch06::positive_int(ctx, "cpu_tokens", 4096);
-  const ch06::Roof roof = ch06::measure_roof(ctx);
+  const ch06::Roofs& roofs = tb.measure();
   const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
   const auto mats = ch06::stack_mats(stack);
   const auto opts = ch06::gemv_options(ctx);
   const auto X = ch06::random_activations(static_cast<std::size_t>(T) * shape.ffn, ctx.seed());
   std::vector<float> Y(static_cast<std::size_t>(T) * shape.ffn);
-  auto run = [&] {
-    for (const auto& m : mats) ch06::K::gemm_bf16(m.w, m.N, m.K, X.data(), T, Y.data(), opts);
+  ch06::Kernel prefill{"prefill T=" + std::to_string(T), stack.flops() * T, static_cast<double>(stack.weight_bytes())};
+  prefill.sample = [&] {
+    return ch06::best_seconds(1, [&] {
+      for (const auto& m : mats) ch06::K::gemm_bf16(m.w, m.N, m.K, X.data(), T, Y.data(), opts);
+    });
   };
-  run();
-  ch06::K::RooflineFaults faults;
-  ch06::K::parse_roofline_fault(ctx.planted_fault(), &faults);
-  const ch06::PairedPeak paired = ch06::paired_with_peak(roof, faults, 3, [&] { return ch06::best_seconds(1, run); });
+  prefill.rounds = 3;
+  prefill.warm_ups = 1;
+  prefill.bound = ch06::Bound::compute;
+  const ch06::Timing paired = tb.time(prefill);
   const double t = paired.seconds;
-  const double layer_flops = stack.flops() * T, layer_bytes = static_cast<double>(stack.weight_bytes());
-  ctx.derive("flops_over_peak", layer_flops / paired.peak * 1e3, "ms");
-  ctx.derive("intensity_over_ridge", layer_flops / layer_bytes / (paired.peak / roof.bw.read_bytes_per_s), "ratio");
+  const double layer_flops = prefill.flops, layer_bytes = prefill.bytes;
+  ctx.derive("flops_over_peak", paired.roof_seconds() * 1e3, "ms");
+  ctx.derive("intensity_over_ridge", layer_flops / layer_bytes / (paired.peak / roofs.read), "ratio");
   ctx.measure("measured_ms", t * 1e3, "ms");
-  ctx.measure("measured_time_over_bytes_roof", t / (layer_bytes / roof.bw.read_bytes_per_s), "ratio");
-  ctx.measure("measured_share_of_peak", layer_flops / t / paired.peak, "ratio");
-  ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart(
-                             "prefill of " + std::to_string(T) + " tokens through a layer", roof.roofs(),
-                             {ch06::roofline_point("prefill T=" + std::to_string(T), layer_flops, layer_bytes, t)}));
+  ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(layer_bytes), "ratio");
+  ctx.measure("measured_share_of_peak", 1 / paired.ratio, "ratio");
+  tb.record("prefill of " + std::to_string(T) + " tokens through a layer", {ch06::roofline_point(prefill, t)});
   ctx.assumption("measured: " + std::to_string(T) + " tokens through one Llama-3-8B-shaped layer's q, k, v, o, gate, "
                  "up, down (" + std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
                  ch06::K::gemv_simd_path() + ", fp32 FMA)");

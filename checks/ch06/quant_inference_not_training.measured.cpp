@@ -1,7 +1,7 @@
 // ch06.quant_inference_not_training, measured part: a decode step of a Llama-3-8B-shaped layer on the GEMV kernels
 // and a training step of a Llama-shaped block in LibTorch, each placed against this machine's measured ridge
 // (intensity = FLOPs over the bytes the step must touch) and each timed against the roof that should bound it.
-#include "ch06_roofline.h"
+#include "ch06_testbed.h"
 
 #include <vector>
 
@@ -13,15 +13,22 @@
 
 static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  const ch06::Roof roof = ch06::measure_roof(ctx);
+  ch06::Testbed tb(ctx, /*cpu_only=*/true);  // both steps run here: LibTorch's training step on this CPU
+  const ch06::Roofs& roofs = tb.measure();
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
   // Fifteen steps, each against one read of its own weights by the probe's reader just before: the median ratio.
   const auto opts = ch06::gemv_options(ctx);
   const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
   std::vector<float> y(x.size());
-  const ch06::PairedRead dec =
-      ch06::paired_with_own_read(stack, roof, 15, [&] { stack.step(x.data(), y.data(), opts); });
+  ch06::Kernel decode{"decode step (bf16, batch 1)", stack.flops(), static_cast<double>(stack.weight_bytes())};
+  decode.sample = [&] { return ch06::best_seconds(1, [&] { stack.step(x.data(), y.data(), opts); }); };
+  decode.rounds = 15;
+  decode.warm_ups = 1;
+  for (const auto& m : ch06::stack_mats(stack))
+    decode.reads.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(ch06::K::bf16_t)});
+  decode.bound = ch06::Bound::memory;
+  const ch06::Timing dec = tb.time(decode);
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
                                                        ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
@@ -30,21 +37,18 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   const double step_flops = 3 * step.forward_flops;
   const double train_i = step_flops / static_cast<double>(step.step_peak_bytes);
   const double dec_vs_mem = dec.ratio;
-  const double train_vs_comp = step.step_s / (step_flops / roof.peak.flops_per_s);
-  ctx.measure_bool("measured_decode_left", dec_i < roof.ridge());
-  ctx.measure_bool("measured_train_right", roof.ridge() < train_i);
+  const double train_vs_comp = step.step_s / roofs.flops_seconds(step_flops);
+  ctx.measure_bool("measured_decode_left", dec_i < roofs.ridge());
+  ctx.measure_bool("measured_train_right", roofs.ridge() < train_i);
   ctx.measure("measured_decode_intensity", dec_i, "FLOP/byte");
   ctx.measure("measured_train_intensity", train_i, "FLOP/byte");
-  ctx.measure("measured_ridge", roof.ridge(), "FLOP/byte");
+  ctx.measure("measured_ridge", roofs.ridge(), "FLOP/byte");
   ctx.measure("decode_time_over_bytes_roof", dec_vs_mem, "ratio");
   ctx.measure("train_time_over_compute_roof", train_vs_comp, "ratio");
   ctx.detail("decode_step_over_read", dec.ratios);  // each round's, in order
-  ctx.detail("roof", ch06::roof_json(roof));
-  ctx.detail("roofline",
-             ch06::roofline_chart("decode and training on this CPU", roof.roofs(),
-                                  {ch06::roofline_point("decode step (bf16, batch 1)", stack.flops(), dec_bytes, t_dec),
-                                   ch06::roofline_point("training step (fp32 block)", step_flops,
-                                                        static_cast<double>(step.step_peak_bytes), step.step_s)}));
+  tb.record("decode and training", {ch06::roofline_point(decode, t_dec),
+                                    ch06::roofline_point("training step (fp32 block)", step_flops,
+                                                         static_cast<double>(step.step_peak_bytes), step.step_s)});
   ctx.assumption("measured decode: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layer(s), bf16, batch 1: "
                  "FLOPs over the weight bytes, and its time against one read of those very bytes by the read probe "
                  "just before (the memory roof explains it)");

@@ -1,8 +1,7 @@
 // ch06.ridge_measured — 「ridge = 算力 ÷ 带宽」, on this machine: the knee of a batch sweep against the ridge
 // of the measured roofs (peak FLOP/s of the FMA probe over STREAM-style read bandwidth). The probe is held
 // against the theoretical peak (cores x clock x FMA units x lanes x 2) and against LibTorch's own read.
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
+#include "ch06_testbed.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -17,12 +16,13 @@ static std::size_t roof_index(const std::vector<double>& per_token) {
 
 // On a GPU: one Llama layer's GEMMs through cuBLAS swept over the batch; the roofs are the read probe and the bf16
 // GEMM peak (8192^3 through cuBLAS), the theoretical peak the datasheet's (inputs.gpu_hardware).
-static void ridge_measured_gpu(claimcheck::Context& ctx) {
+static void ridge_measured_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   namespace G = ch06::gpu;
   const std::vector<int> batches = ch06::batch_list(ctx, "batches");
   const ch06::K::DecodeShape shape = G::shape(ctx, 1);  // the inputs first: a bad one costs no device time
   const auto spec = ch06::ref::load_hardware_spec(ctx.input_path("gpu_hardware"));
-  const G::Roof roof = G::measure_roof(ctx);
+  tb.measure({.gpu_theory_peak = spec.peak_flops});
+  const G::Roof& roof = tb.gpu_roof();
   ch06::K::GemvFaults faults;
   ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
   const auto sweep = G::C::layer_batch_sweep(shape, batches, 10, faults);
@@ -58,28 +58,40 @@ static void ridge_measured_gpu(claimcheck::Context& ctx) {
     bx.push_back(p.batch);
     by.push_back(p.seconds / p.batch * 1e3);
   }
-  ctx.detail("roof", G::roof_json(roof));
-  ctx.detail("roofline", ch06::roofline_chart("batch sweep of one Llama layer on " + roof.device,
-                                              roof.roofs(spec.peak_flops), pts));
+  tb.record("batch sweep of one Llama layer", pts);
   ctx.detail("curve", {{"title", "time per token against batch size (one Llama layer; knee at B = " +
                                     std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
                        {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
                        {"series", nlohmann::json::array({{{"name", "ms per token"}, {"x", bx}, {"y", by}}})}});
-  ctx.assumption("measured on " + roof.device + ": knee = where batch 1's time (the memory floor) meets the per-token "
+  ctx.assumption("measured on " + tb.device() +
+                 ": knee = where batch 1's time (the memory floor) meets the per-token "
                  "time of the smallest batch within 5% of the best (the compute roof); the ridge = the bf16 GEMM peak "
                  "(8192^3 through cuBLAS, validated against fp64 dot products) over the read-only probe's bandwidth "
-                 "(4 GiB, its sum checked against the closed form); theoretical peak: " + spec.name);
+                 "(4 GiB, its sum checked against the closed form); theoretical peak: " +
+                 spec.name);
 }
 
 static void ridge_measured(claimcheck::Context& ctx) {
-  if (ch06::gpu::present(ctx)) return ridge_measured_gpu(ctx);
+  ch06::Testbed tb(ctx);
+  if (tb.gpu()) return ridge_measured_gpu(ctx, tb);
   // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
-  // batches; the ridge is the peak over the bandwidth of batch 1's moment.
-  const ch06::SweepRun run = ch06::run_sweep(ctx, 1, /*validate=*/false, /*with_engines=*/true);
+  // batches; the ridge is the peak over the bandwidth of batch 1's moment. The probe is this claim's figure: judged
+  // below, not validated before.
+  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1, {.validate = false, .engines = true});
   const int N = run.N, Kd = run.Kd;
-  const ch06::Roof& roof = run.roof;
+  const ch06::Roof& roof = tb.cpu_roof();
   const auto& sweep = run.points;
-  const ch06::Paired b1 = ch06::paired_b1(run, ctx.seed());
+  // Batch 1 timed right after a probe read, three times (the median pair): the memory floor against the bandwidth
+  // of the same moment, over the probe's array of 4x the LLC (the ridge's bandwidth).
+  const auto x1 = ch06::random_activations(static_cast<std::size_t>(Kd), ctx.seed());
+  std::vector<float> y1(static_cast<std::size_t>(N));
+  ch06::Kernel k1{"B=1", ch06::sweep_flops(N, Kd, 1), ch06::sweep_bytes(N, Kd, 1)};
+  k1.sample = [&] {
+    return ch06::best_seconds(5, [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, x1.data(), 1, y1.data(), run.opts); });
+  };
+  k1.rounds = 3;
+  k1.bound = ch06::Bound::memory;
+  const ch06::Timing b1 = tb.time(k1);
   // The compute roof timed against the peak of its own moment, as the floor is against the bandwidth of its own:
   // the smallest batch whose per-token time is within 5% of the sweep's best, re-timed three times right after a
   // short peak probe (the median pair). A neighbour that holds a core during the large batches then slows the peak
@@ -90,15 +102,21 @@ static void ridge_measured(claimcheck::Context& ctx) {
   const int top_batch = sweep[top].batch;
   const std::vector<float> X = ch06::random_activations(static_cast<std::size_t>(top_batch) * Kd, ctx.seed());
   std::vector<float> Y(static_cast<std::size_t>(top_batch) * N);
-  const ch06::PairedPeak roof_pair = ch06::paired_with_peak(roof, roof.faults, 3, [&] {
+  ch06::Kernel ktop{"B=" + std::to_string(top_batch), ch06::sweep_flops(N, Kd, top_batch),
+                    ch06::sweep_bytes(N, Kd, top_batch)};
+  ktop.sample = [&] {
     return ch06::best_seconds(1, [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, X.data(), top_batch, Y.data(), run.opts); });
-  });
+  };
+  ktop.rounds = 3;
+  ktop.bound = ch06::Bound::compute;
+  const ch06::Timing roof_pair = tb.time(ktop);
   // The knee from the two paired ends: batch 1's time (the memory floor) and the top batch's (the compute roof).
   const ch06::ref::Knee knee =
       top_batch > 1 ? ch06::ref::sweep_knee({1, top_batch}, {b1.seconds, roof_pair.seconds})
                     : ch06::ref::sweep_knee({1, 2}, {b1.seconds, 2 * b1.seconds});  // no batch beat B = 1: knee at 1
   const double knee_intensity =
       ch06::sweep_flops(N, Kd, 1) * knee.batch / ch06::sweep_bytes(N, Kd, 1);  // FLOP per weight byte at the knee
+
   // The probe and LibTorch's own read in pairs run back to back (this VM's bandwidth drifts by a third from minute to
   // minute: LibTorch's sum read 14-15 GB/s in one minute and 20 in another, the same from C++ as from Python), the
   // median of five pairs' ratios.
@@ -120,7 +138,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
   }
 
   // Verify.
-  ctx.derive("measured_ridge", roof_pair.peak / b1.bandwidth, "FLOP/byte");
+  ctx.derive("measured_ridge", roof_pair.peak / b1.read, "FLOP/byte");
   ctx.measure(knee_intensity, "FLOP/byte");
   // The probe itself: one thread against one core's theoretical peak (all threads can deliver fewer cores' worth where
   // a VM's vCPUs share a host core: cores_delivered, reported).
@@ -133,7 +151,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
     const ch06::Engine& e = roof.engines[i];
     const std::string key = e.isa == "amx_bf16" ? "amx" : "bf16_dot";
     if (e.peak_one > 0 && e.theory > 0) ctx.measure(key + "_vs_theoretical", e.share(), "ratio");
-    if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.bandwidth, "FLOP/byte");
+    if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.read, "FLOP/byte");
   }
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
   if (pair_ratio > 0) ctx.measure("read_vs_libtorch", pair_ratio, "ratio");
@@ -151,14 +169,12 @@ static void ridge_measured(claimcheck::Context& ctx) {
     bx.push_back(p.batch);
     by.push_back(p.seconds / p.batch * 1e3);
   }
-  ctx.detail("roof", ch06::roof_json(roof));
   ctx.detail("libtorch_read_gb_s", torch_read / 1e9);  // the medians of the five pairs, each side
   ctx.detail("probe_read_paired_gb_s", probe_read / 1e9);
-  ch06::Roofs drawn = roof.roofs();  // the roofs the knee was judged against: batch 1's bandwidth, the top batch's peak
-  drawn.read = b1.bandwidth;
+  ch06::Roofs drawn = tb.roofs();  // the roofs the knee was judged against: batch 1's bandwidth, the top batch's peak
+  drawn.read = b1.read;
   drawn.peak = roof_pair.peak;
-  ctx.detail("roofline", ch06::roofline_chart("batch sweep of one " + std::to_string(N) + "x" + std::to_string(Kd) +
-                                                  " bf16 matrix on this CPU", drawn, pts));
+  tb.record("batch sweep of one " + std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix", pts, drawn);
   ctx.detail("curve", {{"title", "time per token against batch size (" + std::to_string(N) + "x" + std::to_string(Kd) +
                                     " bf16; knee at B = " + std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
                        {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
