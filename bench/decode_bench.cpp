@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "claimcheck/base/aligned.h"
 #include "claimcheck/base/threads.h"
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/kernels/roofline.h"
@@ -124,13 +125,14 @@ void BM_libtorch_chain(benchmark::State& st) {
 
 struct Mat {
   int N, K;
-  std::vector<K::bf16_t> w;
+  claimcheck::base::aligned_vector<K::bf16_t> w;  // on a cache line, as LibTorch's tensor is
 };
 const Mat& matrix(int N, int Kd) {
   static std::vector<std::unique_ptr<Mat>> cache;
   for (const auto& m : cache)
     if (m->N == N && m->K == Kd) return *m;
-  cache.push_back(std::make_unique<Mat>(Mat{N, Kd, K::decode_weights_bf16(N, Kd, 77, g_threads)}));
+  const auto w = K::decode_weights_bf16(N, Kd, 77, g_threads);
+  cache.push_back(std::make_unique<Mat>(Mat{N, Kd, {w.begin(), w.end()}}));
   return *cache.back();
 }
 

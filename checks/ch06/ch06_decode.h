@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ch06_inputs.h"
+#include "claimcheck/base/aligned.h"
 #include "claimcheck/base/random.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/kernels/gemv.h"
@@ -18,9 +19,9 @@ namespace ch06 {
 namespace ref = claimcheck::ref;
 using claimcheck::base::best_seconds;
 
-// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (SplitMix64).
-inline std::vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
-  std::vector<K::bf16_t> w(n);
+// Deterministic test weights: uniform in +-1/sqrt(K), as bf16 (SplitMix64), on a cache line as a tensor would be.
+inline claimcheck::base::aligned_vector<K::bf16_t> random_bf16(std::size_t n, int fan_in, std::uint64_t seed) {
+  claimcheck::base::aligned_vector<K::bf16_t> w(n);
   const float scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
   claimcheck::base::SplitMix64 rng(seed * claimcheck::base::kGoldenGamma + 1);
   for (auto& x : w) x = K::to_bf16((2 * rng.next_unit() - 1) * scale);

@@ -253,8 +253,9 @@ struct SweepPoint {
   int batch = 0;
   double seconds = 0;
 };
-inline std::vector<SweepPoint> batch_sweep(const std::vector<K::bf16_t>& W, int N, int Kd, const std::vector<int>& batches,
-                                           const K::GemvOptions& o, std::uint64_t seed) {
+inline std::vector<SweepPoint> batch_sweep(const claimcheck::base::aligned_vector<K::bf16_t>& W, int N, int Kd,
+                                           const std::vector<int>& batches, const K::GemvOptions& o,
+                                           std::uint64_t seed) {
   const int maxb = *std::max_element(batches.begin(), batches.end());
   const std::vector<float> X = random_activations(static_cast<std::size_t>(maxb) * Kd, seed);
   std::vector<float> Y(static_cast<std::size_t>(maxb) * N);

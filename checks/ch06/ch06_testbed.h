@@ -184,7 +184,7 @@ struct SweepRun {
   int N = 0, Kd = 0;
   std::vector<int> batches;
   std::vector<SweepPoint> points;
-  std::vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
+  claimcheck::base::aligned_vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
 inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {}) {
