@@ -45,7 +45,7 @@ struct Kernel {
 // A kernel's time against its roof at the moments it ran.
 struct Timing {
   Bound bound = Bound::memory;
-  double seconds = 0;          // the median sample (compute-bound on the CPU: the sample of the median round)
+  double seconds = 0;          // the median sample (on the CPU without buffers named: the median round's)
   double ratio = 0;            // the time over what its roof allows it (median over rounds): 1 = at the roof
   double read = 0, peak = 0;   // bytes/s and FLOP/s of the roofs it was held against
   std::vector<double> ratios;  // each round's, in order
@@ -117,19 +117,7 @@ class Testbed {
     }
     const Roof& r = *cpu_;
     t.read = r.bw.read_bytes_per_s, t.peak = r.peak.flops_per_s;
-    struct Round {
-      double seconds, roof;  // the sample, and the rate of its roof that moment (FLOP/s or bytes/s)
-    };
-    std::vector<Round> rs;
-    if (t.bound == Bound::compute) {
-      for (int i = 0; i < rounds; ++i) {
-        const double peak = K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s;
-        rs.push_back({k.sample(), peak});
-        t.ratios.push_back(rs.back().seconds * peak / k.flops);
-      }
-      const Round m = claimcheck::base::median_by(rs, [](const Round& x) { return x.seconds * x.roof; });
-      t.seconds = m.seconds, t.peak = m.roof, t.ratio = m.seconds * m.roof / k.flops;
-    } else if (!k.reads.empty()) {
+    if (t.bound == Bound::memory && !k.reads.empty()) {
       // Each sample over the read of its own buffers just before; the median sample against the median ratio.
       double read_bytes = 0;
       for (const auto& b : k.reads) read_bytes += static_cast<double>(b.second);
@@ -142,18 +130,26 @@ class Testbed {
       t.seconds = claimcheck::base::median(std::move(samples));
       t.ratio = claimcheck::base::median(t.ratios);
       t.read = k.bytes / t.roof_seconds();
-    } else {
-      // Each sample after a read pass over the probe's array (4x the last-level cache; the first round's is the
-      // probe's own): the round whose time x bandwidth is the median.
-      for (int i = 0; i < rounds; ++i) {
-        const double bw = i == 0 ? r.bw.read_bytes_per_s
-                                 : K::measure_bandwidth(r.threads, r.bw.array_bytes, 3, r.faults).read_bytes_per_s;
-        rs.push_back({k.sample(), bw});
-        t.ratios.push_back(rs.back().seconds * bw / k.bytes);
-      }
-      const Round m = claimcheck::base::median_by(rs, [](const Round& x) { return x.seconds * x.roof; });
-      t.seconds = m.seconds, t.read = m.roof, t.ratio = m.seconds * m.roof / k.bytes;
+      return t;
     }
+    // Each sample after a short FMA peak probe (compute-bound) or a read pass over the probe's array (4x the
+    // last-level cache; the first round's is the probe's own): the round whose time x rate is the median.
+    const bool compute = t.bound == Bound::compute;
+    const double work = compute ? k.flops : k.bytes;
+    struct Round {
+      double seconds, rate;  // the sample, and its roof's rate that moment (FLOP/s or bytes/s)
+    };
+    std::vector<Round> rs;
+    for (int i = 0; i < rounds; ++i) {
+      const double rate = compute  ? K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s
+                          : i == 0 ? r.bw.read_bytes_per_s
+                                   : K::measure_bandwidth(r.threads, r.bw.array_bytes, 3, r.faults).read_bytes_per_s;
+      rs.push_back({k.sample(), rate});
+      t.ratios.push_back(rs.back().seconds * rate / work);
+    }
+    const Round m = claimcheck::base::median_by(rs, [](const Round& x) { return x.seconds * x.rate; });
+    t.seconds = m.seconds, t.ratio = m.seconds * m.rate / work;
+    (compute ? t.peak : t.read) = m.rate;
     return t;
   }
 
