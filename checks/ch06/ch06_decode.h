@@ -50,6 +50,13 @@ inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
   return mats;
 }
 
+// The buffers a step of a bf16 stack reads (its weights), for a read of the very same pages (ch06::Kernel::reads).
+inline std::vector<std::pair<const void*, std::size_t>> stack_reads(const K::DecodeStack& s) {
+  std::vector<std::pair<const void*, std::size_t>> bufs;
+  for (const auto& m : stack_mats(s)) bufs.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(K::bf16_t)});
+  return bufs;
+}
+
 // Seconds per decode step of a stack: the median of `steps` after one warm-up step.
 inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed) {
   const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);

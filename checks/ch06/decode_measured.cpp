@@ -36,8 +36,7 @@ static void decode_measured(claimcheck::Context& ctx) {
     ours.flops = stack->flops();
     ours.rounds = steps;
     ours.warm_ups = 1;
-    for (const auto& m : ch06::stack_mats(*stack))
-      ours.reads.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(ch06::K::bf16_t)});
+    ours.reads = ch06::stack_reads(*stack);
     ours.sample = [&] { return ch06::best_seconds(1, [&] { stack->step(x.data(), y.data(), opts); }); };
   }
   ours.bound = ch06::Bound::memory;

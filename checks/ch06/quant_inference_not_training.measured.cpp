@@ -25,8 +25,7 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   decode.sample = [&] { return ch06::best_seconds(1, [&] { stack.step(x.data(), y.data(), opts); }); };
   decode.rounds = 15;
   decode.warm_ups = 1;
-  for (const auto& m : ch06::stack_mats(stack))
-    decode.reads.push_back({m.w, static_cast<std::size_t>(m.N) * m.K * sizeof(ch06::K::bf16_t)});
+  decode.reads = ch06::stack_reads(stack);
   decode.bound = ch06::Bound::memory;
   const ch06::Timing dec = tb.time(decode);
   const double t_dec = dec.seconds;
