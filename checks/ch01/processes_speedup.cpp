@@ -9,4 +9,6 @@
 static void processes_speedup(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/processes_speedup.py", {}));
 }
-CLAIMCHECK_REGISTER(processes_speedup).claim("ch01.processes_speedup");
+CLAIMCHECK_REGISTER(processes_speedup)
+    .claim("ch01.processes_speedup")
+    .derives("ideal_speedup", claimcheck::Source::probe);

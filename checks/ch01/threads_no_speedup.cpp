@@ -9,4 +9,6 @@
 static void threads_no_speedup(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/threads_no_speedup.py", {}));
 }
-CLAIMCHECK_REGISTER(threads_no_speedup).claim("ch01.threads_no_speedup");
+CLAIMCHECK_REGISTER(threads_no_speedup)
+    .claim("ch01.threads_no_speedup")
+    .derives("expected_speedup", claimcheck::Source::probe);

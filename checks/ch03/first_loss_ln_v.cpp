@@ -19,4 +19,4 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
   ctx.assumption("N(0, 0.02) initialisation (GPT-2's): logits start near 0, so every character is about 1/V likely");
 #endif
 }
-CLAIMCHECK_REGISTER(first_loss_ln_v).claim("ch03.first_loss_ln_v");
+CLAIMCHECK_REGISTER(first_loss_ln_v).claim("ch03.first_loss_ln_v").derives("ln_v", claimcheck::Source::reference);

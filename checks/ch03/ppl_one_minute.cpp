@@ -49,4 +49,4 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                  "the author's minute was on other hardware: the law is the fall, not the digits");
 #endif
 }
-CLAIMCHECK_REGISTER(ppl_one_minute).claim("ch03.ppl_one_minute");
+CLAIMCHECK_REGISTER(ppl_one_minute).claim("ch03.ppl_one_minute").derives("vocab", claimcheck::Source::reference);

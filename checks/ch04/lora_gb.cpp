@@ -34,4 +34,7 @@ static void lora_gb(claimcheck::Context& ctx) {
   ctx.alternative("adapter at the full 16 B/param", (base + 16 * trainable) / 1e9, "GB",
                   "if the adapter also keeps a bf16 copy");
 }
-CLAIMCHECK_REGISTER(lora_gb).claim("ch04.lora_gb");
+CLAIMCHECK_REGISTER(lora_gb)
+    .claim("ch04.lora_gb")
+    .derives("base_part", claimcheck::Source::reference)
+    .derives("adapter_part", claimcheck::Source::reference);

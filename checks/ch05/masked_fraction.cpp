@@ -37,4 +37,7 @@ static void masked_fraction(claimcheck::Context& ctx) {
   ctx.assumption("byte-level tokens stand in for Qwen's BPE (the share, not the count, is what carries over); "
                  "system prompt, user turn and template tokens are masked, the answer and its <|im_end|> are not");
 }
-CLAIMCHECK_REGISTER(masked_fraction).claim("ch05.masked_fraction");
+CLAIMCHECK_REGISTER(masked_fraction)
+    .claim("ch05.masked_fraction")
+    .derives("conversation_min", claimcheck::Source::under_test)
+    .derives("conversation_max", claimcheck::Source::under_test);

@@ -48,4 +48,4 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
                  "byte vocabulary of 258, so the first loss is about ln 258 = 5.55 (the series: 5.3)");
 #endif
 }
-CLAIMCHECK_REGISTER(sft_loss_drop).claim("ch05.sft_loss_drop");
+CLAIMCHECK_REGISTER(sft_loss_drop).claim("ch05.sft_loss_drop").derives("first_loss", claimcheck::Source::under_test);

@@ -104,4 +104,6 @@ static void decode_measured(claimcheck::Context& ctx) {
                  std::to_string(tb.cpu_roof().threads) + " threads (" + ch06::K::gemv_simd_path() + ")");
   ctx.assumption("no norms, no attention over a cache (a one-token context): what remains is what decode time is");
 }
-CLAIMCHECK_REGISTER(decode_measured).claim("ch06.decode_measured");
+CLAIMCHECK_REGISTER(decode_measured)
+    .claim("ch06.decode_measured")
+    .derives("bytes_over_bandwidth", claimcheck::Source::probe);

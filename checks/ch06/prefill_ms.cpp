@@ -97,4 +97,7 @@ static void prefill_ms(claimcheck::Context& ctx) {
                  "up, down (" + std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
                  ch06::K::gemv_simd_path() + ", fp32 FMA)");
 }
-CLAIMCHECK_REGISTER(prefill_ms).claim("ch06.prefill_ms");
+CLAIMCHECK_REGISTER(prefill_ms)
+    .claim("ch06.prefill_ms")
+    .derives("flops_over_peak", claimcheck::Source::probe)
+    .derives("intensity_over_ridge", claimcheck::Source::probe);

@@ -193,4 +193,4 @@ static void ridge_measured(claimcheck::Context& ctx) {
                  "), at the higher of the system's clock and the clock measured under load (two dependent chains "
                  "agreeing: " + roof.clock.methods[0] + ", " + roof.clock.methods[1] + ")");
 }
-CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured");
+CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured").derives("measured_ridge", claimcheck::Source::probe);

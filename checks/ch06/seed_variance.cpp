@@ -55,4 +55,7 @@ static void seed_variance(claimcheck::Context& ctx) {
                  "(4000 resamples); seeds change the initialisation and the data order");
 #endif
 }
-CLAIMCHECK_REGISTER(seed_variance).claim("ch06.seed_variance");
+CLAIMCHECK_REGISTER(seed_variance)
+    .claim("ch06.seed_variance")
+    .derives("ci_lo", claimcheck::Source::under_test)
+    .derives("ci_hi", claimcheck::Source::under_test);

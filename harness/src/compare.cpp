@@ -48,6 +48,7 @@ std::string label(const json& c) {
 struct Figure {
   json value, unit;
   bool compared = false, ok = false, expected_failure = false;
+  std::string variant;  // the `when` of the variant that judged it ("" where its statement has none)
 };
 std::map<std::string, Figure> figures_of(const json& c) {
   std::map<std::string, Figure> out;
@@ -55,8 +56,11 @@ std::map<std::string, Figure> figures_of(const json& c) {
   const json& d = c.contains("details") ? c["details"] : none;
   for (const auto& m : d.value("measurements", json::array())) {
     Figure& x = out[m["name"].get<std::string>()];
-    x = {m.value("value", json()), m.value("unit", json("")), m.value("compared", false), m.value("ok", false),
-         m.contains("expected_failure")};
+    x = {m.value("value", json()), m.value("unit", json("")),      m.value("compared", false),
+         m.value("ok", false),     m.contains("expected_failure"), ""};
+    if (m.contains("variant") && m["variant"].is_object() && m["variant"].contains("when") &&
+        m["variant"]["when"].is_string())
+      x.variant = m["variant"]["when"].get<std::string>();
   }
   if (c["measured"].is_object()) {  // the primary as the report shows it, converted to the stated unit
     out["value"].value = c["measured"].value("value", json());
@@ -220,6 +224,15 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0},
                                        {"added", 0},      {"unchanged", 0},   {"not compared", 0}};
   bool regression = false;
+  // Whether NEW's run asked for measured work (no --label, or one naming it): only then is a part left pending a
+  // hatch rather than the selection's doing (an analytic-only run lists every measured part as pending).
+  bool new_measures = true;
+  if (newr.contains("records") && newr["records"].is_object() && newr["records"].contains("config") &&
+      newr["records"]["config"].is_object()) {
+    const json labels = newr["records"]["config"].value("labels", json::array());
+    if (labels.is_array() && !labels.empty())
+      new_measures = std::any_of(labels.begin(), labels.end(), [](const json& l) { return l == "measured"; });
+  }
 
   // Claims, in NEW's order, then those only OLD has.
   json claims = json::array(), figures = json::array();
@@ -248,8 +261,38 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     else if (!n) change = "regression";                        // a claim disappearing
     else if (os == ns) change = "unchanged";
     else if (bad(ns) && !bad(os)) change = "regression";       // pass -> fail, xfail -> xpass, skip -> error, ...
+    else if (os == "pass" && (ns == "xfail" || ns == "partial"))
+      change = "regression";  // a hatch opened
     else if (good(ns) && !good(os)) change = "improvement";
     else change = "changed";                                   // pass <-> skip, fail <-> error, pass <-> xfail
+    // A hatch opening under a status that did not move: a statement judged by another variant, moving onto an
+    // expected failure, or left pending in a run that selected every kind of work.
+    std::vector<std::string> hatches;
+    if (o && n && change != "not compared") {
+      const auto fo = figures_of(*o), fn = figures_of(*n);
+      std::set<std::string> pending_now;
+      if (n->contains("details") && (*n)["details"].is_object())
+        for (const auto& p : (*n)["details"].value("pending", json::array()))
+          if (p.is_string()) pending_now.insert(p.get<std::string>());
+      for (const auto& [name, a] : fo) {
+        if (!a.compared) continue;
+        const auto it = fn.find(name);
+        if (it == fn.end() || !it->second.compared) {
+          if (!pending_now.empty() && new_measures) hatches.push_back(name + " was judged and is now pending");
+          continue;
+        }
+        const Figure& b = it->second;
+        if (a.variant != b.variant)
+          hatches.push_back(name + " is judged by another variant ('" + a.variant + "' then '" + b.variant + "')");
+        if (!a.expected_failure && b.expected_failure) hatches.push_back(name + " became an expected failure");
+      }
+    }
+    if (!hatches.empty() && change != "regression") {
+      std::string all;
+      for (const auto& h : hatches) all += (all.empty() ? "" : "; ") + h;
+      change = "regression";
+      note = all;
+    }
     ++counts[change];
     regression |= change == "regression";
     const json& why = n ? *n : *o;

@@ -189,7 +189,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   Statement s;
   s.name = name;
   const std::string p = path.empty() ? "" : path + ".";
-  if (!path.empty()) only_keys(j, file, p, {"value", "unit", "compare", "variants", "part", "expect", "xfail_reason"});
+  if (!path.empty())
+    only_keys(j, file, p, {"value", "unit", "compare", "variants", "part", "applies", "expect", "xfail_reason"});
   const json& v = field(j, file, p, "value");
   if (v.is_number()) {
     if (!std::isfinite(v.get<double>())) input_error(file, p + "value", "not a finite number");
@@ -235,6 +236,12 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
     if (get_string(j, file, p, "part") != "measured") input_error(file, p + "part", "the only part is 'measured'");
     s.measured_part = true;
   }
+  if (j.contains("applies"))
+    checked_string(j, file, p, "applies", [&s](const std::string& w) {
+      s.applies = parse_feature_expr(w);
+      if (w.find("derived:") != std::string::npos)
+        throw std::invalid_argument("'" + w + "' reads a derived value: where a statement applies is the machine's");
+    });
   if (j.contains("expect")) {
     if (path.empty()) input_error(file, "expect", "a claim-level expectation is read elsewhere");
     const std::string expect = get_string(j, file, p, "expect");

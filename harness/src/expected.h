@@ -64,6 +64,9 @@ struct Statement {
   Comparison compare;     // or, when the expectation depends on the machine, the first matching variant
   std::vector<Variant> variants;
   bool measured_part = false;  // "part": "measured" — may be missing while the check lists it as pending
+  // "applies": where the statement is judged, a feature expression of the machine alone (no derived values): a
+  // statement about a form of the check that runs elsewhere (the CPU form's threads on a GPU host). Empty: always.
+  FeatureExpr applies;
   bool xfail = false;          // "expect": "xfail" on an `also` statement: the evidence refutes this part
   std::string xfail_reason;    // its measured reason
 };
@@ -77,9 +80,7 @@ struct Expected {
   std::vector<std::string> measured_requirements;  // parts.measured.requires: the measured part's own needs
   std::string establishes;                         // what a check must establish (docs/claims.md)
   bool setup_specific = false;
-  std::vector<Statement> statements;  // [0] is the primary
-  bool xfail = false;
-  std::string xfail_reason;
+  std::vector<Statement> statements;   // [0] is the primary
   std::optional<std::string> pending;  // the check has not arrived yet: why / which issue
   nlohmann::json inputs = nlohmann::json::object();
   nlohmann::json raw;

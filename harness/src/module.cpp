@@ -85,6 +85,7 @@ void load_module(const std::string& claim) {
     stub->fn_name = m.fn_name;
     stub->file = m.file;
     stub->line = m.line;
+    stub->derives = m.derives;
   }
   for (const auto& c : reg)
     if (in_unloaded_module(c))

@@ -6,6 +6,8 @@ using nlohmann::json;
 const char* to_string(Status s) {
   switch (s) {
     case Status::pass: return "pass";
+    case Status::partial:
+      return "partial";
     case Status::fail: return "fail";
     case Status::skip: return "skip";
     case Status::xfail: return "xfail";
@@ -16,7 +18,7 @@ const char* to_string(Status s) {
 }
 
 bool parse_status(const std::string& s, Status* out) {
-  for (Status v : {Status::pass, Status::fail, Status::skip, Status::xfail, Status::xpass, Status::error})
+  for (Status v : kAllStatuses)
     if (s == to_string(v)) {
       *out = v;
       return true;
@@ -26,8 +28,7 @@ bool parse_status(const std::string& s, Status* out) {
 
 Summary summarize(const std::vector<ClaimResult>& results) {
   Summary s;
-  for (Status v : {Status::pass, Status::fail, Status::skip, Status::xfail, Status::xpass, Status::error})
-    s.by_status[to_string(v)] = 0;
+  for (Status v : kAllStatuses) s.by_status[to_string(v)] = 0;
   for (const auto& r : results) {
     ++s.by_status[to_string(r.status)];
     if (r.not_implemented) ++s.not_implemented;
@@ -50,9 +51,9 @@ int exit_status(const std::vector<ClaimResult>& results) {
   return 0;
 }
 
-void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
+void fold_outcome(ClaimResult& r) {
   bool all_ok = true;  // every comparison not marked as an expected failure held
-  std::string first_bad, first_xfail, first_xpass;
+  std::string first_bad, xfails, first_xpass;  // every expected failure is named, each with the variant that chose it
   int compared = 0;
   for (const auto& m : r.measurements) {
     if (!m.compared) continue;
@@ -60,7 +61,10 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
     const std::string label = (m.name == "value" ? "" : m.name + ": ") + m.verdict;
     if (m.expected_failure) {  // a part the evidence refutes: it must fail, with its measured reason
       if (m.ok && first_xpass.empty()) first_xpass = m.name + " was expected to fail (" + m.xfail_reason + ") but held: " + m.verdict;
-      if (!m.ok && first_xfail.empty()) first_xfail = "expected failure of " + m.name + ": " + m.xfail_reason + " — " + m.verdict;
+      if (!m.ok)
+        xfails += (xfails.empty() ? "" : "; ") +
+                  ("expected failure of " + m.name + ": " + m.xfail_reason + " — " + m.verdict +
+                   (m.variant.empty() ? "" : " [variant '" + m.variant + "': " + m.variant_because + "]"));
       continue;
     }
     if (!m.ok && first_bad.empty()) first_bad = label;
@@ -72,13 +76,6 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
     return;
   }
   const auto& primary = r.measurements.front();
-  if (xfail) {
-    const bool held = all_ok && first_xfail.empty();
-    r.status = held ? Status::xpass : Status::xfail;
-    r.reason = held ? "expected to fail (" + xfail_reason + ") but every comparison held: " + primary.verdict
-                    : "expected failure: " + xfail_reason + " — " + (first_bad.empty() ? first_xfail : first_bad);
-    return;
-  }
   if (!all_ok) {
     r.status = Status::fail;
     r.reason = first_bad;
@@ -86,15 +83,15 @@ void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason) {
     r.status = Status::xpass;
     r.reason = first_xpass;
   } else {
-    r.status = first_xfail.empty() ? Status::pass : Status::xfail;
-    if (first_xfail.empty()) {
+    r.status = xfails.empty() ? Status::pass : Status::xfail;
+    if (xfails.empty()) {
       r.reason = primary.verdict;
     } else {
       std::string held;  // the comparisons not marked as expected failures, the primary first (unnamed)
       for (const auto& m : r.measurements)
         if (m.compared && !m.expected_failure)
           held += (held.empty() ? "" : "; ") + (&m == &primary ? "" : m.name + ": ") + m.verdict;
-      r.reason = first_xfail + "; the other comparisons held: " + held;
+      r.reason = xfails + "; the other comparisons held: " + held;
     }
   }
 }
@@ -116,6 +113,7 @@ json to_json(const ClaimResult& r) {
       if (!m.evidence.empty()) o["evidence"] = m.evidence;
       if (!m.basis.empty()) o["basis"] = m.basis;
       if (m.expected_failure) o["expected_failure"] = m.xfail_reason;
+      if (!m.variant.empty()) o["variant"] = {{"when", m.variant}, {"because", m.variant_because}};
     }
     ms.push_back(o);
   }
@@ -179,6 +177,14 @@ ClaimResult claim_from_json(const json& j) {
       x.why = m.at("why");
       x.evidence = m.value("evidence", "");
       x.basis = m.value("basis", "");
+      if (m.contains("expected_failure") && m["expected_failure"].is_string()) {
+        x.expected_failure = true;
+        x.xfail_reason = m["expected_failure"];
+      }
+      if (m.contains("variant") && m["variant"].is_object()) {
+        x.variant = m["variant"].value("when", "");
+        x.variant_because = m["variant"].value("because", "");
+      }
     }
     r.measurements.push_back(x);
   }

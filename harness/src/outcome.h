@@ -9,7 +9,11 @@
 
 namespace claimcheck {
 
-enum class Status { pass, fail, skip, xfail, xpass, error };
+// partial: every statement judged held, and a part of the claim was not judged (pending: a measured part the run
+// did not select or cannot run here); never counted as a pass, never a failure.
+enum class Status { pass, partial, fail, skip, xfail, xpass, error };
+inline constexpr Status kAllStatuses[] = {Status::pass,  Status::partial, Status::fail, Status::skip,
+                                          Status::xfail, Status::xpass,   Status::error};
 const char* to_string(Status s);
 struct ClaimResult;
 // The basis of the claim's compared headline statement (tolerance.h: "definition", ...), "" where it has none.
@@ -32,6 +36,8 @@ struct Measurement {
   std::string basis;           // a figure no bug in a model or kernel can move (tolerance.h): its kind, else ""
   bool expected_failure = false;  // its statement is an expected failure ("expect": "xfail")
   std::string xfail_reason;
+  std::string variant;          // the `when` of the variant that applied ("" where the statement has none)
+  std::string variant_because;  // the machine's property or the figure that chose it (runner.h variant_because)
 };
 
 struct ClaimResult {
@@ -54,7 +60,7 @@ struct ClaimResult {
 };
 
 struct Summary {
-  std::map<std::string, int> by_status;  // pass, fail, skip, xfail, xpass, error (all present)
+  std::map<std::string, int> by_status;  // pass, partial, fail, skip, xfail, xpass, error (all present)
   int not_implemented = 0;               // among skip: checks not arrived yet
   int pending_parts = 0;                 // parts of claims listed as pending
   int total = 0;
@@ -65,8 +71,9 @@ Summary summarize(const std::vector<ClaimResult>& results);
 // 1: a fail or an xpass; 2: an error; 77: everything selected was skipped.
 int exit_status(const std::vector<ClaimResult>& results);
 
-// Decide pass/fail/xfail/xpass from the comparisons (all must hold).
-void fold_outcome(ClaimResult& r, bool xfail, const std::string& xfail_reason);
+// Decide pass/fail/xfail/xpass from the comparisons: every statement not marked as an expected failure must hold,
+// every marked one must fail (each statement carries its own expectation: nothing claim-wide can hide a failure).
+void fold_outcome(ClaimResult& r);
 
 nlohmann::json to_json(const ClaimResult& r);
 ClaimResult claim_from_json(const nlohmann::json& j);

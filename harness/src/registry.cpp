@@ -54,6 +54,25 @@ const char* to_string(Requirement r) {
   return "?";
 }
 
+const char* to_string(Source s) {
+  switch (s) {
+    case Source::probe:
+      return "probe";
+    case Source::reference:
+      return "reference";
+    case Source::under_test:
+      return "under_test";
+  }
+  return "?";
+}
+
+const Source* derived_source(const std::string& id, const std::string& name) {
+  for (const auto& c : registry())
+    if (c.id == id)
+      if (auto it = c.derives.find(name); it != c.derives.end()) return &it->second;
+  return nullptr;
+}
+
 bool parse_requirement(const std::string& s, Requirement* out) {
   for (Requirement r : {Requirement::libtorch, Requirement::python, Requirement::gpu, Requirement::numpy}) {
     if (s == to_string(r)) {
@@ -88,6 +107,11 @@ CheckBuilder& CheckBuilder::claim(const std::string& id) {
 
 CheckBuilder& CheckBuilder::part(const std::string& kind) {
   registry()[index_].part = kind;
+  return *this;
+}
+
+CheckBuilder& CheckBuilder::derives(const std::string& name, Source source) {
+  registry()[index_].derives[name] = source;
   return *this;
 }
 

@@ -1,5 +1,6 @@
 // The registry of checks (internal). Checks register through check.h.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct CheckInfo {
   std::vector<Requirement> needs;  // from the claim's expected file (require_from_expected in expected.h)
   bool in_module = false;  // a check of the LibTorch module (module.h): fn stays null until it is loaded
   std::string part;        // "" for a claim's check; "measured" for its measured part registered apart (check.h)
+  std::map<std::string, Source> derives;  // the values it derives and their sources (CheckBuilder::derives)
 };
 
 std::vector<CheckInfo>& registry();
@@ -29,6 +31,9 @@ const CheckInfo* find_part(const std::string& id, const std::string& kind);
 // Throws InputError naming file:line for a check registered without .claim() or twice, a part other than
 // "measured", or a part without a check of its claim.
 void validate_registry();
+
+// Where `name`, derived by claim `id`'s check or its measured part, comes from; nullptr where neither declares it.
+const Source* derived_source(const std::string& id, const std::string& name);
 
 bool parse_requirement(const std::string& s, Requirement* out);
 

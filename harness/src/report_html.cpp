@@ -312,7 +312,7 @@ header{background:#1d2330;color:#fff;padding:20px 32px}header h1{margin:0 0 6px;
 main{max-width:1280px;margin:0 auto;padding:16px 32px 48px}
 .badges a{display:inline-block;margin:4px 8px 0 0;padding:3px 10px;border-radius:12px;font-weight:600;font-size:13px;text-decoration:none}
 .pass{background:#dff3e4;color:#1b6e34}.fail,.xpass,.error{background:#fde2e1;color:#a4161a}
-.skip{background:#eceff3;color:#4a5565}.xfail{background:#fff1cc;color:#7a5a00}.ni{background:#e8e4f7;color:#4b3a8c}
+.skip{background:#eceff3;color:#4a5565}.xfail{background:#fff1cc;color:#7a5a00}.partial{background:#e3eefc;color:#1d4f91}.ni{background:#e8e4f7;color:#4b3a8c}
 section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;margin:20px 0;padding:4px 18px 14px}
 h2{font-size:18px;margin:14px 0 10px}table{border-collapse:collapse;width:100%}
 section.chapter table{table-layout:fixed}section.chapter td{overflow-wrap:anywhere}
@@ -388,7 +388,7 @@ std::string HtmlWriter::render(const Report& r) const {
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     << kStyle << "</head><body>\n<header><h1>claimcheck — the series' claims, checked on this machine</h1><div>"
     << esc(summary_line(s)) << "</div><div class=\"badges\" id=\"summary\">";
-  for (const char* k : {"pass", "fail", "xfail", "xpass", "error"})
+  for (const char* k : {"pass", "partial", "fail", "xfail", "xpass", "error"})
     o << "<a class=\"" << k << "\" href=\"#status=" << k << "\" data-status=\"" << k << "\" data-count=\""
       << s.by_status.at(k) << "\">" << s.by_status.at(k) << " " << k << "</a>";
   o << "<a class=\"skip\" href=\"#status=skip\" data-status=\"skip\" data-count=\""
@@ -429,7 +429,7 @@ std::string HtmlWriter::render(const Report& r) const {
   o << "<section id=\"filters\"><h2>Claims</h2><form id=\"filter\"><label>status <select name=\"status\"><option "
        "value=\"\">all</option>"
        "<option value=\"attention\">needs attention</option>";
-  for (const char* k : {"pass", "fail", "xfail", "xpass", "error", "skip", "ni"})
+  for (const char* k : {"pass", "partial", "fail", "xfail", "xpass", "error", "skip", "ni"})
     o << "<option value=\"" << k << "\">" << k << "</option>";
   o << "</select></label><label>chapter <select name=\"chapter\"><option value=\"\">all</option>";
   for (const auto& [ch, cl] : chapters)

@@ -13,14 +13,14 @@ std::string JunitWriter::render(const Report& r) const {
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o << "<testsuites name=\"claimcheck\" tests=\"" << s.total << "\" failures=\""
-    << s.by_status.at("fail") + s.by_status.at("xpass") << "\" errors=\"" << s.by_status.at("error")
-    << "\" skipped=\"" << s.by_status.at("skip") + s.by_status.at("xfail") << "\">\n";
+    << s.by_status.at("fail") + s.by_status.at("xpass") << "\" errors=\"" << s.by_status.at("error") << "\" skipped=\""
+    << s.by_status.at("skip") + s.by_status.at("xfail") + s.by_status.at("partial") << "\">\n";
   for (const auto& [ch, claims] : by_chapter(r)) {
     int f = 0, e = 0, sk = 0;
     for (const auto* c : claims) {
       f += c->status == Status::fail || c->status == Status::xpass;
       e += c->status == Status::error;
-      sk += c->status == Status::skip || c->status == Status::xfail;
+      sk += c->status == Status::skip || c->status == Status::xfail || c->status == Status::partial;
     }
     o << "  <testsuite name=\"" << ch << "\" tests=\"" << claims.size() << "\" failures=\"" << f << "\" errors=\""
       << e << "\" skipped=\"" << sk << "\">\n";
@@ -36,6 +36,10 @@ std::string JunitWriter::render(const Report& r) const {
         // JUnit has no expected failure: an xfail is reported as skipped, never as a pass.
         case Status::xfail: o << "<skipped message=\"xfail: " << msg << "\"/>"; break;
         case Status::skip: o << "<skipped message=\"" << msg << "\"/>"; break;
+        // Partly judged: what held is no pass of the whole claim.
+        case Status::partial:
+          o << "<skipped message=\"partial: " << msg << "\"/>";
+          break;
       }
       o << "</testcase>\n";
     }

@@ -140,9 +140,14 @@ class ContextImpl final : public Context {
   }
   void measure_bool(const std::string& name, bool value) override { add(name, value, "bool"); }
   void derive(const std::string& name, double value, const std::string& unit) override {
+    const Source* source = derived_source(e_.id, name);
+    if (!source)
+      input_error(e_.id, "derived." + name,
+                  "is derived without a declared source: its registration names it (.derives(\"" + name +
+                      "\", claimcheck::Source::probe / reference / under_test))");
     if (!std::isfinite(value)) input_error(e_.id, "derived." + name, "is not finite");
     derived_[name] = value;
-    r_.details["derived"][name] = {{"value", value}, {"unit", unit}};
+    r_.details["derived"][name] = {{"value", value}, {"unit", unit}, {"source", to_string(*source)}};
   }
   void assumption(const std::string& text) override { r_.assumptions.push_back(text); }
   void alternative(const std::string& name, double value, const std::string& unit,
@@ -230,6 +235,11 @@ ClaimResult base_result(const Expected& e) {
 void judge(const Expected& e, const std::map<std::string, double>& derived, const HardwareInfo* hw, ClaimResult& r) {
   for (const auto& s0 : e.statements) {
     Statement s = s0;
+    std::pair<std::string, std::string> chosen;       // the variant that applies and the property that chose it
+    if (!variant_matches(s0.applies, hw, derived)) {  // a statement of a form that does not run here
+      r.details["not_applicable"][s.name] = s0.applies.text;
+      continue;
+    }
     for (std::size_t vi = 0; vi < s0.variants.size(); ++vi) {
       const auto& v = s0.variants[vi];
       if (!variant_matches(v.condition, hw, derived)) continue;
@@ -237,6 +247,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       s.compare = v.compare;
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
       r.details["variant"][s.name] = v.condition.text;
+      chosen = {v.condition.text, variant_because(v.condition, hw, derived)};
       if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
         s.xfail = true;
         s.xfail_reason = with_figures(v.xfail_reason, derived, r.measurements, e.file.string(), field + ".xfail_reason");
@@ -259,6 +270,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.evidence = s.compare.evidence;
     m.basis = s.compare.basis;
     m.expected_failure = s.xfail;
+    m.variant = chosen.first;
+    m.variant_because = chosen.second;
     m.xfail_reason = s.xfail && !(r.details.contains("variant") && r.details["variant"].contains(s.name))  // a variant's reason has its figures already
                          ? with_figures(s.xfail_reason, derived, r.measurements, e.file.string(),
                                         (s.name == "value" ? "" : "also." + s.name + ".") + std::string("xfail_reason"))
@@ -290,6 +303,35 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 
 }  // namespace
 
+void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogue) {
+  for (const auto& [id, e] : catalogue) {
+    const auto& reg = registry();
+    const bool loaded =
+        std::any_of(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.id == id; }) &&
+        std::none_of(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.id == id && in_unloaded_module(c); });
+    if (!loaded) continue;
+    for (const auto& st : e.statements)
+      for (std::size_t vi = 0; vi < st.variants.size(); ++vi)
+        for (const auto& all : st.variants[vi].condition.any_of)
+          for (const auto& term : all) {
+            if (term.atom.rfind("derived:", 0) != 0) continue;
+            const std::string name = term.atom.substr(8, term.atom.find_first_of("<>") - 8);
+            const std::string field =
+                (st.name == "value" ? "" : "also." + st.name + ".") + "variants[" + std::to_string(vi) + "].when";
+            const Source* source = derived_source(id, name);
+            if (!source)
+              input_error(e.file.string(), field,
+                          "derived:" + name + " is not a value the check of " + id +
+                              " declares (.derives at its registration)");
+            if (*source == Source::under_test)
+              input_error(e.file.string(), field,
+                          "derived:" + name +
+                              " is computed by the code under test: a variant may be chosen only by the "
+                              "machine, the probe or a reference");
+          }
+  }
+}
+
 // Whether one atom of a variant's condition holds here (FeatureExpr; the syntax was checked on loading).
 namespace {
 std::optional<bool> atom_holds(const std::string& t, const HardwareInfo* hw,
@@ -312,6 +354,34 @@ std::optional<bool> atom_holds(const std::string& t, const HardwareInfo* hw,
 
 bool variant_matches(const FeatureExpr& when, const HardwareInfo* hw, const std::map<std::string, double>& derived) {
   return feature_holds(when, [&](const std::string& atom) { return atom_holds(atom, hw, derived); });
+}
+
+std::string variant_because(const FeatureExpr& when, const HardwareInfo* hw,
+                            const std::map<std::string, double>& derived) {
+  if (when.any_of.empty()) return "no other variant's condition holds here";
+  for (const auto& all : when.any_of) {
+    std::string out;
+    bool holds = true;
+    for (const auto& t : all) {
+      const std::optional<bool> v = atom_holds(t.atom, hw, derived);
+      holds &= v.has_value() && *v != t.negated;
+      std::string told = t.atom;
+      if (t.atom.rfind("derived:", 0) == 0) {  // the figure that chose it
+        const auto op = t.atom.find_first_of("<>", 8);
+        const auto it = derived.find(t.atom.substr(8, op - 8));
+        if (it != derived.end()) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.3g", it->second);
+          told = t.atom.substr(8, op - 8) + " = " + buf + " " + t.atom.substr(op);
+        }
+      } else {
+        told = (v.value_or(false) ? "" : "not ") + t.atom + (t.atom == "gpu" ? "" : " (this machine)");
+      }
+      out += (out.empty() ? "" : " and ") + told;
+    }
+    if (holds) return out;
+  }
+  return "";
 }
 
 // A reason with this run's figures: "{NAME}" becomes the derived value or the measurement NAME (3 significant
@@ -430,8 +500,14 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     }
     if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
     judge(e, ctx.derived(), in.hardware, r);
-    fold_outcome(r, e.xfail, e.xfail ? with_figures(e.xfail_reason, ctx.derived(), r.measurements, e.file.string(),
-                                                    "xfail_reason") : e.xfail_reason);
+    fold_outcome(r);
+    // Every judged statement held but a part of the claim was not judged: partial, never a pass.
+    if (r.status == Status::pass && !r.pending_parts.empty()) {
+      r.status = Status::partial;
+      std::string pending;
+      for (const auto& p : r.pending_parts) pending += (pending.empty() ? "" : "; ") + p;
+      r.reason += " — pending: " + pending;
+    }
     // A check's own account of a failure (details.cause: where two runs first part, say) follows the verdict.
     if ((r.status == Status::fail || r.status == Status::xpass) && r.details.contains("cause") &&
         r.details["cause"].is_string())

@@ -60,10 +60,20 @@ bool needs_module(const std::string& id, const std::vector<std::string>& labels,
 
 // Whether a variant's condition (Variant::when) holds on this machine, with the values the check derived.
 bool variant_matches(const FeatureExpr& when, const HardwareInfo* hw, const std::map<std::string, double>& derived);
+// Why `when` holds here, in words and this run's figures ("library_gemm_pct = 37.2 <50", "isa:avx512_bf16 (this
+// machine)"); "" where it does not hold.
+std::string variant_because(const FeatureExpr& when, const HardwareInfo* hw,
+                            const std::map<std::string, double>& derived);
 // A reason with this run's figures: "{NAME}" becomes the derived value or the measurement NAME (3 significant
 // digits); a name without a figure is an InputError naming `file` and `field`.
 std::string with_figures(const std::string& text, const std::map<std::string, double>& derived,
                          const std::vector<Measurement>& ms, const std::string& file, const std::string& field);
+
+// Refuses, with an InputError naming the expected file and the field, a variant chosen by a derived value that the
+// claim's check does not declare, or declares as computed by the code under test (check.h Source): an expected
+// failure is chosen only by what the code under test cannot change. A claim whose check or measured part sits in the
+// unloaded LibTorch module is passed over: call this again once the module is loaded.
+void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogue);
 
 // Run one claim: its check (or its pending skip), its measured part registered apart when the run selects it,
 // then the comparisons with its expected file.

@@ -53,7 +53,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     }
     return Clock::now();
   };
-  const ScopedIntraOpThreads threads_guard(on.cuda ? 0 : on.threads);  // BlockStepOn::threads
+  // BlockStepOn::threads; a planted fault leaves the step on one thread whatever it was asked.
+  const ScopedIntraOpThreads threads_guard(on.cuda ? 0 : fault == "step_one_thread" ? 1 : on.threads);
   install_counting_allocator();
   const std::int64_t base = live_bytes();
   LayerStack block(c, seed, tokens);
@@ -94,20 +95,6 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     (block.forward(data.input(dtype), recompute) * data.proj).sum().backward();
     opt.step();
     r.step_peak_bytes = peak_bytes() - base;
-  }
-  if (!on.cuda) {  // the library's GEMM at the step's largest shape, best of the same number of runs
-    torch::NoGradGuard ng;
-    const auto a = torch::randn({static_cast<std::int64_t>(batch) * tokens, c.hidden}, torch::dtype(dtype));
-    const auto w = torch::randn({c.hidden, c.intermediate}, torch::dtype(dtype));
-    r.library_gemm_s = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
-      const auto t0 = now();
-      const auto out = torch::mm(a, w);
-      const double s = seconds_since(t0);
-      if (i > 0) r.library_gemm_s = std::min(r.library_gemm_s, s);
-    }
-    r.library_gemm_flops = 2.0 * static_cast<double>(batch) * tokens * static_cast<double>(c.hidden) *
-                           static_cast<double>(c.intermediate);
   }
   // A planted fault: the FLOPs of one token for those of the step.
   r.forward_flops = block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);

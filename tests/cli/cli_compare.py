@@ -142,6 +142,51 @@ compare(variant(to_pass), what="fail -> pass", code=0, needles=["`ch06.decode_ms
                                                                 "moved back within its tolerance"])
 
 
+# Hatches (issue 32): a claim that passed and is now an expected failure, a statement judged by another variant or
+# moved onto an expected failure, a statement left pending in a full run: each a regression, named.
+def to_xfail(d):
+    c = find(d, "ch04.full_finetune_gb")
+    c["status"], c["reason"] = "xfail", "expected failure of value: refuted here"
+    c["details"]["measurements"][0].update({"ok": False, "expected_failure": "refuted here"})
+
+
+compare(variant(to_xfail), what="pass -> xfail", code=1, needles=["`ch04.full_finetune_gb` | pass | xfail | **regression**"])
+
+
+def with_variant(when):
+    def edit(d):
+        find(d, "ch04.full_finetune_gb")["details"]["measurements"][1]["variant"] = {"when": when, "because": "b"}
+    return edit
+
+
+BASE_V = variant(with_variant("default"))
+OLD_V = write("old_v", BASE_V)
+
+
+def compare_v(new, what, needles):
+    r = run(cc, "compare", OLD_V, write("new_v", new))
+    t.check(r.returncode == 1 and all(n in r.stdout for n in needles), f"{what}: exit {r.returncode}\n{r.stdout}")
+
+
+switched = copy.deepcopy(BASE_V)
+with_variant("isa:avx512_bf16")(switched)
+compare_v(switched, "a variant switch", ["`ch04.full_finetune_gb` | pass | pass | **regression**",
+                                         "params is judged by another variant ('default' then 'isa:avx512\\_bf16')"])
+onto_xfail = copy.deepcopy(BASE_V)
+find(onto_xfail, "ch04.full_finetune_gb")["details"]["measurements"][1]["expected_failure"] = "refuted"
+compare_v(onto_xfail, "a statement onto an expected failure", ["params became an expected failure"])
+now_pending = copy.deepcopy(BASE_V)
+c = find(now_pending, "ch04.full_finetune_gb")
+c["details"]["measurements"][1]["compared"] = False
+c["details"]["pending"] = ["the measured part: its module did not load"]
+compare_v(now_pending, "a statement now pending", ["params was judged and is now pending"])
+partial_status = copy.deepcopy(now_pending)
+find(partial_status, "ch04.full_finetune_gb")["status"] = "partial"
+r = run(cc, "compare", OLD_V, write("new_v", partial_status), "--all")
+t.check(r.returncode == 1 and "`ch04.full_finetune_gb` | pass | partial | **regression**" in r.stdout,
+        f"pass -> partial (--all): exit {r.returncode}\n{r.stdout}")
+
+
 # A part breaks inside a claim that was already failing: the status stays, the figure is the regression.
 def part_breaks(d):
     ms = find(d, "ch06.decode_ms")["details"]["measurements"]

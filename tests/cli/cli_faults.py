@@ -87,7 +87,7 @@ PLANTED = [
     ("length_limit_counts_as_stop", "ch05.eos_in_loss"),
     ("gemm_per_token", "ch06.decode_intensity"),
     ("stack_bytes_as_elements", "ch06.decode_measured"), ("flops_per_token_only", "ch06.quant_inference_not_training"),
-    ("flops_per_token_only", "ch06.mfu"),
+    ("flops_per_token_only", "ch06.mfu"), ("step_one_thread", "ch06.mfu"),
     ("probe_read_skips", "ch06.ridge_measured"), ("buckets_gemm_forward_only", "ch06.profiler_buckets"),
     ("seed_ignored", "ch06.same_seed_identical"), ("onednn_off", "ch03.cpu_bf16_autocast"),
     ("gemm_first_tile_only", "ch06.prefill_ms"),

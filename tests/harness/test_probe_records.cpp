@@ -5,12 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "claimcheck/base/sha256.h"
 #include "claimcheck/check.h"
+#include "errors.h"
 #include "expected.h"
 #include "probe.h"
 #include "records.h"
 #include "runner.h"
-#include "claimcheck/base/sha256.h"
 
 using namespace claimcheck;
 namespace fs = std::filesystem;
@@ -164,9 +165,113 @@ TEST(Checks, AnExpectedFailureThatPassesIsAFailure) {
   Capabilities caps(&h);
   RunContextInputs in = inputs_for(&h);
   Expected e = catalogue().at("ch06.ridge");
-  e.xfail = true;
-  e.xfail_reason = "pretend the evidence refutes it";
+  e.statements[0].xfail = true;
+  e.statements[0].xfail_reason = "pretend the evidence refutes it";
   EXPECT_EQ(run_claim(e, in, caps).status, Status::xpass);
   e.statements[0].value = 400.0;
   EXPECT_EQ(run_claim(e, in, caps).status, Status::xfail);
+}
+
+// ---- a variant is chosen only by what the code under test cannot change (issue 32) ----
+namespace {
+void derives_from_its_kernel(Context& ctx) {
+  ctx.derive("kernel_rate", 2.0, "ratio");
+  ctx.measure(1.0, "ratio");
+}
+void derives_undeclared(Context& ctx) {
+  ctx.derive("not_declared", 2.0, "ratio");
+  ctx.measure(1.0, "ratio");
+}
+void derives_from_the_probe(Context& ctx) {
+  ctx.derive("probe_rate", 2.0, "ratio");
+  ctx.measure(1.0, "ratio");
+}
+void leaves_a_part_pending(Context& ctx) {
+  ctx.measure(1.0, "ratio");
+  ctx.pending("the measured part: not selected");
+}
+}  // namespace
+CLAIMCHECK_REGISTER(leaves_a_part_pending).claim("test.leaves_a_part_pending");
+CLAIMCHECK_REGISTER(derives_from_its_kernel)
+    .claim("test.derives_from_its_kernel")
+    .derives("kernel_rate", claimcheck::Source::under_test);
+CLAIMCHECK_REGISTER(derives_undeclared).claim("test.derives_undeclared");
+CLAIMCHECK_REGISTER(derives_from_the_probe)
+    .claim("test.derives_from_the_probe")
+    .derives("probe_rate", claimcheck::Source::probe);
+
+namespace {
+Expected with_variant(const std::string& id, const std::string& when) {
+  const std::string text = R"({"schema": 1, "id": "ch04.x", "title": "t", "source": "s", "kind": ["measured"],
+    "requires": [], "value": 1, "unit": "ratio", "variants": [
+      {"when": ")" + when + R"(", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}, "expect": "xfail",
+       "xfail_reason": "r"},
+      {"when": "default", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}}]})";
+  Expected e = parse_expected_file(text, "/tmp/expected/ch04/x.json");
+  e.id = id;
+  return e;
+}
+}  // namespace
+
+TEST(Checks, AVariantChosenByTheCodeUnderTestIsRefusedAtLoad) {
+  for (const auto& [id, when] :
+       {std::pair<std::string, std::string>{"test.derives_from_its_kernel", "derived:kernel_rate>1"},
+        {"test.derives_from_the_probe", "isa:avx2 && derived:undeclared_here>1"}}) {
+    try {
+      refuse_selectors_under_test({{id, with_variant(id, when)}});
+      FAIL() << "no refusal for " << id;
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("/tmp/expected/ch04/x.json"), std::string::npos) << m;
+      EXPECT_NE(m.find("field 'variants[0].when'"), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+  // A variant chosen by the probe loads, and its choice is told with the figure that made it.
+  EXPECT_NO_THROW(refuse_selectors_under_test(
+      {{"test.derives_from_the_probe", with_variant("test.derives_from_the_probe", "derived:probe_rate>1")}}));
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  ClaimResult r = run_claim(with_variant("test.derives_from_the_probe", "derived:probe_rate>1"), inputs_for(&h), caps);
+  EXPECT_EQ(r.status, Status::xpass) << r.reason;
+  ASSERT_FALSE(r.measurements.empty());
+  EXPECT_EQ(r.measurements[0].variant, "derived:probe_rate>1");
+  EXPECT_EQ(r.measurements[0].variant_because, "probe_rate = 2 >1");
+  EXPECT_EQ(r.details["derived"]["probe_rate"]["source"], "probe");
+}
+
+TEST(Checks, ADerivedValueWithoutADeclaredSourceIsAnError) {
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  ClaimResult r = run_claim(with_variant("test.derives_undeclared", "isa:avx2"), inputs_for(&h), caps);
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_NE(r.reason.find("without a declared source"), std::string::npos) << r.reason;
+}
+
+// A statement of a form that does not run here is not judged, and says so; a pending part makes a claim partial.
+TEST(Checks, AppliesAndPartial) {
+  const HardwareInfo h = probe_hardware();
+  Capabilities caps(&h);
+  Expected e = with_variant("test.derives_from_the_probe", "gpu && !gpu");
+  Statement never = e.statements[0];
+  never.name = "never_here";
+  never.variants.clear();
+  never.applies = parse_feature_expr("gpu && !gpu");
+  e.statements.push_back(never);
+  ClaimResult r = run_claim(e, inputs_for(&h), caps);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.details["not_applicable"]["never_here"], "gpu && !gpu");
+  EXPECT_THROW(parse_expected_file(R"({"schema": 1, "id": "ch04.x", "title": "t", "source": "s", "kind": ["measured"],
+    "requires": [], "value": 1, "unit": "ratio", "compare": {"rule": "close", "rtol": 0.1, "why": "w"},
+    "also": {"y": {"value": 1, "unit": "ratio", "applies": "derived:a>1",
+                   "compare": {"rule": "close", "rtol": 0.1, "why": "w"}}}})",
+                                   "/tmp/expected/ch04/x.json"),
+               InputError);
+  e.id = "test.leaves_a_part_pending";  // every judged statement held, a part was not judged: partial, not pass
+  e.statements.resize(1);
+  r = run_claim(e, inputs_for(&h), caps);
+  EXPECT_EQ(r.status, Status::partial) << r.reason;
+  EXPECT_NE(r.reason.find("pending: the measured part"), std::string::npos) << r.reason;
+  EXPECT_EQ(exit_status({r}), 0);
+  EXPECT_EQ(summarize({r}).by_status.at("partial"), 1);
 }

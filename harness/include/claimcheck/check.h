@@ -12,6 +12,8 @@
 //   }
 //   CLAIMCHECK_REGISTER(full_finetune_gb).claim("ch04.full_finetune_gb");
 //   CLAIMCHECK_REGISTER(kv_cache_allocated).claim("ch06.kv_cache").part("measured");
+//   CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured").derives("measured_ridge",
+//   claimcheck::Source::probe);
 //
 // What a check needs (libtorch, python, gpu, numpy) is said once, in its expected file (`requires`, and
 // `parts.measured.requires` for a measured part registered apart): the runner skips it where that is missing, and
@@ -53,7 +55,8 @@ class Context {
   // otherwise reported as a measurement).
   virtual void measure(const std::string& name, double value, const std::string& unit) = 0;
   virtual void measure_bool(const std::string& name, bool value) = 0;
-  // A value derived on this machine that a `band` comparison can be relative to.
+  // A value derived on this machine that a `band` comparison can be relative to, or a variant chosen by; its source
+  // is declared at the registration (CheckBuilder::derives).
   virtual void derive(const std::string& name, double value, const std::string& unit) = 0;
 
   // Explanations: the assumptions that produce the figure, and the figure under
@@ -92,6 +95,16 @@ class Context {
 
 using CheckFn = void (*)(Context&);
 
+// Where a value a check derives (Context::derive) comes from, declared at its registration (CheckBuilder::derives):
+//   probe       the machine: its measured roofs, clock, cores, or a library timed on the probe's threads apart from
+//               the settings of the code under test;
+//   reference   the answer key: a config, the ledger, a closed form, a reference library's own figure;
+//   under_test  a figure the code under test computed (its loss, its spread, its kernel's rate).
+// A variant's `when` may read the first two only: the harness refuses, when the check is loaded, an expected file
+// whose variant is chosen by a figure of the code it judges (a slower kernel must not pick its own excuse).
+enum class Source { probe, reference, under_test };
+const char* to_string(Source s);
+
 // Builder returned by CLAIMCHECK_REGISTER; records file and line of registration.
 class CheckBuilder {
  public:
@@ -102,6 +115,9 @@ class CheckBuilder {
   // part is listed as pending with the reason). A check whose analytic part needs no LibTorch keeps it in the
   // executable and its LibTorch part in the module, so that `run --label analytic` never loads LibTorch.
   CheckBuilder& part(const std::string& kind);
+  // Declares a value the check derives and its source (Source above). Context::derive of an undeclared name is an
+  // error, so that every value a variant or a band reads says where it comes from.
+  CheckBuilder& derives(const std::string& name, Source source);
 
  private:
   std::size_t index_;

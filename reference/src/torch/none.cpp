@@ -41,4 +41,5 @@ void TorchDecodeChain::step(const float*, float*) { none(); }
 // The probe's library read (chapter 6).
 double torch_read_bandwidth(std::size_t, int, int) { none(); }
 double torch_cuda_read_bandwidth(std::size_t, int) { none(); }
+double torch_matmul_fp32_seconds(int, int, int, int, int) { none(); }
 }  // namespace claimcheck::ref

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <vector>
 
 #include "claimcheck/base/timing.h"
@@ -40,6 +41,22 @@ double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
   }
   if (rates.empty()) return 0;
   return claimcheck::base::median(std::move(rates));
+}
+
+double torch_matmul_fp32_seconds(int M, int N, int K, int threads, int repeats) {
+  const int before = torch_get_threads();
+  torch_set_threads(threads);
+  torch::NoGradGuard no_grad;
+  const auto a = torch::randn({M, K}), b = torch::randn({K, N});
+  auto c = torch::mm(a, b);  // warm-up
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c = torch::mm(a, b);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  torch_set_threads(before);
+  return best;
 }
 
 }  // namespace claimcheck::ref

@@ -24,10 +24,6 @@ struct BlockStepTiming {
   std::int64_t params = 0;        // in the layers' Linear weights
   std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
                                      // saved activations and temporaries (each touched at least once)
-  // The stack's own GEMM at the step's largest shape ([batch x tokens, hidden] x [hidden, intermediate], the dtype
-  // and threads of the step), best of `repeats` after the steps: the ceiling its GEMMs can reach here (CPU only; 0
-  // on CUDA, where the check times cuBLAS itself).
-  double library_gemm_s = 0, library_gemm_flops = 0;
   int batch = 0, tokens = 0, layers = 0, threads = 0;
   std::int64_t hidden = 0, intermediate = 0;
   std::string device = "cpu", dtype = "float32";
@@ -46,7 +42,8 @@ struct BlockStepOn {
   bool cpu_clock = false;
 };
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
-// "flops_per_token_only" (forward_flops counts one token, not the step's).
+// "flops_per_token_only" (forward_flops counts one token, not the step's), "step_one_thread" (the CPU step on one
+// intra-op thread, whatever `threads` says).
 // Throws std::runtime_error (the reason) where on.cuda and LibTorch sees no CUDA device.
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault = "", const BlockStepOn& on = {});

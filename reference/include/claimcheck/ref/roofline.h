@@ -58,6 +58,16 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
 // Physical cores among the CPUs of this process's affinity mask (SMT siblings count once; sysfs topology).
 int usable_physical_cores();
 
+// A GEMV over NF4 weights dequantised in registers spends, per weight, its FMA (2 FLOP) and as many vector operations
+// again to unpack the nibble, look it up in the 16-entry table and widen it to fp32: 4 FLOP-equivalents at the fp32
+// FMA roof. Its compute floor is weights x 4 / the FMA peak; where that exceeds the bytes' time at the read roof,
+// NF4 decode is compute-bound on the machine, whatever kernel runs it no faster. (Measured from cache, one thread
+// times two: Zen 4 32.3 GB/s of NF4 where this predicts 32.5; Zen 5 about 78 where it predicts 73.)
+inline constexpr double kNf4FlopEquivalentsPerWeight = 4;
+inline double nf4_gemv_compute_seconds(double weights, double fma_peak_flops) {
+  return weights * kNf4FlopEquivalentsPerWeight / fma_peak_flops;
+}
+
 // cores x clock x FLOP per cycle per core.
 inline double theoretical_peak_flops(int cores, double clock_hz, double flop_per_cycle) {
   return static_cast<double>(cores) * clock_hz * flop_per_cycle;
@@ -80,5 +90,9 @@ double torch_read_bandwidth(std::size_t bytes, int threads, int passes);
 // `bytes` (host clock, the queue drained by reading the last sum). Throws std::runtime_error where LibTorch sees no
 // CUDA device, or there is no LibTorch.
 double torch_cuda_read_bandwidth(std::size_t bytes, int passes);
+// LibTorch's fp32 GEMM (M x K times K x N) on `threads` intra-op threads (restored after): the best of `repeats`
+// timings after a warm-up, in seconds. The library's own ceiling at a shape, timed apart from any code under test's
+// settings (its thread count, its dtype). Throws std::runtime_error when not built with LibTorch.
+double torch_matmul_fp32_seconds(int M, int N, int K, int threads, int repeats);
 
 }  // namespace claimcheck::ref
