@@ -1,6 +1,7 @@
 // Chapter 6's decode measurements: the deterministic test data, a decode stack's matrices for the LibTorch
 // competitor, its step time, and that time against one read of its own bytes at the same moment.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -57,14 +58,43 @@ inline std::vector<std::pair<const void*, std::size_t>> stack_reads(const K::Dec
   return bufs;
 }
 
-// Seconds per decode step of a stack: the median of `steps` after one warm-up step.
-inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed) {
+// Seconds per decode step of a stack: the median of `steps` after one warm-up step. `out` (hidden floats), where
+// given, receives what the last timed step computed, for output_error.
+inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed,
+                         float* out = nullptr) {
   const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);
   std::vector<float> y(x.size());
   s.step(x.data(), y.data(), o);
   std::vector<double> t;
   for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
+  if (out) std::copy(y.begin(), y.end(), out);
   return claimcheck::base::median(std::move(t));
+}
+
+// What a timed step computed (y, from input x) against the answer key's fp64 step over the same weights
+// (ref::decode_step_fp64 over ref::gemv_bf16_fp64, or ref::gemv_nf4_fp64 with the format's levels for an nf4
+// stack): the largest element's error over the reference's largest magnitude. A kernel that reads its bytes and
+// computes the wrong thing reads O(1); fp32 accumulation over K <= 14,336 and two layers, about 1e-6.
+inline double stack_output_error(const K::DecodeStack& s, const float* x, const float* y,
+                                 const std::vector<double>& nf4_levels = {}) {
+  const auto& d = s.shape();
+  const ref::RefDecodeShape rs{d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim};
+  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
+  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
+  const std::vector<double> xd(x, x + d.hidden);
+  std::vector<double> r(static_cast<std::size_t>(d.hidden));
+  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* o) {
+    if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
+      ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], nf4_levels, in, o);
+    else
+      ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
+  }, xd.data(), r.data());
+  double err = 0, scale = 0;
+  for (int i = 0; i < d.hidden; ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(y[i]) - r[static_cast<std::size_t>(i)]));
+    scale = std::max(scale, std::fabs(r[static_cast<std::size_t>(i)]));
+  }
+  return scale > 0 ? err / scale : INFINITY;
 }
 
 }  // namespace ch06

@@ -67,7 +67,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const int steps = ch06::positive_int(ctx, "steps", 100);
   const int rounds = ch06::positive_int(ctx, "rounds", 999);
   const auto opts = ch06::gemv_options(ctx);
-  const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed()), s4(shape, "nf4", ctx.seed());
+  const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed(), opts.faults), s4(shape, "nf4", ctx.seed(), opts.faults);
   // The machine's balance, from the probe and the answer key alone (nothing the NF4 kernel does moves it): the NF4
   // step's floor is the larger of its bytes at the read roof and its dequantisation at the FMA roof
   // (ref::nf4_gemv_compute_seconds); the bf16 step's is its bytes at the read roof. Their ratio is the time ratio a
@@ -85,9 +85,16 @@ static void decode_4bit(claimcheck::Context& ctx) {
   // Each NF4 sample (the median of `steps` steps) between two bf16 samples, the median of the pairs' ratios
   // (base/timing.h's bracketed): a VM's memory speed drifts by a third from one second to the next (a neighbour's
   // load moves it more), and rounds of several steps per format left 0.27-0.34 to the moment.
+  // The last timed step of each format computed y16 and y4: both against the answer key's fp64 step.
+  std::vector<float> y16(static_cast<std::size_t>(shape.hidden)), y4(y16.size());
   const claimcheck::base::Bracketed pairs = claimcheck::base::bracketed(
-      rounds, [&] { return ch06::time_stack(s16, opts, steps, ctx.seed()); },
-      [&] { return ch06::time_stack(s4, opts, steps, ctx.seed()); });
+      rounds, [&] { return ch06::time_stack(s16, opts, steps, ctx.seed(), y16.data()); },
+      [&] { return ch06::time_stack(s4, opts, steps, ctx.seed(), y4.data()); });
+  const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
+  ctx.measure("output_matches_reference",
+              std::max(ch06::stack_output_error(s16, x.data(), y16.data()),
+                       ch06::stack_output_error(s4, x.data(), y4.data(), ref::load_nf4_levels(ctx.input_path("quant")))),
+              "ratio");
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;
   ctx.measure("time_ratio_over_predicted", time_ratio / predicted_ratio, "ratio");

@@ -44,6 +44,9 @@ static void decode_measured(claimcheck::Context& ctx) {
   // Run: the project's chain, then the competitor on the same weights (LibTorch at equal threads; cuBLAS).
   const ch06::Timing run = tb.time(ours);
   const double t = run.seconds;
+  // What the timed steps computed (y, the last sample's), against the answer key's fp64 step: before anything else
+  // writes y.
+  const double output_error = tb.gpu() ? NAN : ch06::stack_output_error(*stack, x.data(), y.data());
   double t_other = 0;
   std::string other_why;
   nlohmann::json eager;
@@ -54,9 +57,10 @@ static void decode_measured(claimcheck::Context& ctx) {
     try {
       ch06::ref::torch_set_threads(tb.cpu_roof().threads);
       ch06::ref::TorchDecodeChain lib(ch06::stack_mats(*stack));
-      lib.step(x.data(), y.data());
+      std::vector<float> y_lib(y.size());  // its own output: the project's y is the one judged
+      lib.step(x.data(), y_lib.data());
       std::vector<double> ts;
-      for (int i = 0; i < steps; ++i) ts.push_back(ch06::best_seconds(1, [&] { lib.step(x.data(), y.data()); }));
+      for (int i = 0; i < steps; ++i) ts.push_back(ch06::best_seconds(1, [&] { lib.step(x.data(), y_lib.data()); }));
       t_other = claimcheck::base::median(ts);
     } catch (const std::exception& e) {
       other_why = e.what();
@@ -71,6 +75,7 @@ static void decode_measured(claimcheck::Context& ctx) {
   ctx.measure("share_of_read_bandwidth", 1 / run.ratio, "ratio");
   ctx.measure("read_gb_s", run.read / 1e9, "GB/s");
   ctx.measure("weight_mb", bytes / 1e6, "MB");
+  if (!tb.gpu()) ctx.measure("output_matches_reference", output_error, "ratio");
   const std::string other = tb.gpu() ? "cuBLAS chain" : "LibTorch bf16 chain";
   if (t_other > 0) {
     ctx.measure(tb.gpu() ? "cublas_graph_ms" : "libtorch_ms", t_other * 1e3, "ms");

@@ -90,6 +90,10 @@ TEST(Gemv, ParsesFaults) {
   EXPECT_TRUE(f.dequant_whole_first && !f.read_weights_twice);
   EXPECT_TRUE(K::parse_gemv_fault("nf4_half_rows", &f));
   EXPECT_TRUE(f.nf4_half_rows && !f.dequant_whole_first);
+  EXPECT_TRUE(K::parse_gemv_fault("stack_no_residual", &f));
+  EXPECT_TRUE(f.stack_no_residual && !f.nf4_half_rows);
+  EXPECT_TRUE(K::parse_gemv_fault("nf4_wrong_sign", &f));
+  EXPECT_TRUE(f.nf4_wrong_sign && !f.stack_no_residual);
   EXPECT_FALSE(K::parse_gemv_fault("scale_by_d", &f));
   EXPECT_FALSE(f.read_weights_twice || f.dequant_whole_first || f.nf4_half_rows);
 }

@@ -42,6 +42,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   else if (name == "gemm_first_tile_only") out->first_tile_only = true;
   else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
   else if (name == "nf4_half_rows") out->nf4_half_rows = true;
+  else if (name == "stack_no_residual") out->stack_no_residual = true;
+  else if (name == "nf4_wrong_sign") out->nf4_wrong_sign = true;
   else return false;
   return true;
 }
@@ -151,6 +153,8 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
     nf4_pass(pth, W, x, y2, o.threads, rows);
     consume(y2);
   }
+  if (o.faults.nf4_wrong_sign)
+    for (int i = 0; i < W.N; ++i) y[i] = -y[i];
 }
 
 }  // namespace claimcheck::kernels

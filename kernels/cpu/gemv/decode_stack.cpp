@@ -142,7 +142,10 @@ void DecodeStack::step(const float* x, float* out, const GemvOptions& o) const {
       std::memcpy(&a[static_cast<std::size_t>(qh) * hd], &v[static_cast<std::size_t>(kvh) * hd], hd * sizeof(float));
     }
     mv(l, 3, a.data(), t.data());
-    for (int i = 0; i < H; ++i) h[i] += t[i];
+    if (!faults_.stack_no_residual)  // a planted fault: the attention output replaces the residual stream
+      for (int i = 0; i < H; ++i) h[i] += t[i];
+    else
+      std::memcpy(h.data(), t.data(), H * sizeof(float));
     mv(l, 4, h.data(), g.data());
     mv(l, 5, h.data(), u.data());
     for (int i = 0; i < F; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
