@@ -40,4 +40,6 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   }
   claimcheck::forward_driver_result(ctx, r);
 }
-CLAIMCHECK_REGISTER(fsdp_per_gpu).claim("ch04.fsdp_per_gpu");
+CLAIMCHECK_REGISTER(fsdp_per_gpu)
+    .claim("ch04.fsdp_per_gpu")
+    .derives("ideal_shard_fraction", claimcheck::Source::reference);

@@ -154,6 +154,17 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& c) {
   return t;
 }
 
+std::vector<SavedTensor> plain_layer_extra_bytes(const ModelConfig& c) {
+  if (c.experts > 0 || c.mlp != ModelConfig::Mlp::gated) return {};
+  const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  std::vector<SavedTensor> t;
+  for (const auto& n : c.layer_norms) t.push_back({n + " input in fp32 and its fp32 reciprocal RMS", 4 * c.hidden + 4});
+  t.push_back({"k and v repeated to every query head (GQA by repeat_interleave)", 2 * (q - kv) * 2});
+  t.push_back({"SDPA's fp32 logsumexp per head", 4 * c.heads});
+  t.push_back({"SiLU output (the product's other factor)", 2 * c.intermediate});
+  return t;
+}
+
 std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c) {
   std::vector<SavedTensor> t = saved_per_layer(c);
   if (c.experts == 0) return t;

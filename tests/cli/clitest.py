@@ -40,6 +40,13 @@ def turned(claim):
             if m.get("compared") and m.get("ok") == ("expected_failure" in m)]
 
 
+def expected_here(claim):
+    """The names of a reported claim's statements judged as expected failures in that run (the variant that applied
+    there included)."""
+    return [m["name"] for m in claim.get("details", {}).get("measurements", [])
+            if m.get("compared") and "expected_failure" in m]
+
+
 class Flips:
     """The stated figures (a claim's `value` and each `also`) a test's runs turned: a figure that should hold and
     failed under a planted fault or a moved value, or an expected failure that passed once its stated value was moved
@@ -65,7 +72,7 @@ class Flips:
             with open(self.path, "a", encoding="utf-8") as f:
                 for c in claims.values():
                     f.write(json.dumps({"claim": c["id"], "status": c["status"], "turned": turned(c),
-                                        "origin": origin, "seconds": seconds}) + "\n")
+                                        "xfail": expected_here(c), "origin": origin, "seconds": seconds}) + "\n")
         return r, claims
 
     def record(self, claim, names, origin):

@@ -1,5 +1,6 @@
 // The roofline's answer key (reference/src/roofline.cpp): the theoretical peak, /proc/cpuinfo as each machine met
 // wrote it (tests/data/machines/), the microarchitecture table's rules and refusals, the knee of a batch sweep.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -95,6 +96,17 @@ TEST(Roofline, EachMachineItsMicroarchitectureAndEngines) {
   EXPECT_EQ(zen5.bf16_dot_flop_per_cycle, 128);  // two zmm vdpbf16ps per cycle, as measured on this core
   EXPECT_FALSE(zen5.bf16_dot_lower_bound);
   EXPECT_EQ(zen5.amx_bf16_flop_per_cycle, 0);
+  // A guest whose hypervisor reports a client core's model number (167, Rocket Lake) on a Xeon with AMX: AMX names
+  // the server core (two 512-bit FMA units), the number alone would say one.
+  const auto amx167 = machine("xeon-amx-model167");
+  EXPECT_EQ(amx167.model, 167);
+  const auto x = uarch_of(amx167);
+  EXPECT_EQ(x.name, "Xeon with AMX (Sapphire Rapids or later; the model number does not say which)");
+  EXPECT_EQ(fp32(x, "avx512"), 64);
+  EXPECT_EQ(x.amx_bf16_flop_per_cycle, 1024);
+  auto rkl = amx167;  // the same numbers without AMX: the client rule
+  rkl.flags.erase(std::remove(rkl.flags.begin(), rkl.flags.end(), "amx_tile"), rkl.flags.end());
+  EXPECT_EQ(fp32(uarch_of(rkl), "avx512"), 32);
   const auto v1 = uarch_of(machine("neoverse-v1"));
   EXPECT_EQ(v1.name, "Neoverse V1");
   EXPECT_EQ(fp32(v1, "neon"), 32);  // four 128-bit pipes

@@ -191,6 +191,11 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& c);
 // expert's output scaled by its weight; a shared expert (Qwen2-MoE) saves its own SwiGLU tensors, its sigmoid gate
 // and its output. Equals saved_per_layer(c) for a dense config.
 std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c);
+// What a plain PyTorch layer (transformers' eager modules: RMSNorm in fp32, GQA by repeat_interleave, SiLU as its own
+// op, fused SDPA) keeps beyond saved_per_layer's minimal list, in BYTES per token (elements_per_token holds bytes):
+// each norm's input widened to fp32 and its fp32 reciprocal RMS, k and v repeated to every query head, SDPA's fp32
+// logsumexp per head, SiLU's output. A dense gated layer only (empty otherwise).
+std::vector<SavedTensor> plain_layer_extra_bytes(const ModelConfig& c);
 struct ActivationOptions {
   int bytes_per_element = 2;           // bf16 activations
   bool eager_attention_probs = false;  // keep the T x T softmax per head (eager attention)
