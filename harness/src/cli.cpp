@@ -414,7 +414,7 @@ int cmd_run(const Args& a) {
       else if (!quiet)
         std::fprintf(stderr, "[%zu/%zu] %s started\n", index + 1, ids.size(), id.c_str());
     }
-    ClaimResult done = run_claim(cat.at(id), in, caps);
+    ClaimResult done = run_claim_watched(cat.at(id), in, caps);
     {
       std::lock_guard<std::mutex> l(mu);
       results.push_back(std::move(done));

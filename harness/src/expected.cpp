@@ -314,7 +314,7 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
 
   only_keys(j, file, "", {"schema",   "id",       "title",  "source",         "source_en", "establishes", "kind",
                           "requires", "optional", "parts",  "setup_specific", "value",     "unit",        "compare",
-                          "variants", "also",     "expect", "xfail_reason",   "pending",   "inputs"});
+                          "variants", "also",     "expect", "xfail_reason",   "pending",   "inputs",      "timed"});
   Expected e;
   e.file = path;
   e.raw = j;
@@ -362,6 +362,10 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     e.measured_requirements = features(m, "parts.measured.", "requires");
   }
   if (j.contains("establishes")) e.establishes = get_string(j, file, "", "establishes");
+  if (j.contains("timed")) {
+    if (!j["timed"].is_boolean()) input_error(file, "timed", "expected a boolean");
+    e.timed = j["timed"].get<bool>();
+  }
   if (j.contains("setup_specific")) {
     if (!j["setup_specific"].is_boolean()) input_error(file, "setup_specific", "expected a boolean");
     e.setup_specific = j["setup_specific"].get<bool>();

@@ -80,6 +80,9 @@ struct Expected {
   std::vector<std::string> measured_requirements;  // parts.measured.requires: the measured part's own needs
   std::string establishes;                         // what a check must establish (docs/claims.md)
   bool setup_specific = false;
+  // A figure of the claim is a time or a speed on this machine: another process taking the cores moves it, so the
+  // runner watches the machine's load while it runs (runner.h run_claim_watched).
+  bool timed = false;
   std::vector<Statement> statements;   // [0] is the primary
   std::optional<std::string> pending;  // the check has not arrived yet: why / which issue
   nlohmann::json inputs = nlohmann::json::object();

@@ -75,6 +75,32 @@ std::string with_figures(const std::string& text, const std::map<std::string, do
 // unloaded LibTorch module is passed over: call this again once the module is loaded.
 void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogue);
 
+// What else this machine did while a claim ran: the CPU time of every other process (the whole machine's busy time
+// from /proc/stat, less this process's and its waited-for children's) and the hypervisor's steal time, each as a
+// share of the wall time x the CPUs.
+struct MachineLoad {
+  double others = 0;  // 0..1 of the machine's capacity
+  double steal = 0;
+  double busy() const { return others + steal; }
+};
+class LoadWatch {
+ public:
+  LoadWatch();
+  MachineLoad stop() const;
+
+ private:
+  double wall0_ = 0, total0_ = 0, steal0_ = 0, own0_ = 0;
+};
+// Above this share of the machine taken by others (or stolen), a timed claim's failure is not judged.
+inline constexpr double kBusyShare = 0.2;
+
+// run_claim for a timed claim (Expected::timed) on a machine others share: where it fails (a fail, an xpass, an
+// error) while other processes took more than kBusyShare of the CPUs, it is run again (up to `tries` runs in all,
+// `pause_s` apart); where the machine stays busy, the outcome is an error naming the interference and its figures,
+// never a failure with a wrong cause. details.interference records each run's load. A claim not timed: run_claim.
+ClaimResult run_claim_watched(const Expected& e, const RunContextInputs& in, Capabilities& caps, int tries = 3,
+                              double pause_s = 2);
+
 // Run one claim: its check (or its pending skip), its measured part registered apart when the run selects it,
 // then the comparisons with its expected file.
 ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilities& caps);
