@@ -16,9 +16,9 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   ch06::Testbed tb(ctx, /*cpu_only=*/true);  // both steps run here: LibTorch's training step on this CPU
   const ch06::Roofs& roofs = tb.measure();
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
-  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
-  // Fifteen steps, each against one read of its own weights by the probe's reader just before: the median ratio.
   const auto opts = ch06::gemv_options(ctx);
+  const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed(), opts.faults);
+  // Fifteen steps, each against one read of its own weights by the probe's reader just before: the median ratio.
   const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
   std::vector<float> y(x.size());
   ch06::Kernel decode{"decode step (bf16, batch 1)", stack.flops(), static_cast<double>(stack.weight_bytes())};
@@ -28,6 +28,7 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   decode.reads = ch06::stack_reads(stack);
   decode.bound = ch06::Bound::memory;
   const ch06::Timing dec = tb.time(decode);
+  ctx.measure("output_matches_reference", ch06::stack_output_error(stack, x.data(), y.data()), "ratio");
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
                                                        ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());

@@ -110,6 +110,10 @@ static void ridge_measured(claimcheck::Context& ctx) {
   ktop.rounds = 3;
   ktop.bound = ch06::Bound::compute;
   const ch06::Timing roof_pair = tb.time(ktop);
+  // What the two timed ends computed, against the answer key's fp64 dot products.
+  const double output_error =
+      std::max(ch06::gemm_output_error(run.W.data(), N, Kd, x1.data(), 1, y1.data()),
+               ch06::gemm_output_error(run.W.data(), N, Kd, X.data(), top_batch, Y.data()));
   // The knee from the two paired ends: batch 1's time (the memory floor) and the top batch's (the compute roof).
   const ch06::ref::Knee knee =
       top_batch > 1 ? ch06::ref::sweep_knee({1, top_batch}, {b1.seconds, roof_pair.seconds})
@@ -154,6 +158,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
     if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.read, "FLOP/byte");
   }
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
+  ctx.measure("output_matches_reference", output_error, "ratio");
   if (pair_ratio > 0) ctx.measure("read_vs_libtorch", pair_ratio, "ratio");
   else ctx.pending("the probe's read against LibTorch's own (" + (torch_why.empty() ? std::string("LibTorch's read gave 0") : torch_why) + ")");
   ctx.measure("peak_gflops", roof.peak.flops_per_s / 1e9, "GFLOP/s");

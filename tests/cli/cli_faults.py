@@ -67,6 +67,8 @@ PLANTED = [
     # Wrong values from the right bytes: the timed steps' outputs against the answer key's fp64 step.
     ("stack_no_residual", "ch06.decode_measured"), ("stack_no_residual", "ch06.decode_4bit"),
     ("nf4_wrong_sign", "ch06.decode_4bit"),
+    ("gemm_accumulates", "ch06.decode_intensity"), ("gemm_accumulates", "ch06.ridge_measured"),
+    ("gemm_accumulates", "ch06.prefill_ms"), ("stack_no_residual", "ch06.quant_inference_not_training"),
     ("kv_full_heads", "ch06.kv_cache"), ("backward_recomputes", "ch06.backward_2x"),
     ("buckets_drop_copy", "ch06.profiler_buckets"), ("frozen", "ch03.warmup_cosine"),
     ("stream_instead_of_list", "ch01.generator_peak_flat"), ("chunks_not_divided", "ch01.processes_speedup"),
@@ -121,7 +123,8 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
 CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode_intensity"),
                  ("nf4_half_rows", "ch06.decode_4bit"), ("stack_no_residual", "ch06.decode_measured"),
                  ("stack_no_residual", "ch06.decode_4bit"), ("nf4_wrong_sign", "ch06.decode_4bit"),
-                 ("step_one_thread", "ch06.mfu")}
+                 ("step_one_thread", "ch06.mfu"), ("gemm_accumulates", "ch06.decode_intensity"),
+                 ("gemm_accumulates", "ch06.ridge_measured"), ("gemm_accumulates", "ch06.prefill_ms")}
 # Faults that only one variant of a statement can see, planted where this machine's unfaulted run selects it (none
 # now: nf4_half_rows, once seen only by the memory-bound variant, fails time_ratio_over_predicted and
 # output_matches_reference on every machine).

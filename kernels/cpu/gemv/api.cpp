@@ -44,6 +44,7 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   else if (name == "nf4_half_rows") out->nf4_half_rows = true;
   else if (name == "stack_no_residual") out->stack_no_residual = true;
   else if (name == "nf4_wrong_sign") out->nf4_wrong_sign = true;
+  else if (name == "gemm_accumulates") out->gemm_accumulates = true;
   else return false;
   return true;
 }
@@ -91,6 +92,14 @@ void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const Ge
 void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, const GemvOptions& o) {
   if (N < 0 || K < 0 || B < 0) throw std::invalid_argument("gemm_bf16: negative shape");
   if (N == 0 || B == 0) return;
+  if (o.faults.gemm_accumulates) {  // a planted fault: Y += X W^T, the same bytes read, the old Y kept
+    const std::vector<float> before(Y, Y + static_cast<std::size_t>(B) * N);
+    GemvOptions inner = o;
+    inner.faults.gemm_accumulates = false;
+    gemm_bf16(W, N, K, X, B, Y, inner);
+    for (std::size_t i = 0; i < before.size(); ++i) Y[i] += before[i];
+    return;
+  }
   if (B == 1) return gemv_bf16(W, N, K, X, Y, o);
   const Path pth = path();
   if (o.faults.gemm_per_token) {  // a planted fault: one GEMV per token, each reading all of W again

@@ -28,9 +28,11 @@ struct GemvFaults {
   // Wrong values from the right bytes (a timed run must check what it computed):
   bool stack_no_residual = false;    // a decode stack's step drops the residual add after the attention output
   bool nf4_wrong_sign = false;       // the 4-bit kernel returns -y
+  bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
-// "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign"; "" = none. Returns false for a name that is not
+// "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
+// "gemm_accumulates"; "" = none. Returns false for a name that is not
 // a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
