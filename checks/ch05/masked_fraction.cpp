@@ -41,7 +41,10 @@ static void masked_fraction(claimcheck::Context& ctx) {
   ctx.derive("conversation_min", 100 * lo, "%");
   ctx.derive("conversation_max", 100 * hi, "%");
   ctx.measure("share_off_answer_key", off, "points");
-  ctx.measure_bool("every_conversation_mostly_masked", lo > 0.5);
+  // The law, of the template under test: each conversation it masks is mostly masked.
+  double code_lo = 1;
+  for (const auto& f : per) code_lo = std::min(code_lo, f.get<double>());
+  ctx.measure_bool("every_conversation_mostly_masked", code_lo > 0.5);
   ctx.detail("conversations", convs.size());
   ctx.detail("tokens", total);
   ctx.detail("per_conversation_fraction", per);

@@ -163,6 +163,9 @@ void statement_row(std::ostringstream& o, const Measurement& m) {
   if (!m.evidence.empty())
     o << "<details><summary>evidence</summary><p class=\"why\">" << esc(m.evidence) << "</p></details>";
   if (m.expected_failure) o << "<div class=\"why\">expected failure: " << esc(m.xfail_reason) << "</div>";
+  if (!m.variant.empty())  // which of the statement's variants judged it here, and the property that chose it
+    o << "<div class=\"why variant\">variant <code>" << esc(m.variant) << "</code>: " << esc(m.variant_because)
+      << "</div>";
   o << "</td></tr>";
 }
 
