@@ -17,6 +17,16 @@ import statistics
 import sys
 
 
+def refuse_errors(data, src):
+    """A benchmark whose timed output did not match its reference (or that stopped otherwise) is an error, not a
+    ratio: one line naming the file and the row, exit 2."""
+    for b in data.get("benchmarks", []):
+        if b.get("error_occurred"):
+            print(f"{src}: field 'benchmarks[{b.get('name')}]': {b.get('error_message', 'stopped with an error')}",
+                  file=sys.stderr)
+            sys.exit(2)
+
+
 def load_runs(data):
     """Each benchmark's repetitions by name (suffixes dropped); aggregates and runs that stopped with an error left
     out (ci/bench_gpu_ratios.py uses it too)."""
@@ -156,6 +166,7 @@ def main(src, dst, rows_of=None):
     """Reads a Google Benchmark JSON, writes the rows `rows_of` (default: this file's) makes of it, prints them."""
     with open(src) as f:
         data = json.load(f)
+    refuse_errors(data, src)
     rows = (rows_of or rows_from)(data)
     with open(dst, "w") as f:
         json.dump(rows, f, indent=2)

@@ -9,12 +9,13 @@ import json
 import statistics
 import sys
 
-from bench_decode_ratios import per_repetition  # each repetition's ratio, as the decode rows have them
+from bench_decode_ratios import per_repetition, refuse_errors  # as the decode rows have them
 
 
 def main(src, dst):
     with open(src) as f:
         data = json.load(f)
+    refuse_errors(data, src)
     runs = {}
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate":

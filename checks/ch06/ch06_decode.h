@@ -71,27 +71,6 @@ inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int s
   return claimcheck::base::median(std::move(t));
 }
 
-// What a timed batched GEMM computed (Y [B, N] = X [B, K] W^T, W bf16 [N, K]) against the answer key's fp64 dot
-// products on sampled outputs (8 tokens spread over the batch, the last among them, x 8 rows spread over N): the
-// largest error over the sum of |w x| of its dot product (the scale an fp32 accumulation's rounding grows with).
-inline double gemm_output_error(const K::bf16_t* W, int N, int Kd, const float* X, int B, const float* Y) {
-  double worst = 0;
-  std::vector<double> xd(static_cast<std::size_t>(Kd));
-  const auto spread = [](int i, int n) { return n <= 8 ? i : static_cast<int>(static_cast<long>(i) * (n - 1) / 7); };
-  for (int bi = 0; bi < std::min(B, 8); ++bi) {
-    const int b = spread(bi, B);
-    for (int k = 0; k < Kd; ++k) xd[static_cast<std::size_t>(k)] = X[static_cast<std::size_t>(b) * Kd + k];
-    for (int ni = 0; ni < std::min(N, 8); ++ni) {
-      const int n = spread(ni, N);
-      double y = 0, absdot = 0;
-      ref::gemv_bf16_fp64(W + static_cast<std::size_t>(n) * Kd, 1, Kd, xd.data(), &y, &absdot);
-      const double got = Y[static_cast<std::size_t>(b) * N + n];
-      worst = std::max(worst, std::fabs(got - y) / std::max(absdot, 1e-30));
-    }
-  }
-  return worst;
-}
-
 // What a timed step computed (y, from input x) against the answer key's fp64 step over the same weights
 // (ref::decode_step_fp64 over ref::gemv_bf16_fp64, or ref::gemv_nf4_fp64 with the format's levels for an nf4
 // stack): the largest element's error over the reference's largest magnitude. A kernel that reads its bytes and

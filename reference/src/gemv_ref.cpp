@@ -1,11 +1,13 @@
 // Reference decode arithmetic in fp64: plain loops, no SIMD, nothing shared with kernels/.
 #include "claimcheck/ref/gemv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,37 @@ void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, doubl
     y[n] = s;
     if (absdot) absdot[n] = a;
   }
+}
+
+double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y) {
+  double worst = 0;
+  std::vector<double> xd(static_cast<std::size_t>(K));
+  const auto spread = [](int i, int n) { return n <= 8 ? i : static_cast<int>(static_cast<long>(i) * (n - 1) / 7); };
+  for (int bi = 0; bi < std::min(B, 8); ++bi) {
+    const int b = spread(bi, B);
+    for (int k = 0; k < K; ++k) xd[static_cast<std::size_t>(k)] = X[static_cast<std::size_t>(b) * K + k];
+    for (int ni = 0; ni < std::min(N, 8); ++ni) {
+      const int n = spread(ni, N);
+      double y = 0, absdot = 0;
+      gemv_bf16_fp64(W + static_cast<std::size_t>(n) * K, 1, K, xd.data(), &y, &absdot);
+      worst = std::max(worst, std::fabs(Y[static_cast<std::size_t>(b) * N + n] - y) / std::max(absdot, 1e-30));
+    }
+  }
+  return worst;
+}
+
+double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, int N, int K,
+                              const std::vector<double>& levels, const float* x, const float* y) {
+  const std::vector<double> xd(x, x + K);
+  double worst = 0;
+  for (int r = 0; r < std::min(N, 64); ++r) {
+    const int n = N <= 64 ? r : static_cast<int>(static_cast<long>(r) * (N - 1) / 63);
+    const std::size_t at = static_cast<std::size_t>(n) * K;  // K a multiple of 64: whole bytes, whole blocks
+    double ref = 0, absdot = 0;
+    gemv_nf4_fp64(packed + at / 2, scales + at / 64, 1, K, levels, xd.data(), &ref, &absdot);
+    worst = std::max(worst, std::fabs(y[n] - ref) / std::max(absdot, 1e-30));
+  }
+  return worst;
 }
 
 std::vector<double> load_nf4_levels(const std::filesystem::path& file) {

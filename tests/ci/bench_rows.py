@@ -69,6 +69,23 @@ for r in rows:
         bad += 1
     else:
         print(f"ok   {r['name']}: {REPS} samples, median {med:.4g} (ratio {r['ratio']:.4g})")
+# A row whose timed output did not match its reference (SkipWithError) is an error, never a ratio: the writers of
+# the rows (this one and the CPU ones, which share bench_decode_ratios.main) exit 2 naming the file and the row.
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+with tempfile.TemporaryDirectory() as d:
+    src = os.path.join(d, "bench.json")
+    with open(src, "w") as f:
+        json.dump({"context": {}, "benchmarks": [{"name": "gemv/bf16/14336x4096/real_time", "run_type": "iteration",
+                   "error_occurred": True, "error_message": "bf16 GEMV: the timed output does not match"}]}, f)
+    for script in ("bench_decode_ratios.py", "bench_ratios.py", "bench_gpu_ratios.py"):
+        r = subprocess.run([sys.executable, os.path.join(a.root, "ci", script), src, os.path.join(d, "out.json")],
+                           capture_output=True, text=True)
+        ok = (r.returncode == 2 and "gemv/bf16/14336x4096" in r.stderr and "does not match" in r.stderr
+              and len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(os.path.join(d, "out.json")))
+        print(f"{'ok  ' if ok else 'FAIL'} {script}: an errored row -> exit {r.returncode}: {r.stderr.strip()[:160]}")
+        bad += 0 if ok else 1
 names = " ".join(r["name"] for r in rows)
 for want in ("share of the read bandwidth", "cuBLAS chain", "NF4 decode chain", "attention", "ridge"):
     if want not in names:

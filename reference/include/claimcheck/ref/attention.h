@@ -15,6 +15,10 @@ struct AttnShape {
 
 // q, k, v, out: [B, H, T, D] row-major.
 void attention_fp64(const double* q, const double* k, const double* v, double* out, const AttnShape& s, bool causal = true);
+// What an fp32 causal attention wrote into `out`, against the fp64 rows of attention_fp64 on 32 rows spread over the
+// heads and the sequence (the first and the last row among them): the largest absolute error. A timed run's check
+// of its output (the benchmark rows): fp32 kernels read about 1e-6.
+double attention_sampled_error(const float* q, const float* k, const float* v, const float* out, const AttnShape& s);
 
 // LibTorch, fp32 or fp64, causal. Throws std::runtime_error when not built with LibTorch.
 std::vector<float> torch_attention(const float* q, const float* k, const float* v, const AttnShape& s);

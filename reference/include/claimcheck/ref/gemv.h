@@ -23,6 +23,11 @@ double bf16_value(std::uint16_t bits);
 // the scale a rounding-error bound of a float accumulation is proportional to.
 void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, double* y, double* absdot = nullptr);
 
+// What a timed batched GEMM wrote (Y [B, N] = X [B, K] W^T, W raw bf16 [N, K]) against gemv_bf16_fp64 on sampled
+// outputs: 8 tokens spread over the batch (the last among them) x 8 rows spread over N; the largest error over the
+// dot product's sum of |w x| (the scale an fp32 accumulation's rounding grows with). About 1e-8 for fp32 work.
+double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y);
+
 // The 16 NF4 levels from a quantisation format's JSON ("levels": 16 increasing numbers from -1 to 1, 0 among
 // them). Throws SpecError-like std::runtime_error naming the file and field.
 std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
@@ -31,6 +36,10 @@ std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
 // value = levels[code] * scales[(n*K + k) / 64]. K a multiple of 64.
 void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
                    const double* x, double* y, double* absdot = nullptr);
+// What a timed NF4 GEMV wrote into y (from x), against gemv_nf4_fp64 on 64 rows spread over N (the last among
+// them): the largest error over the row's sum of |w x|.
+double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, int N, int K,
+                              const std::vector<double>& levels, const float* x, const float* y);
 
 // Checks a quantisation of W (bf16 bits) against NF4's definition: each scale is the block's absmax, each code a
 // nearest level of w / absmax (ties, within tie_tol, either way). Counts of violations and the first one.
