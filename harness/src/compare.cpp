@@ -268,8 +268,10 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     // A hatch opening under a status that did not move: a statement judged by another variant, moving onto an
     // expected failure, or left pending in a run that selected every kind of work.
     std::vector<std::string> hatches;
-    if (o && n && change != "not compared") {
-      const auto fo = figures_of(*o), fn = figures_of(*n);
+    const bool judged_both = o && n && change != "not compared";
+    const auto fo = judged_both ? figures_of(*o) : std::map<std::string, Figure>{};
+    const auto fn = judged_both ? figures_of(*n) : std::map<std::string, Figure>{};
+    if (judged_both) {
       std::set<std::string> pending_now;
       if (n->contains("details") && (*n)["details"].is_object())
         for (const auto& p : (*n)["details"].value("pending", json::array()))
@@ -301,8 +303,7 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
                       {"new", ns},
                       {"change", change},
                       {"reason", note.empty() ? why.value("reason", "") : note}});
-    if (!o || !n || change == "not compared") return;
-    const auto fo = figures_of(*o), fn = figures_of(*n);
+    if (!judged_both) return;
     for (const auto& [name, b] : fn) {
       auto it = fo.find(name);
       if (it == fo.end() || it->second.value.is_null() || b.value.is_null()) continue;
