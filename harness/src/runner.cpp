@@ -307,7 +307,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
 }  // namespace
 
 void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogue) {
-  for (const auto& [id, e] : catalogue) {
+  for (const auto& [key, e] : catalogue) {
+    const std::string& id = key;  // a lambda captures no structured binding before clang 16
     const auto& reg = registry();
     const bool loaded =
         std::any_of(reg.begin(), reg.end(), [&](const CheckInfo& c) { return c.id == id; }) &&

@@ -2,7 +2,6 @@
 #include <cmath>
 #include <limits>
 #include <vector>
-#include <vector>
 
 #include "claimcheck/ref/attention.h"
 
