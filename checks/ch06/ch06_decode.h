@@ -83,12 +83,15 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
   const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
   const std::vector<double> xd(x, x + d.hidden);
   std::vector<double> r(static_cast<std::size_t>(d.hidden));
-  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* o) {
-    if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
-      ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], nf4_levels, in, o);
-    else
-      ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
-  }, xd.data(), r.data());
+  ref::decode_step_fp64(
+      rs,
+      [&](int l, int m, const double* in, double* o) {
+        if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
+          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], nf4_levels, in, o);
+        else
+          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
+      },
+      xd.data(), r.data());
   double err = 0, scale = 0;
   for (int i = 0; i < d.hidden; ++i) {
     err = std::max(err, std::fabs(static_cast<double>(y[i]) - r[static_cast<std::size_t>(i)]));

@@ -205,10 +205,11 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
   for (const Engine& e : r.engines) {
     const double floor = &e == &r.engines.front() ? kProbeFloor : kFurtherEngineFloor;
     if ((validate || &e != &r.engines.front()) && e.theory > 0 && e.peak > 0 && e.share() < floor)
-        throw std::runtime_error(ctx.claim_id() + ": the " + e.name + " probe (" + e.isa + ") read " + fmt3(e.peak_one / 1e9) +
-                                 " GFLOP/s on one thread, " + fmt3(e.share()) + " of one core's theoretical " +
-                                 fmt3(e.theory_one / 1e9) + " GFLOP/s (" + r.uarch.name + "): below " + fmt3(floor) +
-                                 ", a probe bug or a machine too busy to measure, not a roof");
+      throw std::runtime_error(ctx.claim_id() + ": the " + e.name + " probe (" + e.isa + ") read " +
+                               fmt3(e.peak_one / 1e9) + " GFLOP/s on one thread, " + fmt3(e.share()) +
+                               " of one core's theoretical " + fmt3(e.theory_one / 1e9) + " GFLOP/s (" + r.uarch.name +
+                               "): below " + fmt3(floor) +
+                               ", a probe bug or a machine too busy to measure, not a roof");
   }
   return r;
 }

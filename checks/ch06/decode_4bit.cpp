@@ -91,10 +91,11 @@ static void decode_4bit(claimcheck::Context& ctx) {
       rounds, [&] { return ch06::time_stack(s16, opts, steps, ctx.seed(), y16.data()); },
       [&] { return ch06::time_stack(s4, opts, steps, ctx.seed(), y4.data()); });
   const auto x = ch06::random_activations(static_cast<std::size_t>(shape.hidden), ctx.seed());
-  ctx.measure("output_matches_reference",
-              std::max(ch06::stack_output_error(s16, x.data(), y16.data()),
-                       ch06::stack_output_error(s4, x.data(), y4.data(), ref::load_nf4_levels(ctx.input_path("quant")))),
-              "ratio");
+  ctx.measure(
+      "output_matches_reference",
+      std::max(ch06::stack_output_error(s16, x.data(), y16.data()),
+               ch06::stack_output_error(s4, x.data(), y4.data(), ref::load_nf4_levels(ctx.input_path("quant")))),
+      "ratio");
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;
   ctx.measure("time_ratio_over_predicted", time_ratio / predicted_ratio, "ratio");

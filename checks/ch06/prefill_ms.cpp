@@ -88,7 +88,8 @@ static void prefill_ms(claimcheck::Context& ctx) {
   const double t = paired.seconds;
   // Y holds what the last timed GEMM (down_proj, T x ffn in) computed: against the answer key's fp64 dot products.
   ctx.measure("output_matches_reference",
-              ch06::ref::gemm_bf16_sampled_error(mats.back().w, mats.back().N, mats.back().K, X.data(), T, Y.data()), "ratio");
+              ch06::ref::gemm_bf16_sampled_error(mats.back().w, mats.back().N, mats.back().K, X.data(), T, Y.data()),
+              "ratio");
   const double layer_flops = prefill.flops, layer_bytes = prefill.bytes;
   ctx.derive("flops_over_peak", paired.roof_seconds() * 1e3, "ms");
   ctx.derive("intensity_over_ridge", layer_flops / layer_bytes / (paired.peak / roofs.read), "ratio");

@@ -451,7 +451,7 @@ void machine_jiffies(double* busy, double* steal) {
   std::string cpu;
   double v[10] = {};
   if (!(f >> cpu) || cpu != "cpu") return;
-  for (double& x : v) f >> x;  // user nice system idle iowait irq softirq steal guest guest_nice
+  for (double& x : v) f >> x;                // user nice system idle iowait irq softirq steal guest guest_nice
   *busy = v[0] + v[1] + v[2] + v[5] + v[6];  // guest time is already inside user
   *steal = v[7];
 }

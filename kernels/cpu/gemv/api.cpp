@@ -42,9 +42,12 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   else if (name == "gemm_first_tile_only") out->first_tile_only = true;
   else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
   else if (name == "nf4_half_rows") out->nf4_half_rows = true;
-  else if (name == "stack_no_residual") out->stack_no_residual = true;
-  else if (name == "nf4_wrong_sign") out->nf4_wrong_sign = true;
-  else if (name == "gemm_accumulates") out->gemm_accumulates = true;
+  else if (name == "stack_no_residual")
+    out->stack_no_residual = true;
+  else if (name == "nf4_wrong_sign")
+    out->nf4_wrong_sign = true;
+  else if (name == "gemm_accumulates")
+    out->gemm_accumulates = true;
   else return false;
   return true;
 }

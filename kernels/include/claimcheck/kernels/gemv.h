@@ -26,9 +26,9 @@ struct GemvFaults {
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
   // Wrong values from the right bytes (a timed run must check what it computed):
-  bool stack_no_residual = false;    // a decode stack's step drops the residual add after the attention output
-  bool nf4_wrong_sign = false;       // the 4-bit kernel returns -y
-  bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
+  bool stack_no_residual = false;  // a decode stack's step drops the residual add after the attention output
+  bool nf4_wrong_sign = false;     // the 4-bit kernel returns -y
+  bool gemm_accumulates = false;   // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
