@@ -21,6 +21,7 @@
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
+#include "verify.h"
 
 namespace K = claimcheck::kernels;
 namespace ref = claimcheck::ref;
@@ -64,16 +65,6 @@ Data make(int T) {
   return d;
 }
 
-// A timed run checks what it computed: its last output against the answer key's fp64 rows, else the row is an
-// error (bench_ratios.py refuses a run with one), never a ratio.
-void verify(benchmark::State& st, double error, double allowed, const char* what) {
-  if (error <= allowed) return;
-  static std::string msg;  // Google Benchmark 1.7 keeps the pointer
-  msg = std::string(what) + ": the timed output does not match the fp64 reference (error " + std::to_string(error) +
-        " > " + std::to_string(allowed) + ")";
-  st.SkipWithError(msg.c_str());
-}
-
 // Useful FLOPs of causal attention: QK^T and PV over the T(T+1)/2 visible pairs, 2 FLOP per multiply-add.
 double flops(const ref::AttnShape& s) { return 2.0 * 2.0 * s.B * s.H * (s.T * (s.T + 1.0) / 2) * s.D; }
 
@@ -85,7 +76,8 @@ void BM_custom(benchmark::State& st, int version) {
     K::attention_forward(version, d.q.data(), d.k.data(), d.v.data(), d.out.data(), {d.s.B, d.s.H, d.s.T, d.s.D}, o);
     benchmark::DoNotOptimize(d.out.data());
   }
-  verify(st, ref::attention_sampled_error(d.q.data(), d.k.data(), d.v.data(), d.out.data(), d.s), 1e-4, "attention");
+  bench::verify(st, ref::attention_sampled_error(d.q.data(), d.k.data(), d.v.data(), d.out.data(), d.s), 1e-4,
+                "attention");
   st.counters["FLOP/s"] = benchmark::Counter(flops(d.s), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = g_threads;
 }

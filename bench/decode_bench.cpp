@@ -21,6 +21,7 @@
 #include "claimcheck/kernels/roofline.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
+#include "verify.h"
 
 namespace K = claimcheck::kernels;
 namespace ref = claimcheck::ref;
@@ -55,16 +56,6 @@ std::vector<float> input(int n, unsigned seed) {
   std::vector<float> x(n);
   for (auto& e : x) e = d(rng);
   return x;
-}
-
-// A timed run checks what it computed: its last output against the answer key's fp64 dot products on sampled
-// outputs, else the row is an error (bench_decode_ratios.py refuses a run with one), never a ratio.
-void verify(benchmark::State& st, double error, const char* what) {
-  if (error <= 1e-4) return;
-  static std::string msg;  // Google Benchmark 1.7 keeps the pointer
-  msg = std::string(what) + ": the timed output does not match the fp64 reference (error " + std::to_string(error) +
-        " of the dot products' scale > 1e-4)";
-  st.SkipWithError(msg.c_str());
 }
 
 void counters(benchmark::State& st, double bytes, double flops) {
@@ -155,7 +146,7 @@ void BM_gemv_bf16(benchmark::State& st, int N, int Kd) {
     K::gemv_bf16(m.w.data(), N, Kd, x.data(), y.data(), o);
     benchmark::DoNotOptimize(y.data());
   }
-  verify(st, ref::gemm_bf16_sampled_error(m.w.data(), N, Kd, x.data(), 1, y.data()), "bf16 GEMV");
+  bench::verify(st, ref::gemm_bf16_sampled_error(m.w.data(), N, Kd, x.data(), 1, y.data()), 1e-4, "bf16 GEMV");
   counters(st, 2.0 * N * Kd, 2.0 * N * Kd);
 }
 
@@ -183,8 +174,8 @@ void BM_gemv_nf4(benchmark::State& st, int N, int Kd) {
   }
   static const std::vector<double> levels =
       ref::load_nf4_levels(CLAIMCHECK_SOURCE_DIR "/reference/data/quant/nf4-absmax64.json");
-  verify(st, ref::gemv_nf4_sampled_error(q.packed.data(), q.scales.data(), N, Kd, levels, x.data(), y.data()),
-         "NF4 GEMV");
+  bench::verify(st, ref::gemv_nf4_sampled_error(q.packed.data(), q.scales.data(), N, Kd, levels, x.data(), y.data()),
+                1e-4, "NF4 GEMV");
   counters(st, static_cast<double>(q.bytes()), 2.0 * N * Kd);
 }
 
@@ -198,7 +189,7 @@ void BM_gemm_bf16(benchmark::State& st, int N, int Kd) {
     K::gemm_bf16(m.w.data(), N, Kd, X.data(), B, Y.data(), o);
     benchmark::DoNotOptimize(Y.data());
   }
-  verify(st, ref::gemm_bf16_sampled_error(m.w.data(), N, Kd, X.data(), B, Y.data()), "batched bf16 GEMM");
+  bench::verify(st, ref::gemm_bf16_sampled_error(m.w.data(), N, Kd, X.data(), B, Y.data()), 1e-4, "batched bf16 GEMM");
   counters(st, 2.0 * N * Kd, 2.0 * N * Kd * B);
   st.counters["tokens/s"] = benchmark::Counter(B, benchmark::Counter::kIsIterationInvariantRate);
 }

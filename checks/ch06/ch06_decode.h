@@ -38,15 +38,22 @@ inline std::vector<float> random_activations(std::size_t n, std::uint64_t seed) 
   return x;
 }
 
+// The rows and columns of matrix m (0 q, 1 k, 2 v, 3 o, 4 gate, 5 up, 6 down) of a layer of the stack's shape.
+struct MatShape {
+  int rows, cols;
+};
+inline MatShape mat_shape(const K::DecodeShape& d, int m) {
+  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
+  return {rows[m], m == 6 ? d.ffn : d.hidden};
+}
+
 // The seven matrices of each layer of a bf16 stack, as the LibTorch competitor takes them.
 inline std::vector<ref::Bf16Mat> stack_mats(const K::DecodeStack& s) {
   const auto& d = s.shape();
-  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
-  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
   std::vector<ref::Bf16Mat> mats;
   for (int l = 0; l < d.layers; ++l) {
     const auto w = s.bf16_weights(l);
-    for (int m = 0; m < 7; ++m) mats.push_back({w[m], rows[m], cols[m]});
+    for (int m = 0; m < 7; ++m) mats.push_back({w[m], mat_shape(d, m).rows, mat_shape(d, m).cols});
   }
   return mats;
 }
@@ -79,17 +86,16 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
                                  const std::vector<double>& nf4_levels = {}) {
   const auto& d = s.shape();
   const ref::RefDecodeShape rs{d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim};
-  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
-  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
   const std::vector<double> xd(x, x + d.hidden);
   std::vector<double> r(static_cast<std::size_t>(d.hidden));
   ref::decode_step_fp64(
       rs,
       [&](int l, int m, const double* in, double* o) {
+        const MatShape ms = mat_shape(d, m);
         if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
-          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], nf4_levels, in, o);
+          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), ms.rows, ms.cols, nf4_levels, in, o);
         else
-          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
+          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], ms.rows, ms.cols, in, o);
       },
       xd.data(), r.data());
   double err = 0, scale = 0;
