@@ -6,6 +6,7 @@
 #include "claimcheck/train/experiments.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,19 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   o.lr = ctx.input("lr").get<double>();
   o.fault = ctx.planted_fault();
   o.seed = ctx.seed();
+  // Does the trained model see its prompt at all? The same answers after the same prompts with every digit of the
+  // question changed (d -> d+5 mod 10: the same lengths and positions, other numbers): a model that reads its prompt
+  // gives the answers another loss, however little it has learned from it; one blind to it gives the same loss to
+  // the last bit (the same inputs reach it). This tells a model that has not yet learned the mapping (the refuted
+  // statement below) from one that cannot.
+  const std::size_t n_eval = std::min<std::size_t>(64, train.size());
+  std::vector<T::Conversation> right(train.begin(), train.begin() + static_cast<long>(n_eval)), other = right;
+  for (auto& conv : other)
+    for (auto& m : conv)
+      if (m.role == "user")
+        for (char& ch : m.content)
+          if (ch >= '0' && ch <= '9') ch = static_cast<char>('0' + (ch - '0' + 5) % 10);
+  o.evaluate = {right, other};
   const auto r = T::sft_train(train, {}, o);
   ctx.measure(r.losses.back(), "nats");
   ctx.measure("first", r.losses.front(), "nats");
@@ -38,6 +52,9 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   ctx.measure("last_steps_mean", tail, "nats");
   ctx.measure("prompt_blind_entropy", h.prompt_blind, "nats");
   ctx.measure("unigram_entropy", h.unigram, "nats");
+  ctx.measure("prompt_sensitivity", std::abs(r.evaluated.at(1) - r.evaluated.at(0)), "nats");
+  ctx.detail("answer_loss_right_prompts", r.evaluated.at(0));
+  ctx.detail("answer_loss_other_prompts", r.evaluated.at(1));
   ctx.detail("curve", {{"title", "ch05 SFT: loss over answer tokens"},
                        {"x_label", "step"},
                        {"y_label", "loss (nats)"},

@@ -20,9 +20,10 @@ TinyConfig chat_model() {
 
 // One batch: sequences padded to the longest with <|im_end|> tokens whose labels are -100; targets are
 // labels shifted left (HF's convention: labels align with input_ids, the model shifts). A planted fault
-// (unshifted_when_padded) forgets the shift in the rows that are padded.
+// (unshifted_when_padded) forgets the shift in the rows that are padded; another (mask_inputs) applies the loss mask
+// to the inputs as well.
 std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context,
-                                                 bool unshifted_when_padded = false) {
+                                                 bool unshifted_when_padded = false, bool mask_inputs = false) {
   std::size_t len = 0;
   for (int i = 0; i < n; ++i) len = std::max(len, enc[(first + i) % enc.size()].tokens.size());
   len = std::min<std::size_t>(len, context + 1);
@@ -33,7 +34,7 @@ std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc
     const auto m = std::min(e.tokens.size(), len);
     const std::size_t shift = unshifted_when_padded && m < len ? 0 : 1;
     for (std::size_t t = 0; t + 1 < m; ++t) {
-      x[i][static_cast<long>(t)] = e.tokens[t];
+      x[i][static_cast<long>(t)] = mask_inputs && e.labels[t] == kIgnoreIndex ? kImEnd : e.tokens[t];
       y[i][static_cast<long>(t)] = e.labels[t + shift];
     }
   }
@@ -84,10 +85,11 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   for (const auto& conv : train) enc.push_back(encode_chat(conv, t));
   torch::optim::AdamW opt(model->parameters(),
                          torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
+  const bool mask_inputs = o.fault == "mask_inputs";
   SftResult r;
   const auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
-    auto [x, y] = batch_of(enc, static_cast<std::size_t>(step) * o.batch, o.batch, c.context);
+    auto [x, y] = batch_of(enc, static_cast<std::size_t>(step) * o.batch, o.batch, c.context, false, mask_inputs);
     auto loss = lm_loss(model->forward(x), y, true);
     loss.backward();
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
@@ -98,6 +100,13 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   // Greedy generation from held-out prompts: does the answer end with <|im_end|>?
   torch::NoGradGuard ng;
   model->eval();
+  for (const auto& set : o.evaluate) {
+    if (set.empty()) throw std::invalid_argument("sft_train: an empty set to evaluate");
+    std::vector<Encoded> e;
+    for (const auto& conv : set) e.push_back(encode_chat(conv, t));
+    auto [x, y] = batch_of(e, 0, static_cast<int>(e.size()), c.context, false, mask_inputs);
+    r.evaluated.push_back(lm_loss(model->forward(x), y, true).item<double>());
+  }
   int stopped = 0;
   for (int i = 0; i < o.generate && i < static_cast<int>(held_out.size()); ++i) {
     auto ids = encode_prompt(held_out[static_cast<std::size_t>(i)]);

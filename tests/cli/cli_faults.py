@@ -54,6 +54,9 @@ PLANTED = [
     ("schedule_off_by_one", "ch03.warmup_cosine"), ("loss_in_bf16", "ch03.loss_in_fp32"),
     ("qkv_bias_missing", "ch05.qwen_params"), ("alpha_not_over_r", "ch05.lora_delta"), ("mask_label_0", "ch05.loss_mask"), ("mask_label_0", "ch05.masked_fraction"),
     ("frozen", "ch05.sft_loss_drop"), ("eos_masked", "ch05.eos_in_loss"),
+    # A model blind to its prompt (the loss mask applied to the inputs) reaches the same refuted uses_the_prompt as a
+    # healthy one; prompt_sensitivity tells them apart.
+    ("mask_inputs", "ch05.sft_loss_drop"),
     ("unseeded", "ch06.same_seed_identical"), ("same_seed_for_all", "ch06.seed_variance"),
     ("alloc_drops_optimizer_state", "ch04.bytes_per_param_measured"), ("autocast_casts_params", "ch04.autocast_keeps_fp32"),
     ("ckpt_saves_layer", "ch04.checkpointing_memory"), ("ckpt_no_recompute", "ch04.checkpointing_compute"),

@@ -81,6 +81,7 @@ struct SftResult {
   std::vector<double> losses;
   double stop_rate = 0;                // share of greedy generations that emit <|im_end|>
   std::vector<std::string> samples;    // a few generations, decoded
+  std::vector<double> evaluated;       // after training: the mean answer loss of each set of SftOptions::evaluate
   double seconds = 0;
 };
 struct SftOptions {
@@ -90,7 +91,12 @@ struct SftOptions {
   std::uint64_t seed = 1;
   int max_new_tokens = 48;
   int generate = 0;  // how many held-out prompts to generate from (0: none)
-  std::string fault;  // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns)
+  // Sets of conversations whose answer loss the trained model is asked for (one batch each, rendered and batched as
+  // in training, no gradient).
+  std::vector<std::vector<Conversation>> evaluate;
+  // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns), "mask_inputs" (the loss mask applied to
+  // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt)
+  std::string fault;
 };
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o);
