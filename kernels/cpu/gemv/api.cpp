@@ -133,13 +133,26 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads) {
 }
 Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K) { return quantize_nf4(W, N, K, 1); }
 
+namespace {
+// Each block of 64 weights: its 16 levels times its scale rounded once, then two codes per byte (low nibble first).
+void dequantize_nf4_bf16_into(const Nf4Matrix& W, bf16_t* out) {
+  const std::size_t blocks = static_cast<std::size_t>(W.N) * W.K / 64;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    bf16_t level[16];
+    for (int c = 0; c < 16; ++c) level[c] = to_bf16(kNf4[c] * W.scales[b]);
+    const std::uint8_t* in = W.packed.data() + b * 32;
+    bf16_t* o = out + b * 64;
+    for (int j = 0; j < 32; ++j) {
+      o[2 * j] = level[in[j] & 15];
+      o[2 * j + 1] = level[in[j] >> 4];
+    }
+  }
+}
+}  // namespace
+
 std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W) {
   std::vector<bf16_t> out(static_cast<std::size_t>(W.N) * W.K);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::uint8_t byte = W.packed[i / 2];
-    const int c = (i % 2) ? byte >> 4 : byte & 15;
-    out[i] = to_bf16(kNf4[c] * W.scales[i / 64]);
-  }
+  dequantize_nf4_bf16_into(W, out.data());
   return out;
 }
 
@@ -149,8 +162,11 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
     throw std::invalid_argument("gemv_nf4: malformed matrix");
   if (W.N == 0) return;
   if (o.faults.dequant_whole_first) {
-    // The planted fault: the whole matrix dequantised to bf16 in memory, then the bf16 GEMV over it.
-    const std::vector<bf16_t> d = dequantize_nf4_bf16(W);
+    // The planted fault: the whole matrix dequantised to bf16 in memory (a buffer kept between calls, as a caching
+    // allocator would), then the bf16 GEMV over it.
+    thread_local std::vector<bf16_t> d;
+    if (d.size() < static_cast<std::size_t>(W.N) * W.K) d.resize(static_cast<std::size_t>(W.N) * W.K);
+    dequantize_nf4_bf16_into(W, d.data());
     GemvOptions inner = o;
     inner.faults.dequant_whole_first = false;
     return gemv_bf16(d.data(), W.N, W.K, x, y, inner);
