@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make report   installs what is missing (Debian 12, as root), builds, runs every claim, writes report/
-#   make test     the same set-up, then the whole ctest suite (claims + unit tests)
+#   make test     the same set-up, then the ctest suite (claims, planted faults, unit tests) less the whole forms of
+#                 the long script tests (label full: `ctest --test-dir build -L full`, a CI stage of its own)
 # LibTorch is the PyTorch 2.x of the interpreter ci/setup-python.sh prints: $CLAIMCHECK_PYTHON, else python3
 # when it imports torch >= 2.4, else a shared environment created once per machine (see the README).
 # On a host whose NVIDIA driver lists a GPU, and with nvcc: the cuda preset (its GPU checks measure the GPU); a GPU
@@ -32,7 +33,7 @@ build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE '^full$$'
 
 # The benchmarks run 9 repetitions of 0.05 s each (the fewest claimcheck compare's U test judges), in random order so
 # that a drift of this machine's speed during the run spreads over every benchmark; their ratios, and each

@@ -20,6 +20,20 @@ function(claimcheck_json_list text out)
   set(${out} "${items}" PARENT_SCOPE)
 endfunction()
 
+# claimcheck_test_cores(test timed)
+#   A timed test (its expected file says "timed": a figure of it is a time or a rate) runs alone: nothing beside it
+#   under `ctest -jN`. Any other runs on one thread (OMP_NUM_THREADS=1, which LibTorch and Python's torch read at
+#   start) in one of ctest's slots, beside others: its figures are counts, bytes, losses and values, which no
+#   neighbour moves. (Two 2-thread LibTorch runs on 2 cores, each taking every core, took 3.6x as long as one alone:
+#   on one thread each they do not spin against each other.)
+function(claimcheck_test_cores test timed)
+  if(timed)
+    set_tests_properties(${test} PROPERTIES RUN_SERIAL TRUE PROCESSORS ${CLAIMCHECK_TEST_CORES})
+  else()
+    set_tests_properties(${test} PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1;MKL_NUM_THREADS=1")
+  endif()
+endfunction()
+
 function(claimcheck_add_claim_tests)
   cmake_parse_arguments(ARG "" "EXPECTED_DIR" "" ${ARGN})
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${ARG_EXPECTED_DIR}/ch*/*.json")
@@ -49,18 +63,16 @@ function(claimcheck_add_claim_tests)
     if(NOT err AND pending)
       list(APPEND labels pending)
     endif()
+    string(JSON timed ERROR_VARIABLE err GET "${text}" timed)
+    if(err)
+      set(timed OFF)
+    endif()
+    if(timed)
+      list(APPEND labels timed)
+    endif()
     add_test(NAME ${id} COMMAND claimcheck run --claim ${id} --quiet)
     set_tests_properties(${id} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77 TIMEOUT 900)
-    # Timings and memory peaks are measured alone: nothing else runs beside them.
-    if("measured" IN_LIST labels)
-      set_tests_properties(${id} PROPERTIES RUN_SERIAL TRUE)
-    endif()
-    # LibTorch's OpenMP pool and the Python process pools take every core: under `ctest -jN` such a test claims
-    # them all, so that two of them never spin against each other (two 2-thread LibTorch runs on 2 cores took
-    # 3.6x as long as one alone).
-    if("libtorch" IN_LIST labels OR "python" IN_LIST labels)
-      set_tests_properties(${id} PROPERTIES PROCESSORS ${CLAIMCHECK_TEST_CORES})
-    endif()
+    claimcheck_test_cores(${id} ${timed})
   endforeach()
 endfunction()
 

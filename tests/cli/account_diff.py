@@ -30,7 +30,7 @@ import warnings
 p = argparse.ArgumentParser()
 p.add_argument("--claimcheck", required=True)
 p.add_argument("--root", required=True)
-p.add_argument("--random", type=int, default=200, help="random configs per family (default 200)")
+p.add_argument("--random", type=int, default=200, help="random configs per family (default 200; make test's sample: 20)")
 p.add_argument("--seed", type=int, default=20260929)
 p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
                os.cpu_count() or 1, help="worker processes (default: the CPUs this process may use)")

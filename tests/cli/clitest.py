@@ -17,6 +17,8 @@ def args():
                    "moves-untimed, bad-input)")
     p.add_argument("--pair", default=None, help="cli_faults: the one planted fault to run, FAULT:CLAIM[:LABEL]")
     p.add_argument("--list-pairs", action="store_true", help="cli_faults: print the planted faults, one per line")
+    p.add_argument("--sample", action="store_true", help="a representative sample of a long test (make test); "
+                   "without it the whole test (ctest -L full, a CI stage of its own)")
     p.add_argument("--flips", default=None,
                    help="a folder: record there which stated figures this test's runs turned (every_figure_can_fail.py)")
     return p.parse_args()
