@@ -8,10 +8,13 @@
 //
 // Both operands are packed once per call into whole tiles, zero-padded to 32 rows / 32 K (1 KiB each, contiguous, so
 // a tile load reads one sequential KiB): A's tile (mb, kb) holds rows 16 mb.., K 32 kb..; W's tile (nb, kb) is the
-// VNNI transpose of W's rows 16 nb.., K 32 kb... Cache blocking (GotoBLAS-like): a thread owns a C block of kMc x kNc
-// (256 x 256 fp32, 256 KiB) and walks K in slices of kKc (512): per slice the A block (256 x 512 bf16, 256 KiB) and
-// the W block (as much) are read from L2 and reused 8 times each; C tiles are loaded and stored once per slice
-// (the fp32 accumulators live in C itself between slices). Blocks on the matrix's edges go through a 32 x 32 scratch.
+// VNNI transpose of W's rows 16 nb.., K 32 kb... (a 16 x 16 transpose of K-pair words). The packed buffer is kept by
+// the calling thread between calls. Cache blocking: a thread owns a C block of kMc x kNc (64 x 64) and walks K in
+// slices of kKc (4096): per slice its A and W panels (64 x 4096 bf16, 512 KiB each) are read from L2, and each
+// 32 x 32 of C stays in the four C tiles for the whole slice (loaded and stored once per slice: the fp32
+// accumulators live in C itself between slices). The tile loads, not the caches, bound this schedule: its 2 x 2
+// block leaves no tile to load the next step's operands into while the current ones multiply. Blocks on the matrix's
+// edges go through a 32 x 32 scratch.
 //
 // The tile instructions are inline assembly (binutils >= 2.34 knows them), so nothing here needs AMX's compiler
 // flags. A test can force "amx_emulated": the same packing, blocking and 2 x 2 tile schedule, each tile instruction
@@ -21,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -39,7 +43,9 @@
 namespace claimcheck::kernels {
 namespace {
 
-constexpr int kMc = 256, kNc = 256, kKc = 512;  // cache block (multiples of 32)
+// Measured on an AMX Xeon (2 threads, 4096^3, the tiled part alone): 256 x 256 blocks over slices of 512 took 119 ms,
+// 64 x 64 over 4096 95-101 ms; the same with every tile load from L1 (a timing experiment) 85 ms.
+constexpr int kMc = 64, kNc = 64, kKc = 4096;  // multiples of 32
 
 struct alignas(64) TileConfig {
   std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -135,9 +141,10 @@ struct EmulatedTiles {
 // ---- packing --------------------------------------------------------------------------------------------------
 struct Packed {
   int Mt = 0, Nt = 0, Kt = 0;  // tiles along M, N (even: padded to 32) and K
-  std::vector<std::uint16_t> a, w;
-  const std::uint16_t* a_tile(int mb, int kb) const { return a.data() + (static_cast<std::size_t>(mb) * Kt + kb) * 512; }
-  const std::uint16_t* w_tile(int nb, int kb) const { return w.data() + (static_cast<std::size_t>(nb) * Kt + kb) * 512; }
+  std::uint16_t* a = nullptr;  // Mt x Kt tiles, then
+  std::uint16_t* w = nullptr;  // Nt x Kt tiles (both in one buffer kept by the calling thread, below)
+  const std::uint16_t* a_tile(int mb, int kb) const { return a + (static_cast<std::size_t>(mb) * Kt + kb) * 512; }
+  const std::uint16_t* w_tile(int nb, int kb) const { return w + (static_cast<std::size_t>(nb) * Kt + kb) * 512; }
 };
 
 // Runs fn(i) for i in [0, n) on `threads` threads (the caller one of them), items pulled from a counter.
@@ -154,30 +161,60 @@ void parallel_items(int n, int threads, Fn fn) {
   for (auto& t : pool) t.join();
 }
 
+// The packed operands of the last call, kept by the calling thread: a call of the same size or smaller neither
+// allocates nor faults in pages (64 MiB at 4096^3), and nothing is zeroed that a tile then overwrites.
+std::uint16_t* packing_buffer(std::size_t elements) {
+  thread_local std::unique_ptr<std::uint16_t[]> buf;
+  thread_local std::size_t capacity = 0;
+  if (elements > capacity) {
+    buf.reset();
+    buf.reset(new std::uint16_t[elements]);
+    capacity = elements;
+  }
+  return buf.get();
+}
+
+// W's tile (nb, kb) when all 16 rows and 32 K are inside W: K-pairs are 32-bit words, and the VNNI layout is the
+// 16 x 16 transpose of those words (word p of row n goes to row p, column n).
+void pack_w_whole(std::uint16_t* t, const bf16_t* W, int K, int nb, int kb) {
+  std::uint32_t rows[16][16];
+  for (int n = 0; n < 16; ++n) std::memcpy(rows[n], W + static_cast<std::size_t>(nb * 16 + n) * K + kb * 32, 64);
+  std::uint32_t out[16][16];
+  for (int p = 0; p < 16; ++p)
+    for (int n = 0; n < 16; ++n) out[p][n] = rows[n][p];
+  std::memcpy(t, out, sizeof out);
+}
+
 Packed pack(const bf16_t* A, int M, int K, const bf16_t* W, int N, int threads) {
   Packed p;
   p.Mt = (M + 31) / 32 * 2;
   p.Nt = (N + 31) / 32 * 2;
   p.Kt = (K + 31) / 32;
-  p.a.assign(static_cast<std::size_t>(p.Mt) * p.Kt * 512, 0);
-  p.w.assign(static_cast<std::size_t>(p.Nt) * p.Kt * 512, 0);
+  const std::size_t a_elems = static_cast<std::size_t>(p.Mt) * p.Kt * 512;
+  p.a = packing_buffer(a_elems + static_cast<std::size_t>(p.Nt) * p.Kt * 512);
+  p.w = p.a + a_elems;
   parallel_items(p.Mt + p.Nt, threads, [&](int item) {
     if (item < p.Mt) {  // A: row block mb, each tile 16 rows x 32 K as they are
       const int mb = item;
       for (int kb = 0; kb < p.Kt; ++kb) {
-        std::uint16_t* t = p.a.data() + (static_cast<std::size_t>(mb) * p.Kt + kb) * 512;
-        for (int r = 0; r < 16 && mb * 16 + r < M; ++r) {
-          const int k0 = kb * 32, kn = std::min(32, K - k0);
+        std::uint16_t* t = p.a + (static_cast<std::size_t>(mb) * p.Kt + kb) * 512;
+        const int k0 = kb * 32, kn = std::min(32, K - k0), rows = std::clamp(M - mb * 16, 0, 16);
+        if (rows < 16 || kn < 32) std::memset(t, 0, 512 * sizeof(std::uint16_t));  // the edge: zero padding
+        for (int r = 0; r < rows; ++r)
           std::memcpy(t + r * 32, A + static_cast<std::size_t>(mb * 16 + r) * K + k0, kn * sizeof(bf16_t));
-        }
       }
     } else {  // W: column block nb; tile row p holds, for each of the 16 columns n, W[n][2p] and W[n][2p + 1]
       const int nb = item - p.Mt;
       for (int kb = 0; kb < p.Kt; ++kb) {
-        std::uint16_t* t = p.w.data() + (static_cast<std::size_t>(nb) * p.Kt + kb) * 512;
-        for (int n = 0; n < 16 && nb * 16 + n < N; ++n) {
+        std::uint16_t* t = p.w + (static_cast<std::size_t>(nb) * p.Kt + kb) * 512;
+        const int kn = std::min(32, K - kb * 32), cols = std::clamp(N - nb * 16, 0, 16);
+        if (cols == 16 && kn == 32) {
+          pack_w_whole(t, W, K, nb, kb);
+          continue;
+        }
+        std::memset(t, 0, 512 * sizeof(std::uint16_t));  // the edge: zero padding
+        for (int n = 0; n < cols; ++n) {
           const bf16_t* row = W + static_cast<std::size_t>(nb * 16 + n) * K + kb * 32;
-          const int kn = std::min(32, K - kb * 32);
           for (int k = 0; k < kn; ++k) t[(k / 2) * 32 + 2 * n + (k % 2)] = row[k];
         }
       }
