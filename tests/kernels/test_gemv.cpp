@@ -401,7 +401,8 @@ TEST(Matmul, Bf16MatchesFp64OnEveryEngine) {
   struct MNK {
     int M, N, K;
   };
-  const MNK shapes[] = {{1, 1, 1}, {17, 33, 70}, {32, 32, 32}, {40, 300, 1030}, {300, 20, 41}, {5, 7, 3}, {33, 40, 4130}};  // 4130: past one K slice (4096)
+  const MNK shapes[] = {{1, 1, 1},     {17, 33, 70}, {32, 32, 32},  {40, 300, 1030},
+                        {300, 20, 41}, {5, 7, 3},    {33, 40, 4130}};  // 4130: past one K slice (4096)
   int ran = 0;
   for (const char* engine : {"fp32_fma", "amx_emulated", "amx_bf16"}) {
     if (!K::matmul_bf16_force(engine)) continue;
