@@ -6,12 +6,19 @@
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "ch04_memory.h"
+#include "claimcheck/ref/gemv.h"
+#include "claimcheck/ref/optim.h"
 #endif
 
 static void bytes_per_param_measured(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace train = claimcheck::train;
+  namespace ref = claimcheck::ref;
   // Prepare.
   const auto config = ctx.input_path("config");
   const int tokens = ctx.input("tokens").get<int>();
@@ -40,6 +47,37 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
   const auto& fwd = a.timeline.at(1);
   ctx.measure("autocast_copies_at_forward", static_cast<double>(fwd.bytes.at("autocast_copies")) / n, "B");
   ctx.measure("trainable", n / 1e6, "M params");
+
+  // The series-table optimizer's arithmetic against LibTorch's torch::optim::AdamW (the answer key) on the same
+  // weights and gradients, both bf16-exact (so that the bf16 parameter holds w0 and its gradient holds g exactly):
+  // the fp32 master after the steps against AdamW's fp32 weights, as a share of AdamW's whole update; and the bf16
+  // weights are the master rounded to nearest (the answer key's rounding).
+  const auto& adamw = ctx.input("adamw");
+  const ref::AdamWSettings settings{adamw.at("lr").get<double>(), adamw.at("beta1").get<double>(),
+                                    adamw.at("beta2").get<double>(), adamw.at("eps").get<double>(),
+                                    adamw.at("weight_decay").get<double>()};
+  const auto size = adamw.at("size").get<std::size_t>();
+  std::mt19937_64 rng(ctx.seed());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto bf16_exact = [&] {
+    std::vector<float> v(size);
+    for (auto& e : v) e = static_cast<float>(ref::bf16_value(ref::bf16_nearest(normal(rng))));
+    return v;
+  };
+  const std::vector<float> w0 = bf16_exact();
+  std::vector<std::vector<float>> grads;
+  for (int i = 0; i < adamw.at("steps").get<int>(); ++i) grads.push_back(bf16_exact());
+  const train::MasterAdamWRun run = train::master_adamw_steps(w0, grads, ctx.planted_fault());
+  const std::vector<float> want = ref::torch_adamw_steps(w0, grads, settings);
+  double diff = 0, update = 0;
+  bool rounded = run.weights_bf16.size() == size;
+  for (std::size_t i = 0; i < size; ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(run.master.at(i)) - want[i]));
+    update = std::max(update, std::fabs(static_cast<double>(want[i]) - w0[i]));
+    rounded = rounded && run.weights_bf16[i] == ref::bf16_nearest(run.master[i]);
+  }
+  ctx.measure("master_update_vs_adamw", update > 0 ? diff / update : INFINITY, "ratio");
+  ctx.measure_bool("bf16_weights_are_master_rounded", rounded);
 
   nlohmann::json split_a = nlohmann::json::object(), split_b = nlohmann::json::object();
   nlohmann::json parts_a = nlohmann::json::array(), parts_b = nlohmann::json::array();

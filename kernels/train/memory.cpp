@@ -40,7 +40,11 @@ struct MasterAdamW {
   // fault (tests only): "master_copy_in_param_dtype" (the master is a clone: bf16), "adam_state_in_param_dtype"
   // (m, v made like the bf16 parameters rather than the fp32 master).
   explicit MasterAdamW(std::vector<torch::Tensor> ps, const std::string& fault = "")
-      : params(std::move(ps)), state_like_params(fault == "adam_state_in_param_dtype") {
+      : params(std::move(ps)),
+        state_like_params(fault == "adam_state_in_param_dtype"),
+        coupled_decay(fault == "adamw_coupled_decay"),
+        no_bias_correction(fault == "adamw_no_bias_correction"),
+        truncate_writeback(fault == "master_written_truncated") {
     torch::NoGradGuard ng;
     for (const auto& p : params)
       master.push_back(fault == "master_copy_in_param_dtype" ? p.detach().clone() : p.detach().to(torch::kFloat));
@@ -54,21 +58,31 @@ struct MasterAdamW {
         m.push_back(torch::zeros_like(w));
         v.push_back(torch::zeros_like(w));
       }
-    const double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
+    // Planted faults: no bias correction; the decay added to the gradient (Adam with L2) instead of decoupled.
+    const double bc1 = no_bias_correction ? 1.0 : 1 - std::pow(b1, t);
+    const double bc2 = no_bias_correction ? 1.0 : 1 - std::pow(b2, t);
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (!params[i].grad().defined()) continue;
       auto g = params[i].grad().to(torch::kFloat);
-      master[i].mul_(1 - lr * wd);
+      if (coupled_decay)
+        g = g + wd * master[i];
+      else
+        master[i].mul_(1 - lr * wd);
       m[i].mul_(b1).add_(g, 1 - b1);
       v[i].mul_(b2).addcmul_(g, g, 1 - b2);
       master[i].addcdiv_(m[i], (v[i] / bc2).sqrt_().add_(eps), -lr / bc1);
-      params[i].copy_(master[i]);
+      // A planted fault: the master written back truncated to bf16 (its low 16 bits dropped), not rounded.
+      if (truncate_writeback)
+        params[i].copy_(torch::bitwise_and(master[i].view(torch::kInt32), std::int64_t{-65536} /* 0xFFFF0000 */)
+                            .view(torch::kFloat));
+      else
+        params[i].copy_(master[i]);
     }
   }
   std::vector<torch::Tensor> params, master, m, v;
   double lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
   long t = 0;
-  bool state_like_params = false;
+  bool state_like_params = false, coupled_decay = false, no_bias_correction = false, truncate_writeback = false;
 };
 
 using Owners = std::unordered_map<const void*, std::string>;
@@ -178,6 +192,26 @@ torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& 
 }
 
 }  // namespace
+
+MasterAdamWRun master_adamw_steps(const std::vector<float>& w0, const std::vector<std::vector<float>>& grads,
+                                  const std::string& fault) {
+  const auto n = static_cast<std::int64_t>(w0.size());
+  auto p =
+      torch::from_blob(const_cast<float*>(w0.data()), {n}, torch::kFloat).to(torch::kBFloat16).set_requires_grad(true);
+  MasterAdamW opt({p}, fault);
+  for (const auto& g : grads) {
+    if (static_cast<std::int64_t>(g.size()) != n) throw std::invalid_argument("master_adamw_steps: a gradient's size");
+    p.mutable_grad() = torch::from_blob(const_cast<float*>(g.data()), {n}, torch::kFloat).to(torch::kBFloat16);
+    opt.step();
+  }
+  MasterAdamWRun r;
+  const auto m = opt.master[0].contiguous();
+  r.master.assign(m.data_ptr<float>(), m.data_ptr<float>() + n);
+  const auto b = p.detach().contiguous();
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(b.data_ptr<at::BFloat16>());
+  r.weights_bf16.assign(bits, bits + n);
+  return r;
+}
 
 StepMemory measure_training_step(const std::filesystem::path& config, const std::string& mode, std::uint64_t seed,
                                  int tokens, const std::string& fault) {

@@ -23,6 +23,17 @@ double bf16_value(std::uint16_t bits) {
   return sign ? -v : v;
 }
 
+std::uint16_t bf16_nearest(float x) {
+  if (!std::isfinite(x)) throw std::invalid_argument("bf16_nearest: not a finite number");
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const auto below = static_cast<std::uint16_t>(u >> 16);  // the pattern toward zero (same sign)
+  const auto above = static_cast<std::uint16_t>(below + 1);
+  const double dx = x, d0 = std::fabs(bf16_value(below) - dx), d1 = std::fabs(bf16_value(above) - dx);
+  if (d0 != d1) return d0 < d1 ? below : above;
+  return (below & 1) ? above : below;
+}
+
 void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, double* y, double* absdot) {
   for (int n = 0; n < N; ++n) {
     double s = 0, a = 0;

@@ -81,6 +81,9 @@ PLANTED = [
     ("master_mode_model_fp32", "ch04.bytes_per_param_measured"),
     ("master_copy_in_param_dtype", "ch04.bytes_per_param_measured"),
     ("adam_state_in_param_dtype", "ch04.bytes_per_param_measured"),
+    # The series-table optimizer's arithmetic against torch::optim::AdamW (issue 33, point 4).
+    ("adamw_coupled_decay", "ch04.bytes_per_param_measured"), ("adamw_no_bias_correction", "ch04.bytes_per_param_measured"),
+    ("master_written_truncated", "ch04.bytes_per_param_measured"),
     ("lora_b_random_init", "ch05.lora_delta"), ("merge_without_scale", "ch05.lora_delta"),
     # The decoder and LoRA against transformers and peft (issue 24): each fault keeps every count, byte and shape.
     ("gqa_tiled", "ch05.qwen_params"), ("rope_half_swapped", "ch05.qwen_params"),

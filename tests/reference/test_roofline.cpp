@@ -1,6 +1,7 @@
 // The roofline's answer key (reference/src/roofline.cpp): the theoretical peak, /proc/cpuinfo as each machine met
 // wrote it (tests/data/machines/), the microarchitecture table's rules and refusals, the knee of a batch sweep.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/ref/gemv.h"
 #include "claimcheck/ref/roofline.h"
 
 namespace ref = claimcheck::ref;
@@ -194,4 +196,15 @@ TEST(Roofline, KneeIsWhereTheMemoryFloorMeetsTheComputeRoof) {
   for (int x : b) t.push_back(std::max(10.0, 1.0 * x) * 1e-3);
   EXPECT_DOUBLE_EQ(ref::sweep_knee(b, t).batch, 10.0);
   EXPECT_THROW(ref::sweep_knee({1}, {1.0}), std::invalid_argument);
+}
+
+// The answer key's bf16 rounding (the optimizer check's side): nearest by value, ties to the even pattern.
+TEST(Bf16, NearestByValueTiesToEven) {
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(1.0f), 0x3F80);
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(-1.5f), 0xBFC0);
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(1.00390625f), 0x3F80);  // 1 + 2^-8: halfway, 0x3F80 is even
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(1.01171875f), 0x3F82);  // 1 + 3 * 2^-8: halfway, 0x3F82 is even
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(1.00390637f), 0x3F81);  // just above halfway
+  EXPECT_EQ(claimcheck::ref::bf16_nearest(-1.00390637f), 0xBF81);
+  EXPECT_THROW(claimcheck::ref::bf16_nearest(INFINITY), std::invalid_argument);
 }

@@ -4,6 +4,7 @@
 
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
+#include "claimcheck/ref/optim.h"
 #include "claimcheck/ref/roofline.h"
 
 namespace claimcheck::ref {
@@ -42,4 +43,8 @@ void TorchDecodeChain::step(const float*, float*) { none(); }
 double torch_read_bandwidth(std::size_t, int, int) { none(); }
 double torch_cuda_read_bandwidth(std::size_t, int) { none(); }
 double torch_matmul_fp32_seconds(int, int, int, int, int) { none(); }
+std::vector<float> torch_adamw_steps(const std::vector<float>&, const std::vector<std::vector<float>>&,
+                                     const AdamWSettings&) {
+  none();
+}
 }  // namespace claimcheck::ref

@@ -36,6 +36,19 @@ struct StepMemory {
 StepMemory measure_training_step(const std::filesystem::path& config, const std::string& mode, std::uint64_t seed,
                                  int tokens, const std::string& fault = "");
 
+// The series-table optimizer alone (bf16 parameters, fp32 master, fp32 Adam m and v, the update applied in fp32):
+// a bf16 parameter made from w0 (rounded), then one step per entry of `grads` with that gradient (bf16, rounded).
+// Returns the fp32 master and the bf16 parameter's bits after the last step.
+// fault (tests): "adamw_coupled_decay" (the decay added to the gradient, Adam with L2, instead of decoupled),
+// "adamw_no_bias_correction" (m and v used without 1 - beta^t), "master_written_truncated" (the master written back
+// to the bf16 weights with its low 16 bits dropped, not rounded).
+struct MasterAdamWRun {
+  std::vector<float> master;
+  std::vector<std::uint16_t> weights_bf16;
+};
+MasterAdamWRun master_adamw_steps(const std::vector<float>& w0, const std::vector<std::vector<float>>& grads,
+                                  const std::string& fault = "");
+
 // The dtypes seen during a step under CPU bf16 autocast: each named intermediate of layer 0 (matmul outputs,
 // softmax, RMSNorm, residual stream), logits, loss, and the parameters and gradients after the step.
 // fault (tests): "autocast_casts_params" (the model is converted to bf16 first).

@@ -18,6 +18,9 @@ namespace claimcheck::ref {
 
 // The value of a bfloat16 bit pattern (the upper half of an IEEE binary32), exactly, as a double.
 double bf16_value(std::uint16_t bits);
+// The bfloat16 nearest to a finite x (ties to the even pattern), chosen by comparing the two neighbours' values
+// (bf16_value) with x in fp64, not by rounding bits.
+std::uint16_t bf16_nearest(float x);
 
 // y[n] = sum_k W[n, k] x[k] in fp64, W raw bf16 bits [N, K] row-major. absdot (optional): sum_k |W[n, k] x[k]|,
 // the scale a rounding-error bound of a float accumulation is proportional to.
