@@ -2,8 +2,10 @@
 // The twenty-line loop on real English text (Debian's fortunes) for a fixed step budget on this CPU:
 // perplexity starts near V and must fall below the bound in expected/; wall time and tokens/s reported.
 #include <cmath>
+#include <cstdio>
 #include <vector>
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
@@ -21,14 +23,28 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   o.seed = ctx.seed();
   o.fault = ctx.planted_fault();
   o.checkpoint = ctx.keep_file("tiny-gpt.pt").string();  // the run's checkpoint: hashed into the logs record
+  // The run's first steps, exported for the answer key's PyTorch reference (reference/python/char_reference.py).
+  claimcheck::ScratchDir dir("char_reference");
+  o.export_dir = dir.path();
+  o.export_steps = ctx.input("reference_steps").get<int>();
   // Run.
   const T::TrainResult r = T::train_tiny(c, corpus, o);
+  // The model, its windows, its loss and the loop against PyTorch written apart, on what this run exported.
+  char lr[160];
+  std::snprintf(lr, sizeof lr, "%.17g:%.17g:%ld:%ld", o.schedule.base_lr, o.schedule.min_lr, o.schedule.warmup_steps,
+                o.schedule.total_steps);
+  const nlohmann::json ref = claimcheck::run_python_driver(
+      ctx, "reference/python/char_reference.py",
+      {"--dir", dir.path().string(), "--corpus", ctx.input_path("corpus").string(), "--heads", std::to_string(c.n_head),
+       "--weight-decay", std::to_string(o.weight_decay), "--clip", std::to_string(o.clip), "--lr", lr});
   // Verify.
   ctx.measure(r.eval_ppl.back(), "ppl");
   ctx.measure("start", r.eval_ppl.front(), "ppl");
   ctx.derive("vocab", c.vocab, "ppl");
   ctx.measure("seconds", r.seconds, "s");
   ctx.measure("tokens_per_s", r.tokens_per_s, "token/s");
+  if (ref.contains("skip")) ctx.pending("the model against PyTorch: " + ref["skip"].get<std::string>());
+  else claimcheck::forward_driver_result(ctx, ref);
   ctx.detail("data_revision", {{"source", corpus.source}, {"files", corpus.files}, {"sha256", corpus.sha256}});
   std::vector<double> eval_loss, eval_x;  // the validation perplexity on the loss axis (ln ppl), from step 1 (log x)
   for (std::size_t i = 0; i < r.eval_ppl.size() && i < r.eval_steps.size(); ++i)

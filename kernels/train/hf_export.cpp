@@ -14,13 +14,9 @@
 #include "decoder.h"
 
 namespace claimcheck::train {
-namespace {
-
-using Named = std::vector<std::pair<std::string, torch::Tensor>>;
-
 // safetensors: an 8-byte little-endian header length, a JSON header (dtype, shape, byte range of each tensor),
 // then the raw bytes. The header is padded with spaces to 8 bytes, as the reference writer does.
-void write_safetensors(const std::filesystem::path& file, const Named& tensors) {
+void write_safetensors(const std::filesystem::path& file, const NamedTensors& tensors) {
   nlohmann::json header = nlohmann::json::object();
   std::vector<torch::Tensor> data;
   std::uint64_t offset = 0;
@@ -32,6 +28,7 @@ void write_safetensors(const std::filesystem::path& file, const Named& tensors) 
       case torch::kBFloat16: dtype = "BF16"; break;
       case torch::kDouble: dtype = "F64"; break;
       case torch::kLong: dtype = "I64"; break;
+      case torch::kByte: dtype = "U8"; break;
       default: throw std::logic_error(name + ": no safetensors dtype for " + std::string(c10::toString(t.scalar_type())));
     }
     const auto bytes = static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
@@ -49,6 +46,9 @@ void write_safetensors(const std::filesystem::path& file, const Named& tensors) 
     out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
   if (!out.flush()) throw std::runtime_error(file.string() + ": cannot be written");
 }
+
+namespace {
+using Named = NamedTensors;
 
 // The Hugging Face name of a parameter of Decoder (what LlamaForCausalLM / Qwen2ForCausalLM's state_dict calls it).
 std::string hf_name(const std::string& key) {

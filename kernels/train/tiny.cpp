@@ -45,11 +45,13 @@ Corpus load_fortunes_corpus(const fs::path& dir) {
 }
 
 // Dataset: windows of context + 1 characters; __getitem__ = get(i), __len__ = size().
+// A planted fault (half_stride): windows start every context / 2 characters, so that they overlap.
 class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
  public:
-  CharWindows(const std::vector<std::uint8_t>& text, int context) : text_(text), context_(context) {}
+  CharWindows(const std::vector<std::uint8_t>& text, int context, bool half_stride = false)
+      : text_(text), context_(context), stride_(half_stride ? context / 2 : context) {}
   torch::data::Example<> get(std::size_t i) override {
-    const auto start = static_cast<long>(i) * context_;
+    const auto start = static_cast<long>(i) * stride_;
     auto w = torch::from_blob(const_cast<std::uint8_t*>(text_.data()) + start, {context_ + 1}, torch::kUInt8)
                  .to(torch::kLong);
     return {w.slice(0, 0, context_), w.slice(0, 1, context_ + 1)};
@@ -58,7 +60,7 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
 
  private:
   const std::vector<std::uint8_t>& text_;
-  int context_;
+  int context_, stride_;
 };
 
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault) {
@@ -135,7 +137,7 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
   torch::manual_seed(o.seed);
   TinyGPT model(c);
   auto loader = torch::data::make_data_loader(
-      CharWindows(data.train, c.context).map(torch::data::transforms::Stack<>()),
+      CharWindows(data.train, c.context, o.fault == "windows_half_stride").map(torch::data::transforms::Stack<>()),
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
@@ -143,6 +145,20 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
   const bool zero_grad = o.fault != "no_zero_grad";
 
   TrainResult r;
+  // The export for the answer key's reference (TrainOptions::export_dir): the parameters before step 0, then what
+  // each of the first export_steps steps saw and did.
+  const bool exporting = !o.export_dir.empty() && o.export_steps > 0;
+  NamedTensors run;
+  std::vector<double> norms;
+  auto parameters_named = [&](const std::string& prefix) {
+    NamedTensors out;
+    for (const auto& p : model->named_parameters()) out.emplace_back(prefix + p.key(), p.value().detach().clone());
+    return out;
+  };
+  if (exporting) {
+    std::filesystem::create_directories(o.export_dir);
+    write_safetensors(o.export_dir / "model.safetensors", parameters_named(""));
+  }
   r.eval_steps.push_back(0);
   r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));
   const auto t0 = std::chrono::steady_clock::now();
@@ -154,14 +170,45 @@ TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptio
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       auto logits = model->forward(batch.data);                       // [B, T, V]
       auto loss = lm_loss(logits, batch.target, /*fp32=*/true);        // loss in fp32, ignore_index=-100
+      if (o.fault == "loss_label_smoothing")  // a planted fault: the loss smoothed (label_smoothing = 0.1)
+        loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), batch.target.reshape({-1}),
+                                F::CrossEntropyFuncOptions().ignore_index(-100).label_smoothing(0.1));
       loss.backward();                                                 // gradients accumulate
-      torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
+      const bool recording = exporting && step < o.export_steps;
+      if (recording) {
+        run.emplace_back("x." + std::to_string(step), batch.data.clone());
+        run.emplace_back("y." + std::to_string(step), batch.target.clone());
+        if (step == 0) {
+          run.emplace_back("logits.0", logits.detach().clone());
+          for (const auto& p : model->named_parameters())
+            if (p.value().grad().defined()) run.emplace_back("grad." + p.key(), p.value().grad().clone());
+        }
+      }
+      double norm = 0;
+      if (o.fault == "clip_per_parameter")  // a planted fault: each tensor clipped to the bound on its own
+        for (auto& p : model->parameters()) norm = torch::nn::utils::clip_grad_norm_(p, o.clip);
+      else
+        norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
       r.lrs.push_back(applied_lr(opt));                                // the rate this step will use
       opt.step();
       sched.step();
       if (zero_grad) compat::zero_grad_set_to_none(opt);               // so: clear them
       r.losses.push_back(loss.item<double>());
       ++step;
+      if (recording) {
+        norms.push_back(norm);
+        if (step == o.export_steps) {
+          auto first = [&](const std::vector<double>& v) {
+            return torch::tensor(std::vector<double>(v.begin(), v.begin() + o.export_steps), torch::kDouble);
+          };
+          run.emplace_back("loss", first(r.losses));
+          run.emplace_back("lr", first(r.lrs));
+          run.emplace_back("grad_norm", torch::tensor(norms, torch::kDouble));
+          for (auto& t : parameters_named("after.")) run.push_back(std::move(t));
+          write_safetensors(o.export_dir / "run.safetensors", run);
+          run.clear();
+        }
+      }
       if (o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps)) {
         r.eval_steps.push_back(step);
         r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));

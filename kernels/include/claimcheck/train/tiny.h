@@ -37,8 +37,18 @@ struct TrainOptions {
   double weight_decay = 0.1, clip = 1.0;
   std::uint64_t seed = 1;
   int eval_every = 25, eval_batches = 8;
-  std::string fault;  // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0)
+  // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0), "windows_half_stride" (the training
+  // windows start every context / 2), "loss_label_smoothing" (0.1), "clip_per_parameter" (each tensor to the bound)
+  std::string fault;
   std::string checkpoint;  // where to save the trained model (torch::save), "" for none
+  // The first export_steps steps of this very loop, written to export_dir for the answer key's PyTorch reference
+  // (reference/python/char_reference.py): model.safetensors (the parameters before step 0, under the module's
+  // names) and run.safetensors: per step s < export_steps the batch as the loader stacked it (x.s, y.s, int64
+  // [batch, context]); at step 0 the logits and every parameter's gradient (grad.<name>, before clipping); per step
+  // the loss, the total gradient norm clip_grad_norm_ returned, the learning rate applied (loss, grad_norm, lr,
+  // float64 [export_steps]); and the parameters after the last of them (after.<name>). Empty: nothing written.
+  std::filesystem::path export_dir;
+  int export_steps = 0;
 };
 struct TrainResult {
   std::vector<double> losses;           // per step

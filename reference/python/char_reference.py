@@ -1,0 +1,205 @@
+"""The answer key's PyTorch side of chapter 3's character model: the model, its data windows, its loss and the
+twenty-line loop written here as the series writes them (nn.Module, torch.optim.AdamW, clip_grad_norm_,
+zero_grad(set_to_none=True)), apart from the code under test, and run on what the code under test exported
+(kernels/train/tiny.cpp, TrainOptions::export_dir).
+
+  char_reference.py --dir DIR --corpus FORTUNES --heads H --weight-decay WD --clip C
+                    --lr BASE:MIN:WARMUP:TOTAL
+
+DIR/model.safetensors holds the parameters before step 0; DIR/run.safetensors the first steps' batches (x.s, y.s),
+the logits and gradients at step 0, the per-step loss, gradient norm and learning rate, and the parameters after the
+last exported step (after.<name>). Here:
+  windows      this side's own corpus from FORTUNES (every file without an extension, sorted, concatenated, bytes past
+               127 folded to '?', the first 95 %) cut into windows of context + 1 characters at multiples of context:
+               each exported row of x must be one of them and its y the next characters (count of rows that are not)
+  logits, loss, grads   the model here on the same parameters and x.0: assert_close units (<= 1 is what
+               torch.testing.assert_close accepts, with its fp32 defaults)
+  steps        the exported steps re-run here (same batches): each step's learning rate (this side's warmup + cosine),
+               loss and pre-clip gradient norm, then the parameters after the last: the worst in assert_close units
+Prints one JSON object (the pydriver protocol); a missing torch or safetensors is a "skip" with the reason."""
+import argparse
+import json
+import math
+import os
+import sys
+
+PROG = "char_reference.py"
+RTOL, ATOL = 1.3e-6, 1e-5  # torch.testing.assert_close's float32 defaults
+
+
+def emit(measurements=(), details=None, skip=None):
+    out = {"measurements": list(measurements), "details": details or {}}
+    if skip:
+        out["skip"] = skip
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+def die(msg):
+    sys.stderr.write(f"{PROG}: {msg}\n")
+    sys.exit(2)
+
+
+def units(project, reference):
+    """The worst element of |project - reference| in units of assert_close's fp32 tolerance (inf where the shapes
+    differ or the project's values are not finite)."""
+    import torch
+    if tuple(project.shape) != tuple(reference.shape):
+        return math.inf
+    a, b = project.double(), reference.double()
+    if not torch.isfinite(a).all():
+        return math.inf
+    return ((a - b).abs() / (ATOL + RTOL * b.abs())).max().item() if a.numel() else 0.0
+
+
+def figure(x):
+    return x if math.isfinite(x) else sys.float_info.max
+
+
+def corpus(folder):
+    names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)) and "." not in n)
+    if not names:
+        die(f"{folder}: no fortune text files")
+    text = b"".join(open(os.path.join(folder, n), "rb").read() for n in names)
+    text = bytes(c if c < 128 else ord("?") for c in text)
+    return text[: len(text) * 95 // 100]
+
+
+def lr_at(step, base, low, warmup, total):
+    """Linear warmup to base over `warmup` steps (step s uses (s + 1) / warmup), then cosine from base to low."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return low + (base - low) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def build(torch, weights, heads):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d, ff):
+            super().__init__()
+            self.ln1, self.qkv, self.proj = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ln2, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ff), nn.Linear(ff, d)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=-1)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+            x = x + self.proj(a)
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class CharModel(nn.Module):
+        def __init__(self, vocab, context, d, ff, layers):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
+            for i in range(layers):
+                self.add_module(f"block{i}", Block(d, ff))
+            self.layers = layers
+            self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+            for i in range(self.layers):
+                x = getattr(self, f"block{i}")(x)
+            return self.head(self.ln_f(x))
+
+    vocab, d = weights["tok.weight"].shape
+    context = weights["pos.weight"].shape[0]
+    layers = sum(1 for k in weights if k.endswith(".qkv.weight"))
+    ff = weights["block0.fc1.weight"].shape[0] if layers else 4 * d
+    m = CharModel(vocab, context, d, ff, layers)
+    own = dict(m.named_parameters())
+    mismatch = sorted(set(own) ^ set(weights)) + sorted(k for k in own if k in weights and own[k].shape != weights[k].shape)
+    m.load_state_dict({k: v for k, v in weights.items() if k in own and own[k].shape == v.shape}, strict=False)
+    return m, mismatch, context
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--dir", required=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--weight-decay", type=float, required=True)
+    p.add_argument("--clip", type=float, required=True)
+    p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
+    a = p.parse_args(argv)
+    try:
+        base, low, warmup, total = (float(x) for x in a.lr.split(":"))
+    except ValueError:
+        die(f"--lr {a.lr}: expected BASE:MIN:WARMUP:TOTAL")
+    try:
+        import torch
+        from safetensors.torch import load_file
+    except ImportError as e:
+        emit(skip=f"torch and safetensors are not importable by {sys.executable} ({type(e).__name__}: {e})")
+        return
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    weights = load_file(os.path.join(a.dir, "model.safetensors"))
+    run = load_file(os.path.join(a.dir, "run.safetensors"))
+    model, mismatch, T = build(torch, weights, a.heads)
+    steps = run["loss"].numel()
+    details = {"torch": torch.__version__, "steps": steps, "parameters_mismatch": mismatch[:8]}
+
+    # The windows: every exported row against this side's own windows of the corpus.
+    text = corpus(a.corpus)
+    windows = {}
+    for i in range((len(text) - 1) // T - 1):
+        windows.setdefault(text[i * T: i * T + T], []).append(i)
+    bad_rows = rows = 0
+    for s in range(steps):
+        for x, y in zip(run[f"x.{s}"].tolist(), run[f"y.{s}"].tolist()):
+            rows += 1
+            xb = bytes(x) if all(0 <= c < 256 for c in x) else None
+            ok = xb is not None and any(list(text[i * T + 1: i * T + T + 1]) == y for i in windows.get(xb, []))
+            bad_rows += not ok
+    details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text)}
+
+    # Step 0: logits, loss, every gradient.
+    model.train()
+    x0, y0 = run["x.0"], run["y.0"]
+    logits = model(x0)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y0.reshape(-1),
+                                             ignore_index=-100)
+    loss.backward()
+    grads = {n: p.grad for n, p in model.named_parameters()}
+    grad_units = max((units(run[f"grad.{n}"], g) if f"grad.{n}" in run else math.inf for n, g in grads.items()),
+                     default=math.inf)
+    first = {"logits": units(run["logits.0"], logits.detach()),
+             "loss": units(run["loss"][0:1].float(), loss.detach().reshape(1)), "grads": grad_units}
+
+    # The loop, on the same batches.
+    model.zero_grad(set_to_none=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=base, weight_decay=a.weight_decay)
+    per_step = {"lr": 0.0, "loss": 0.0, "grad_norm": 0.0}
+    for s in range(steps):
+        lr = lr_at(s, base, low, warmup, total)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        out = model(run[f"x.{s}"])
+        step_loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]).float(), run[f"y.{s}"].reshape(-1),
+                                                      ignore_index=-100)
+        step_loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        per_step["lr"] = max(per_step["lr"], units(run["lr"][s:s + 1], torch.tensor([lr], dtype=torch.float64)))
+        per_step["loss"] = max(per_step["loss"], units(run["loss"][s:s + 1].float(), step_loss.detach().reshape(1)))
+        per_step["grad_norm"] = max(per_step["grad_norm"],
+                                    units(run["grad_norm"][s:s + 1].float(), norm.detach().float().reshape(1)))
+    after = max((units(run[f"after.{n}"], p.detach()) if f"after.{n}" in run else math.inf
+                 for n, p in model.named_parameters()), default=math.inf)
+    details["units"] = {k: (v if math.isfinite(v) else None) for k, v in {**first, **per_step, "after": after}.items()}
+    details["grad_norms"] = run["grad_norm"].tolist()
+    loop = max(per_step["lr"], per_step["loss"], per_step["grad_norm"], after)
+    emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
+          {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
+          {"name": "step0_vs_pytorch", "value": figure(max(first.values())), "unit": "ratio"},
+          {"name": "loop_vs_pytorch", "value": figure(loop), "unit": "ratio"}],
+         {"pytorch": details})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
