@@ -43,8 +43,10 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   ctx.derive("vocab", c.vocab, "ppl");
   ctx.measure("seconds", r.seconds, "s");
   ctx.measure("tokens_per_s", r.tokens_per_s, "token/s");
-  if (ref.contains("skip")) ctx.pending("the model against PyTorch: " + ref["skip"].get<std::string>());
-  else claimcheck::forward_driver_result(ctx, ref);
+  if (ref.contains("skip"))
+    ctx.pending("the model against PyTorch: " + ref["skip"].get<std::string>());
+  else
+    claimcheck::forward_driver_result(ctx, ref);
   ctx.detail("data_revision", {{"source", corpus.source}, {"files", corpus.files}, {"sha256", corpus.sha256}});
   std::vector<double> eval_loss, eval_x;  // the validation perplexity on the loss axis (ln ppl), from step 1 (log x)
   for (std::size_t i = 0; i < r.eval_ppl.size() && i < r.eval_steps.size(); ++i)

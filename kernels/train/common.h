@@ -99,7 +99,6 @@ struct TinyGPTImpl : torch::nn::Module {
 };
 TORCH_MODULE(TinyGPT);
 
-
 // Tensors written as safetensors (kernels/train/hf_export.cpp): F32, BF16, F64, I64, U8; one file.
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 void write_safetensors(const std::filesystem::path& file, const NamedTensors& tensors);

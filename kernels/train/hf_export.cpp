@@ -28,7 +28,9 @@ void write_safetensors(const std::filesystem::path& file, const NamedTensors& te
       case torch::kBFloat16: dtype = "BF16"; break;
       case torch::kDouble: dtype = "F64"; break;
       case torch::kLong: dtype = "I64"; break;
-      case torch::kByte: dtype = "U8"; break;
+      case torch::kByte:
+        dtype = "U8";
+        break;
       default: throw std::logic_error(name + ": no safetensors dtype for " + std::string(c10::toString(t.scalar_type())));
     }
     const auto bytes = static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
