@@ -1,10 +1,16 @@
 // ch06.kv_cache, measured part: a bf16 cache for N tokens allocated by the LibTorch decoder code (K and V per layer,
 // shaped from the config as the model reads it), counted by the allocator, per token.
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
+#include "claimcheck/ref/ledger.h"
+
+#include <fstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include "claimcheck/train/experiments.h"
 #include "claimcheck/train/perf.h"
 #endif
 
@@ -18,6 +24,41 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
   ctx.assumption("measured: " + std::to_string(m.tensors) + " bf16 tensors [1, " + std::to_string(m.kv_heads) + ", " +
                  std::to_string(tokens) + ", " + std::to_string(m.head_dim) + "] allocated through the counting "
                  "allocator (" + std::to_string(m.bytes) + " bytes), divided by the tokens");
+
+  // The cache in use: the decoder's cached greedy decode (a long prompt, then one token at a time) against
+  // transformers' own cache (past_key_values) on the same weights, on the config scaled by inputs.reference_overrides;
+  // the bytes its cache holds per token against transformers' and against the ledger's formula (fp32 here).
+  nlohmann::json c;
+  {
+    const auto src = ctx.input_path("config");
+    std::ifstream in(src);
+    try {
+      c = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(src.string() + ": field '(json)': malformed JSON: " + e.what());
+    }
+  }
+  for (const auto& [k, v] : ctx.input("reference_overrides").items()) c[k] = v;
+  claimcheck::ScratchDir dir("kv_vs_transformers");
+  const auto scaled = dir.path() / "config.json";
+  std::ofstream(scaled) << c.dump(2);
+  const int prompt = ctx.input("reference_prompt").get<int>(), steps = ctx.input("reference_steps").get<int>();
+  const auto g = claimcheck::train::export_decoder_generation(scaled, ctx.seed(), prompt, steps, dir.path() / "run",
+                                                              ctx.planted_fault());
+  const double ledger =
+      static_cast<double>(claimcheck::ref::kv_cache_bytes_per_token(claimcheck::ref::load_model_config(scaled), 4));
+  ctx.measure("cache_bytes_vs_ledger", g.cache_bytes_per_token / ledger, "ratio");
+  const nlohmann::json r =
+      claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py",
+                                    {"generate", "--config", scaled.string(), "--dir", (dir.path() / "run").string()});
+  if (r.contains("skip"))
+    ctx.pending("the cached decode against transformers: " + r["skip"].get<std::string>());
+  else
+    claimcheck::forward_driver_result(ctx, r);
+  ctx.assumption("cached decode: " + ctx.input("config").get<std::string>() + " with " +
+                 ctx.input("reference_overrides").dump() + ", fp32, a random prompt of " + std::to_string(prompt) +
+                 " tokens, then " + std::to_string(steps) +
+                 " greedy tokens one at a time; transformers' eager attention");
 #else
   (void)ctx;
 #endif

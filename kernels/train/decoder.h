@@ -211,6 +211,41 @@ struct DecoderLayerImpl : torch::nn::Module {
     note("down_proj output (matmul)", d);
     return x + d;
   }
+  // Decoding with a KV cache: x [B, T, hidden] holds the new tokens, at positions past .. past + T - 1 (cos and sin
+  // are theirs); k_cache and v_cache hold the earlier tokens' keys and values after RoPE, [B, kv_heads, past,
+  // head_dim] (undefined when past = 0), and gain these T. Each new token attends to every cached one and to the
+  // new ones up to itself. Planted (DecoderConfig::fault): "kv_cache_not_appended" (the new keys and values are
+  // attended to but never stored: the next token sees the prompt only).
+  torch::Tensor forward_cached(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               torch::Tensor& k_cache, torch::Tensor& v_cache) {
+    const auto B = x.size(0), T = x.size(1);
+    auto h = ln1(x);
+    auto q = projs.at("q_proj")(h).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+    auto k = projs.at("k_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+    auto v = projs.at("v_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+    auto rope = [&](const torch::Tensor& t) {
+      auto t1 = t.slice(-1, 0, c.head_dim / 2), t2 = t.slice(-1, c.head_dim / 2);
+      return t * cos + torch::cat({-t2, t1}, -1) * sin;
+    };
+    q = rope(q);
+    k = rope(k);
+    const auto past = k_cache.defined() ? k_cache.size(2) : 0;
+    auto k_all = past ? torch::cat({k_cache, k}, 2) : k, v_all = past ? torch::cat({v_cache, v}, 2) : v;
+    if (c.fault != "kv_cache_not_appended" || !k_cache.defined()) {
+      k_cache = k_all;
+      v_cache = v_all;
+    }
+    const auto rep = c.heads / c.kv_heads;
+    auto s = torch::matmul(q, k_all.repeat_interleave(rep, 1).transpose(-2, -1)) *
+             (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    // New token i (position past + i) sees key j when j <= past + i.
+    auto future = torch::arange(past + T).unsqueeze(0) > (torch::arange(T) + past).unsqueeze(1);
+    s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+    auto a = torch::matmul(torch::softmax(s, -1), v_all.repeat_interleave(rep, 1));
+    x = x + projs.at("o_proj")(a.transpose(1, 2).reshape({B, T, c.heads * c.head_dim}));
+    h = ln2(x);
+    return x + projs.at("down_proj")(torch::silu(projs.at("gate_proj")(h)) * projs.at("up_proj")(h));
+  }
   DecoderConfig c;
   std::map<std::string, Proj> projs;
   RMSNorm ln1{nullptr}, ln2{nullptr};
@@ -254,6 +289,30 @@ struct DecoderImpl : torch::nn::Module {
     auto logits = c.tie ? torch::nn::functional::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
     if (run.dtypes) (*run.dtypes)["logits (matmul)"] = std::string(c10::toString(logits.scalar_type()));
     return logits;
+  }
+  // The per-layer keys and values of the tokens decoded so far (forward_cached).
+  struct KvCache {
+    std::vector<torch::Tensor> k, v;
+    std::int64_t length = 0;  // tokens held
+  };
+  // The logits of ids [B, T], the tokens that follow those in `cache`, which gains them. Planted
+  // (DecoderConfig::fault): "kv_positions_restart" (every call's RoPE positions start at 0, not at the cache's length),
+  // and the layer's "kv_cache_not_appended".
+  torch::Tensor forward_cached(const torch::Tensor& ids, KvCache& cache) {
+    const auto T = ids.size(1);
+    const auto dtype = embed->weight.scalar_type();
+    const auto first = c.fault == "kv_positions_restart" ? 0 : cache.length;
+    auto inv =
+        torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
+    auto ang = torch::outer(torch::arange(first, first + T, torch::kFloat), inv);
+    auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype), sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
+    cache.k.resize(layers.size());
+    cache.v.resize(layers.size());
+    auto x = embed(ids);
+    for (std::size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward_cached(x, cos, sin, cache.k[i], cache.v[i]);
+    cache.length += T;
+    x = norm(x);
+    return c.tie ? torch::nn::functional::linear(x, embed->weight) : lm_head(x);
   }
   DecoderConfig c;
   DecoderRun run;

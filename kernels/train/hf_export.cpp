@@ -105,6 +105,48 @@ DecoderExport export_decoder_run(const std::filesystem::path& config, const std:
   return e;
 }
 
+GenerationExport export_decoder_generation(const std::filesystem::path& config, std::uint64_t seed, int prompt_len,
+                                           int steps, const std::filesystem::path& dir, const std::string& fault) {
+  if (prompt_len < 1 || steps < 0)
+    throw std::invalid_argument("export_decoder_generation: prompt_len >= 1, steps >= 0");
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
+  torch::manual_seed(seed);
+  Decoder model(c);
+  torch::NoGradGuard ng;
+  for (auto& p : model->named_parameters())  // norm weights and biases off 1 and 0, as export_decoder_run
+    if (p.value().dim() == 1) {
+      if (p.key().find("bias") != std::string::npos)
+        p.value().normal_(0.0, 0.02);
+      else
+        p.value().normal_(1.0, 0.1);
+    }
+  auto ids = torch::randint(0, c.vocab, {1, prompt_len});
+  DecoderImpl::KvCache cache;
+  std::vector<torch::Tensor> logits{model->forward_cached(ids, cache)[0][-1]};
+  std::vector<std::int64_t> fed;
+  for (int s = 0; s < steps; ++s) {
+    const std::int64_t next = logits.back().argmax().item<std::int64_t>();
+    fed.push_back(next);
+    logits.push_back(model->forward_cached(torch::tensor({{next}}, torch::kLong), cache)[0][-1]);
+  }
+  std::int64_t bytes = 0;
+  for (const auto* side : {&cache.k, &cache.v})
+    for (const auto& t : *side) bytes += t.numel() * t.element_size();
+  GenerationExport e;
+  e.tokens = cache.length;
+  e.cache_bytes_per_token = static_cast<double>(bytes) / static_cast<double>(cache.length);
+  Named params;
+  for (const auto& p : model->named_parameters()) params.emplace_back(hf_name(p.key()), p.value());
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", params);
+  write_safetensors(dir / "run.safetensors",
+                    {{"input_ids", ids},
+                     {"generated", torch::tensor(fed, torch::kLong)},
+                     {"logits", torch::stack(logits)},
+                     {"cache_bytes_per_token", torch::tensor({e.cache_bytes_per_token}, torch::kDouble)}});
+  return e;
+}
+
 void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault) {
   torch::manual_seed(seed);
   const auto x = torch::randn({16, k.in}), g = torch::randn({16, k.out});  // inputs; the loss is sum(y * g)

@@ -6,6 +6,11 @@
       loads DIR/model.safetensors (strict: every key and shape), runs DIR/run.safetensors' input_ids with labels =
       input_ids (transformers shifts them itself), backpropagates its loss, and compares the logits, the loss and
       every parameter's gradient with the project's.
+  generate --config C --dir DIR
+      the same model on DIR/model.safetensors decoding with transformers' own cache (past_key_values): the prompt
+      DIR/run.safetensors' input_ids, then each token the project fed, one at a time; the logits after each against
+      the project's cached decode (kernels/train/hf_export.cpp: export_decoder_generation), and the bytes per token
+      the two caches hold (fp32 here).
   lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
       peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
       weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
@@ -249,12 +254,76 @@ def lora(a):
           {"name": "peft_fresh_step", "value": figure_value(learn), "unit": "ratio"}], {"peft": details})
 
 
+def generate(a):
+    """transformers' model for the config, on the exported weights, decoding with its own cache (past_key_values): the
+    prompt, then each token the project fed, one at a time; its logits after each against the project's, and the
+    bytes its cache holds per token against the project's cache."""
+    import torch
+    from safetensors.torch import load_file
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+    transformers.logging.set_verbosity_error()
+    try:
+        with open(a.config, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{a.config}: {e}")
+    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
+    cfg = AutoConfig.for_model(d["model_type"], **kw)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+    weights = load_file(f"{a.dir}/model.safetensors")
+    run = load_file(f"{a.dir}/run.safetensors")
+    own = dict(model.named_parameters())
+    mismatch = sorted(set(own) ^ set(weights))
+    model.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=False)
+    model.eval()
+    ids, fed, theirs = run["input_ids"], run["generated"].tolist(), run["logits"]
+    worst, per_step, agree = 0.0, [], 0
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+        past = out.past_key_values
+        mine = [out.logits[0, -1]]
+        for t in fed:
+            agree += int(mine[-1].argmax().item() == t)
+            out = model(input_ids=torch.tensor([[t]]), past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            mine.append(out.logits[0, -1])
+    for s, m in enumerate(mine):
+        u = tolerance_units(theirs[s], m) if s < theirs.shape[0] else math.inf
+        per_step.append(finite(u))
+        worst = max(worst, u)
+    # The bytes transformers' cache holds per token (its keys and values, whatever class holds them).
+    tensors = []
+    layers = getattr(past, "layers", None)
+    if layers is not None:
+        tensors = [t for layer in layers for t in (layer.keys, layer.values) if t is not None]
+    elif hasattr(past, "key_cache"):
+        tensors = list(past.key_cache) + list(past.value_cache)
+    else:
+        tensors = [t for kv in past for t in kv]
+    tokens = ids.shape[1] + len(fed)
+    their_bytes = sum(t.numel() * t.element_size() for t in tensors) / tokens
+    ratio = run["cache_bytes_per_token"].item() / their_bytes if their_bytes else math.inf
+    details = {"transformers": transformers.__version__, "model_class": type(model).__name__, "prompt": ids.shape[1],
+               "steps": len(fed), "units_per_step": per_step[:40], "greedy_agreement": f"{agree}/{len(fed)}",
+               "cache_bytes_per_token": {"project": run["cache_bytes_per_token"].item(), "transformers": their_bytes},
+               "parameters_mismatch": mismatch[:8]}
+    emit([{"name": "cached_decode_vs_transformers", "value": figure_value(worst if not mismatch else math.inf),
+           "unit": "ratio"},
+          {"name": "cache_bytes_vs_transformers", "value": figure_value(ratio), "unit": "ratio"}],
+         {"transformers_generation": details})
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
     d = sub.add_parser("decoder")
     d.add_argument("--config", required=True)
     d.add_argument("--run", action="append", required=True, help="fp32:DIR or bf16:DIR")
+    g = sub.add_parser("generate")
+    g.add_argument("--config", required=True)
+    g.add_argument("--dir", required=True)
     lo = sub.add_parser("lora")
     lo.add_argument("--case", action="append", required=True)
     lo.add_argument("--seed", type=int, default=0)
@@ -265,6 +334,8 @@ def main(argv):
             if spec.partition(":")[0] not in ("fp32", "bf16"):
                 die(f"--run '{spec}': expected fp32:DIR or bf16:DIR")
         decoder(a)
+    elif a.what == "generate":
+        generate(a)
     else:
         lora(a)
 

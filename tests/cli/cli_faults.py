@@ -72,7 +72,9 @@ PLANTED = [
     ("nf4_wrong_sign", "ch06.decode_4bit"),
     ("gemm_accumulates", "ch06.decode_intensity"), ("gemm_accumulates", "ch06.ridge_measured"),
     ("gemm_accumulates", "ch06.prefill_ms"), ("stack_no_residual", "ch06.quant_inference_not_training"),
-    ("kv_full_heads", "ch06.kv_cache"), ("backward_recomputes", "ch06.backward_2x"),
+    ("kv_full_heads", "ch06.kv_cache"),
+    # The decoder's cached decode against transformers' past_key_values (issue 33, point 2).
+    ("kv_positions_restart", "ch06.kv_cache"), ("kv_cache_not_appended", "ch06.kv_cache"), ("backward_recomputes", "ch06.backward_2x"),
     ("buckets_drop_copy", "ch06.profiler_buckets"), ("frozen", "ch03.warmup_cosine"),
     ("stream_instead_of_list", "ch01.generator_peak_flat"), ("chunks_not_divided", "ch01.processes_speedup"),
     ("to_not_in_place", "ch03.loss_in_fp32"), ("kept_overwritten", "ch03.no_grad_memory"),

@@ -51,6 +51,19 @@ struct DecoderExport {
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
                                  int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "");
 
+// Greedy decoding with the decoder's KV cache (Decoder::forward_cached), fp32: a random prompt of prompt_len tokens,
+// then `steps` tokens one at a time, each the argmax of the previous logits. Writes dir/model.safetensors (as
+// export_decoder_run) and dir/run.safetensors: input_ids [1, prompt_len], generated [steps] (the tokens fed),
+// logits [steps + 1, vocab] (after the prompt, then after each token fed), cache_bytes_per_token [1] (the bytes the
+// cache's tensors hold over the tokens in it, at the end). Planted faults: "kv_positions_restart",
+// "kv_cache_not_appended" (DecoderImpl::forward_cached).
+struct GenerationExport {
+  std::int64_t tokens = 0;
+  double cache_bytes_per_token = 0;
+};
+GenerationExport export_decoder_generation(const std::filesystem::path& config, std::uint64_t seed, int prompt_len,
+                                           int steps, const std::filesystem::path& dir, const std::string& fault = "");
+
 struct LoraCase {
   std::int64_t in = 256, out = 192;
   int r = 8;
