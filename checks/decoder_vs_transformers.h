@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -16,11 +17,12 @@
 
 namespace checks {
 
-// inputs.<config> scaled by inputs.<overrides> (keys of config.json, e.g. fewer layers and a smaller vocabulary),
-// exported in fp32 and bf16 and compared. Records transformers_fp32, transformers_bf16 (the worst element over
-// logits, loss and gradients, in units of assert_close's tolerance) and transformers_keys_mismatch; without
-// transformers and peft the comparison is listed as pending with the reason.
-inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string& config, const std::string& overrides) {
+// inputs.<config> with the keys of inputs.<overrides> replaced (e.g. fewer layers, a smaller vocabulary), written as
+// dir/config.json; returns that path and the JSON.
+inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(const claimcheck::Context& ctx,
+                                                                      const std::string& config,
+                                                                      const std::string& overrides,
+                                                                      const std::filesystem::path& dir) {
   const std::filesystem::path src = ctx.input_path(config);
   nlohmann::json c;
   {
@@ -34,9 +36,20 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   const nlohmann::json& o = ctx.input(overrides);
   if (!o.is_object()) throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides + "': expected an object");
   for (const auto& [k, v] : o.items()) c[k] = v;
-  claimcheck::ScratchDir dir("vs_transformers");
-  const auto scaled = dir.path() / "config.json";
+  const auto scaled = dir / "config.json";
   std::ofstream(scaled) << c.dump(2);
+  return {scaled, c};
+}
+
+// inputs.<config> scaled by inputs.<overrides> (keys of config.json, e.g. fewer layers and a smaller vocabulary),
+// exported in fp32 and bf16 and compared. Records transformers_fp32, transformers_bf16 (the worst element over
+// logits, loss and gradients, in units of assert_close's tolerance) and transformers_keys_mismatch; without
+// transformers and peft the comparison is listed as pending with the reason.
+inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string& config, const std::string& overrides) {
+  const std::filesystem::path src = ctx.input_path(config);
+  const nlohmann::json& o = ctx.input(overrides);
+  claimcheck::ScratchDir dir("vs_transformers");
+  const auto [scaled, c] = scaled_config(ctx, config, overrides, dir.path());
   const int batch = 2, seq = 24;
   for (const char* dtype : {"fp32", "bf16"})
     claimcheck::train::export_decoder_run(scaled, dtype, ctx.seed(), batch, seq, dir.path() / dtype, ctx.planted_fault());

@@ -1,13 +1,47 @@
 // ch05.lora_fraction, measured part: requires_grad parameters of the LibTorch-built Qwen2.5-0.5B after the project's
 // LoRA wraps the targets (inputs.lora), over the built model's parameters.
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "qwen_lora.h"
+
+#include <cstdio>
+#include <string>
+
+#if CLAIMCHECK_WITH_TORCH
+#include "../decoder_vs_transformers.h"
+#endif
 
 static void lora_fraction_built(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   const auto m = ch05::measure_qwen_lora(ctx);
   ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
   ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+
+  // The same LoRA placed on the whole model, against peft's get_peft_model on transformers' model (the config scaled
+  // by inputs.reference_overrides): the modules adapted, the trainable count, then with the same weights and
+  // adapters the logits, the loss, every adapter's gradient and one AdamW step.
+  claimcheck::ScratchDir dir("lora_vs_peft_model");
+  const auto scaled = checks::scaled_config(ctx, "config", "reference_overrides", dir.path()).first;
+  const auto spec = ch05::lora_spec(ctx);
+  const auto& adamw = ctx.input("reference_adamw");
+  const double lr = adamw.at("lr").get<double>(), wd = adamw.at("weight_decay").get<double>();
+  const auto e = claimcheck::train::export_lora_model_run(scaled, spec, lr, wd, ctx.seed(), 2, 24, dir.path() / "run",
+                                                          ctx.planted_fault());
+  std::string targets;
+  for (const auto& t : spec.targets) targets += (targets.empty() ? "" : ",") + t;
+  char num[3][64];
+  std::snprintf(num[0], sizeof num[0], "%.17g", spec.alpha);
+  std::snprintf(num[1], sizeof num[1], "%.17g", lr);
+  std::snprintf(num[2], sizeof num[2], "%.17g", wd);
+  const nlohmann::json r = claimcheck::run_python_driver(
+      ctx, "reference/python/hf_reference.py",
+      {"peft_model", "--config", scaled.string(), "--dir", (dir.path() / "run").string(), "--r", std::to_string(spec.r),
+       "--alpha", num[0], "--targets", targets, "--lr", num[1], "--weight-decay", num[2]});
+  if (r.contains("skip"))
+    ctx.pending("LoRA on the model against peft: " + r["skip"].get<std::string>());
+  else
+    claimcheck::forward_driver_result(ctx, r);
+  ctx.detail("lora_model_export", {{"adapted_modules", e.adapted}, {"trainable", e.trainable}});
 #else
   (void)ctx;
 #endif

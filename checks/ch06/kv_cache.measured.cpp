@@ -4,13 +4,10 @@
 #include "claimcheck/io.h"
 #include "claimcheck/ref/ledger.h"
 
-#include <fstream>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
-#include "claimcheck/train/experiments.h"
+#include "../decoder_vs_transformers.h"
 #include "claimcheck/train/perf.h"
 #endif
 
@@ -28,20 +25,8 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
   // The cache in use: the decoder's cached greedy decode (a long prompt, then one token at a time) against
   // transformers' own cache (past_key_values) on the same weights, on the config scaled by inputs.reference_overrides;
   // the bytes its cache holds per token against transformers' and against the ledger's formula (fp32 here).
-  nlohmann::json c;
-  {
-    const auto src = ctx.input_path("config");
-    std::ifstream in(src);
-    try {
-      c = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument(src.string() + ": field '(json)': malformed JSON: " + e.what());
-    }
-  }
-  for (const auto& [k, v] : ctx.input("reference_overrides").items()) c[k] = v;
   claimcheck::ScratchDir dir("kv_vs_transformers");
-  const auto scaled = dir.path() / "config.json";
-  std::ofstream(scaled) << c.dump(2);
+  const auto scaled = checks::scaled_config(ctx, "config", "reference_overrides", dir.path()).first;
   const int prompt = ctx.input("reference_prompt").get<int>(), steps = ctx.input("reference_steps").get<int>();
   const auto g = claimcheck::train::export_decoder_generation(scaled, ctx.seed(), prompt, steps, dir.path() / "run",
                                                               ctx.planted_fault());

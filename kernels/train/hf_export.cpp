@@ -147,6 +147,73 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
   return e;
 }
 
+LoraModelExport export_lora_model_run(const std::filesystem::path& config, const LoraSpec& lora, double lr,
+                                      double weight_decay, std::uint64_t seed, int batch, int seq,
+                                      const std::filesystem::path& dir, const std::string& fault) {
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
+  torch::manual_seed(seed);
+  Decoder model(c);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : model->named_parameters())
+      if (p.value().dim() == 1) {
+        if (p.key().find("bias") != std::string::npos)
+          p.value().normal_(0.0, 0.02);
+        else
+          p.value().normal_(1.0, 0.1);
+      }
+  }
+  Named base;
+  for (const auto& p : model->named_parameters()) base.emplace_back(hf_name(p.key()), p.value().detach().clone());
+  for (auto& p : model->parameters()) p.requires_grad_(false);
+  // A planted fault: an off-by-one that leaves the last layer without adapters.
+  const std::size_t wrapped = fault == "lora_skips_last_layer" ? model->layers.size() - 1 : model->layers.size();
+  std::vector<std::pair<std::string, Proj>> adapted;  // (transformers' module name, the projection)
+  for (std::size_t i = 0; i < wrapped; ++i)
+    for (const auto& t : lora.targets) {
+      auto& proj = model->layers[i]->projs.at(t);
+      proj->enable_lora(lora.r, lora.alpha, fault);
+      {
+        torch::NoGradGuard ng;
+        proj->B.normal_(0.0, 0.02);
+      }
+      std::string name = hf_name("layers_" + std::to_string(i) + "." + t + ".weight");
+      adapted.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), proj);
+    }
+  std::vector<torch::Tensor> trainable;
+  for (auto& p : model->parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  Named adapters;
+  for (const auto& [name, proj] : adapted) {
+    adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
+    adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
+  }
+  auto ids = torch::randint(0, c.vocab, {batch, seq});
+  auto logits = model->forward(ids);
+  auto loss = lm_loss(logits.slice(1, 0, seq - 1), ids.slice(1, 1), true);
+  loss.backward();
+  Named run{{"input_ids", ids}, {"logits", logits.detach()}, {"loss", loss.detach()}};
+  for (const auto& [name, proj] : adapted) {
+    run.emplace_back("grad." + name + ".lora_A", proj->A.grad().clone());
+    run.emplace_back("grad." + name + ".lora_B", proj->B.grad().clone());
+  }
+  torch::optim::AdamW opt(trainable, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  opt.step();
+  LoraModelExport e;
+  for (const auto& [name, proj] : adapted) {
+    run.emplace_back("after." + name + ".lora_A", proj->A.detach().clone());
+    run.emplace_back("after." + name + ".lora_B", proj->B.detach().clone());
+  }
+  for (const auto& t : trainable) e.trainable += t.numel();
+  e.adapted = static_cast<std::int64_t>(adapted.size());
+  run.emplace_back("trainable", torch::tensor({e.trainable}, torch::kLong));
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", base);
+  write_safetensors(dir / "lora.safetensors", adapters);
+  write_safetensors(dir / "run.safetensors", run);
+  return e;
+}
+
 void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault) {
   torch::manual_seed(seed);
   const auto x = torch::randn({16, k.in}), g = torch::randn({16, k.out});  // inputs; the loss is sum(y * g)

@@ -11,6 +11,11 @@
       DIR/run.safetensors' input_ids, then each token the project fed, one at a time; the logits after each against
       the project's cached decode (kernels/train/hf_export.cpp: export_decoder_generation), and the bytes per token
       the two caches hold (fp32 here).
+  peft_model --config C --dir DIR --r R --alpha A --targets T1,T2 --lr LR --weight-decay WD
+      get_peft_model on transformers' model for C (the project's base weights), LoraConfig(r, alpha, targets): the
+      adapted modules and the trainable count against the project's (kernels/train/hf_export.cpp:
+      export_lora_model_run), then with the project's A and B loaded: logits, loss, every adapter's gradient, and A
+      and B after one torch.optim.AdamW step.
   lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
       peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
       weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
@@ -315,6 +320,91 @@ def generate(a):
          {"transformers_generation": details})
 
 
+def peft_model(a):
+    """peft's get_peft_model on transformers' model for the config (the project's base weights), LoraConfig(r,
+    lora_alpha, target_modules, dropout 0): the modules it adapts and its trainable count against the project's; the
+    project's A and B loaded into its adapters; logits, loss and every adapter's gradient, then A and B after one
+    torch.optim.AdamW step, against the project's (the step in units of lr)."""
+    import torch
+    from safetensors.torch import load_file
+    import transformers
+    import peft
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from peft import LoraConfig, get_peft_model
+    transformers.logging.set_verbosity_error()
+    try:
+        with open(a.config, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{a.config}: {e}")
+    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
+    cfg = AutoConfig.for_model(d["model_type"], **kw)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+    weights = load_file(f"{a.dir}/model.safetensors")
+    adapters = load_file(f"{a.dir}/lora.safetensors")
+    run = load_file(f"{a.dir}/run.safetensors")
+    own = dict(model.named_parameters())
+    base_mismatch = sorted(set(own) ^ set(weights))
+    model.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=False)
+    pm = get_peft_model(model, LoraConfig(r=a.r, lora_alpha=a.alpha, target_modules=a.targets.split(","),
+                                          lora_dropout=0.0))
+    prefix = "base_model.model."
+    theirs = {n[len(prefix):] if n.startswith(prefix) else n: m for n, m in pm.named_modules()
+              if hasattr(m, "lora_A") and "default" in getattr(m, "lora_A", {})}
+    mine = sorted({k.rsplit(".", 1)[0] for k in adapters})
+    modules_mismatch = sorted(set(mine) ^ set(theirs))
+    trainable = sum(p.numel() for p in pm.parameters() if p.requires_grad)
+    with torch.no_grad():
+        for name in mine:
+            if name in theirs:
+                theirs[name].lora_A["default"].weight.copy_(adapters[f"{name}.lora_A"])
+                theirs[name].lora_B["default"].weight.copy_(adapters[f"{name}.lora_B"])
+    pm.train()
+    ids = run["input_ids"]
+    out = pm(input_ids=ids, labels=ids)
+    out.loss.backward()
+    units = {"logits": tolerance_units(run["logits"], out.logits.detach()),
+             "loss": tolerance_units(run["loss"].reshape(1), out.loss.detach().float().reshape(1))}
+    grads = 0.0
+    for name, m in theirs.items():
+        for side in ("lora_A", "lora_B"):
+            key = f"grad.{name}.{side}"
+            g = getattr(m, side)["default"].weight.grad
+            grads = max(grads, tolerance_units(run[key], g) if key in run and g is not None else math.inf)
+    units["grads"] = grads
+    opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr, weight_decay=a.weight_decay)
+    opt.step()
+    # The step: AdamW's first update is lr * g / (|g| + eps) per element (plus the decay), so where a gradient is near
+    # eps, differences within the gradients' tolerance move it by up to lr. Judged in units of lr: the largest
+    # difference of A and B after the step, over lr (a wrong rate, decay or bias correction moves it by about 1 or
+    # more); the assert_close units are a detail.
+    after, after_units = 0.0, 0.0
+    for name, m in theirs.items():
+        for side in ("lora_A", "lora_B"):
+            key = f"after.{name}.{side}"
+            w = getattr(m, side)["default"].weight.detach()
+            if key not in run or tuple(run[key].shape) != tuple(w.shape):
+                after = after_units = math.inf
+                continue
+            after = max(after, (run[key].double() - w.double()).abs().max().item() / a.lr)
+            after_units = max(after_units, tolerance_units(run[key], w))
+    units["step_over_lr"] = after
+    details_step_units = after_units
+    worst = max(units["logits"], units["loss"], units["grads"])
+    details = {"peft": peft.__version__, "transformers": transformers.__version__, "adapted": len(theirs),
+               "trainable": {"project": int(run["trainable"].item()), "peft": trainable},
+               "modules_mismatch": modules_mismatch[:8], "base_mismatch": base_mismatch[:8],
+               "units": {k: finite(v) for k, v in units.items()}, "step_assert_close_units": finite(details_step_units)}
+    emit([{"name": "peft_model_modules_mismatch", "value": len(modules_mismatch) + len(base_mismatch) + 0.0,
+           "unit": "count"},
+          {"name": "peft_model_trainable_ratio", "value": figure_value(run["trainable"].item() / trainable if trainable
+                                                                        else math.inf), "unit": "ratio"},
+          {"name": "peft_model_vs_project", "value": figure_value(worst), "unit": "ratio"},
+          {"name": "peft_model_step_over_lr", "value": figure_value(units["step_over_lr"]), "unit": "ratio"}],
+         {"peft_model": details})
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -324,6 +414,14 @@ def main(argv):
     g = sub.add_parser("generate")
     g.add_argument("--config", required=True)
     g.add_argument("--dir", required=True)
+    pmod = sub.add_parser("peft_model")
+    pmod.add_argument("--config", required=True)
+    pmod.add_argument("--dir", required=True)
+    pmod.add_argument("--r", type=int, required=True)
+    pmod.add_argument("--alpha", type=float, required=True)
+    pmod.add_argument("--targets", required=True, help="comma-separated module names")
+    pmod.add_argument("--lr", type=float, required=True)
+    pmod.add_argument("--weight-decay", type=float, required=True)
     lo = sub.add_parser("lora")
     lo.add_argument("--case", action="append", required=True)
     lo.add_argument("--seed", type=int, default=0)
@@ -336,6 +434,8 @@ def main(argv):
         decoder(a)
     elif a.what == "generate":
         generate(a)
+    elif a.what == "peft_model":
+        peft_model(a)
     else:
         lora(a)
 

@@ -64,6 +64,21 @@ struct GenerationExport {
 GenerationExport export_decoder_generation(const std::filesystem::path& config, std::uint64_t seed, int prompt_len,
                                            int steps, const std::filesystem::path& dir, const std::string& fault = "");
 
+// LoRA on the whole decoder, for peft's get_peft_model on transformers' model (the answer key compares): the decoder
+// from config.json in fp32 (norm weights and biases off 1 and 0), every layer's `targets` wrapped with the project's
+// LoRA (r, alpha); each B then moved off zero (N(0, 0.02), as if trained, so that the adapters change the output);
+// random ids [batch, seq], the shifted cross-entropy, backward, one AdamW step (lr, weight_decay) on the adapters.
+// Writes dir/model.safetensors (the base parameters under transformers' names), dir/lora.safetensors (<module>.lora_A
+// and .lora_B, module as transformers names it, e.g. model.layers.0.self_attn.q_proj) and dir/run.safetensors
+// (input_ids, logits, loss, grad.<module>.lora_A / _B, after.<module>.lora_A / _B, trainable: the count).
+// fault (tests only): the decoder's and enable_lora's planted faults, "lora_skips_last_layer".
+struct LoraModelExport {
+  std::int64_t trainable = 0, adapted = 0;
+};
+LoraModelExport export_lora_model_run(const std::filesystem::path& config, const LoraSpec& lora, double lr,
+                                      double weight_decay, std::uint64_t seed, int batch, int seq,
+                                      const std::filesystem::path& dir, const std::string& fault = "");
+
 struct LoraCase {
   std::int64_t in = 256, out = 192;
   int r = 8;
