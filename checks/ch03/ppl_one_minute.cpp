@@ -33,10 +33,18 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   char lr[160];
   std::snprintf(lr, sizeof lr, "%.17g:%.17g:%ld:%ld", o.schedule.base_lr, o.schedule.min_lr, o.schedule.warmup_steps,
                 o.schedule.total_steps);
-  const nlohmann::json ref = claimcheck::run_python_driver(
-      ctx, "reference/python/char_reference.py",
-      {"--dir", dir.path().string(), "--corpus", ctx.input_path("corpus").string(), "--heads", std::to_string(c.n_head),
-       "--weight-decay", std::to_string(o.weight_decay), "--clip", std::to_string(o.clip), "--lr", lr});
+  const nlohmann::json ref = claimcheck::run_python_driver(ctx, "reference/python/char_reference.py",
+                                                           {"--dir",          dir.path().string(),
+                                                            "--corpus",       ctx.input_path("corpus").string(),
+                                                            "--heads",        std::to_string(c.n_head),
+                                                            "--vocab",        std::to_string(c.vocab),
+                                                            "--context",      std::to_string(c.context),
+                                                            "--d-model",      std::to_string(c.d_model),
+                                                            "--d-ff",         std::to_string(c.d_ff),
+                                                            "--layers",       std::to_string(c.n_layer),
+                                                            "--weight-decay", std::to_string(o.weight_decay),
+                                                            "--clip",         std::to_string(o.clip),
+                                                            "--lr",           lr});
   // Verify.
   ctx.measure(r.eval_ppl.back(), "ppl");
   ctx.measure("start", r.eval_ppl.front(), "ppl");

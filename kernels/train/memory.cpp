@@ -205,7 +205,7 @@ MasterAdamWRun master_adamw_steps(const std::vector<float>& w0, const std::vecto
     opt.step();
   }
   MasterAdamWRun r;
-  const auto m = opt.master[0].contiguous();
+  const auto m = opt.master[0].to(torch::kFloat).contiguous();  // (a master planted in bf16 is widened to be read)
   r.master.assign(m.data_ptr<float>(), m.data_ptr<float>() + n);
   const auto b = p.detach().contiguous();
   const auto* bits = reinterpret_cast<const std::uint16_t*>(b.data_ptr<at::BFloat16>());

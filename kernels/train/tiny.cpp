@@ -133,7 +133,9 @@ static double applied_lr(torch::optim::Optimizer& opt) {
   return lr;
 }
 
-TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o) {
+TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const TrainOptions& o) {
+  TinyConfig c = config;
+  if (o.fault == "extra_layer") c.n_layer += 1;  // a planted fault: one block more than the config says
   torch::manual_seed(o.seed);
   TinyGPT model(c);
   auto loader = torch::data::make_data_loader(

@@ -3,8 +3,11 @@ twenty-line loop written here as the series writes them (nn.Module, torch.optim.
 zero_grad(set_to_none=True)), apart from the code under test, and run on what the code under test exported
 (kernels/train/tiny.cpp, TrainOptions::export_dir).
 
-  char_reference.py --dir DIR --corpus FORTUNES --heads H --weight-decay WD --clip C
-                    --lr BASE:MIN:WARMUP:TOTAL
+  char_reference.py --dir DIR --corpus FORTUNES --vocab V --context T --d-model D --d-ff F --layers L --heads H
+                    --weight-decay WD --clip C --lr BASE:MIN:WARMUP:TOTAL
+
+The model is built here from those sizes (the series' model), and the exported parameters must match it name for
+name and shape for shape.
 
 DIR/model.safetensors holds the parameters before step 0; DIR/run.safetensors the first steps' batches (x.s, y.s),
 the logits and gradients at step 0, the per-step loss, gradient norm and learning rate, and the parameters after the
@@ -73,7 +76,7 @@ def lr_at(step, base, low, warmup, total):
     return low + (base - low) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def build(torch, weights, heads):
+def build(torch, weights, a):
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
@@ -105,11 +108,9 @@ def build(torch, weights, heads):
                 x = getattr(self, f"block{i}")(x)
             return self.head(self.ln_f(x))
 
-    vocab, d = weights["tok.weight"].shape
-    context = weights["pos.weight"].shape[0]
-    layers = sum(1 for k in weights if k.endswith(".qkv.weight"))
-    ff = weights["block0.fc1.weight"].shape[0] if layers else 4 * d
-    m = CharModel(vocab, context, d, ff, layers)
+    heads = a.heads
+    m = CharModel(a.vocab, a.context, a.d_model, a.d_ff, a.layers)  # the series' sizes, not the export's
+    context = a.context
     own = dict(m.named_parameters())
     mismatch = sorted(set(own) ^ set(weights)) + sorted(k for k in own if k in weights and own[k].shape != weights[k].shape)
     m.load_state_dict({k: v for k, v in weights.items() if k in own and own[k].shape == v.shape}, strict=False)
@@ -121,6 +122,8 @@ def main(argv):
     p.add_argument("--dir", required=True)
     p.add_argument("--corpus", required=True)
     p.add_argument("--heads", type=int, required=True)
+    for name in ("vocab", "context", "d-model", "d-ff", "layers"):
+        p.add_argument(f"--{name}", type=int, required=True)
     p.add_argument("--weight-decay", type=float, required=True)
     p.add_argument("--clip", type=float, required=True)
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
@@ -139,7 +142,7 @@ def main(argv):
     torch.use_deterministic_algorithms(True)
     weights = load_file(os.path.join(a.dir, "model.safetensors"))
     run = load_file(os.path.join(a.dir, "run.safetensors"))
-    model, mismatch, T = build(torch, weights, a.heads)
+    model, mismatch, T = build(torch, weights, a)
     steps = run["loss"].numel()
     details = {"torch": torch.__version__, "steps": steps, "parameters_mismatch": mismatch[:8]}
 

@@ -82,6 +82,7 @@ PLANTED = [
     # The character model's windows, loss and loop against the answer key's PyTorch reference (issue 33, point 1).
     ("windows_half_stride", "ch03.ppl_one_minute"), ("loss_label_smoothing", "ch03.ppl_one_minute"),
     ("clip_per_parameter", "ch03.ppl_one_minute"), ("no_zero_grad", "ch03.ppl_one_minute"),
+    ("extra_layer", "ch03.ppl_one_minute"),
     ("attention_not_fused", "ch04.activation_gib"), ("eager_softmax_fp32", "ch04.activation_gib"),
     ("master_mode_model_fp32", "ch04.bytes_per_param_measured"),
     ("master_copy_in_param_dtype", "ch04.bytes_per_param_measured"),

@@ -38,7 +38,8 @@ struct TrainOptions {
   std::uint64_t seed = 1;
   int eval_every = 25, eval_batches = 8;
   // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0), "windows_half_stride" (the training
-  // windows start every context / 2), "loss_label_smoothing" (0.1), "clip_per_parameter" (each tensor to the bound)
+  // windows start every context / 2), "loss_label_smoothing" (0.1), "clip_per_parameter" (each tensor to the bound),
+  // "extra_layer" (one block more than the config says)
   std::string fault;
   std::string checkpoint;  // where to save the trained model (torch::save), "" for none
   // The first export_steps steps of this very loop, written to export_dir for the answer key's PyTorch reference
