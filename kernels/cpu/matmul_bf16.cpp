@@ -43,8 +43,7 @@
 namespace claimcheck::kernels {
 namespace {
 
-// Measured on an AMX Xeon (2 threads, 4096^3, the tiled part alone): 256 x 256 blocks over slices of 512 took 119 ms,
-// 64 x 64 over 4096 95-101 ms; the same with every tile load from L1 (a timing experiment) 85 ms.
+// Fewer, longer K slices store and reload C less often; the figures that chose them are in docs/checks.md.
 constexpr int kMc = 64, kNc = 64, kKc = 4096;  // multiples of 32
 
 struct alignas(64) TileConfig {
