@@ -52,6 +52,18 @@ void write_safetensors(const std::filesystem::path& file, const NamedTensors& te
 namespace {
 using Named = NamedTensors;
 
+// Norm weights and biases away from their initial 1 and 0, so that one the forward forgets to apply shows.
+void move_norms_and_biases(Decoder& model) {
+  torch::NoGradGuard ng;
+  for (auto& p : model->named_parameters())
+    if (p.value().dim() == 1) {
+      if (p.key().find("bias") != std::string::npos)
+        p.value().normal_(0.0, 0.02);
+      else
+        p.value().normal_(1.0, 0.1);
+    }
+}
+
 // The Hugging Face name of a parameter of Decoder (what LlamaForCausalLM / Qwen2ForCausalLM's state_dict calls it).
 std::string hf_name(const std::string& key) {
   if (key == "embed_tokens.weight" || key == "norm.weight") return "model." + key;
@@ -74,15 +86,7 @@ DecoderExport export_decoder_run(const std::filesystem::path& config, const std:
   const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
-  {
-    // Norm weights and biases away from their initial 1 and 0, so that one the forward forgets to apply shows.
-    torch::NoGradGuard ng;
-    for (auto& p : model->named_parameters())
-      if (p.value().dim() == 1) {
-        if (p.key().find("bias") != std::string::npos) p.value().normal_(0.0, 0.02);
-        else p.value().normal_(1.0, 0.1);
-      }
-  }
+  move_norms_and_biases(model);
   if (dtype == "bf16") model->to(torch::kBFloat16);
   auto ids = torch::randint(0, c.vocab, {batch, seq});
   auto logits = model->forward(ids);
@@ -112,14 +116,8 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
   const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
+  move_norms_and_biases(model);
   torch::NoGradGuard ng;
-  for (auto& p : model->named_parameters())  // norm weights and biases off 1 and 0, as export_decoder_run
-    if (p.value().dim() == 1) {
-      if (p.key().find("bias") != std::string::npos)
-        p.value().normal_(0.0, 0.02);
-      else
-        p.value().normal_(1.0, 0.1);
-    }
   auto ids = torch::randint(0, c.vocab, {1, prompt_len});
   DecoderImpl::KvCache cache;
   std::vector<torch::Tensor> logits{model->forward_cached(ids, cache)[0][-1]};
@@ -153,16 +151,7 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
   const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
-  {
-    torch::NoGradGuard ng;
-    for (auto& p : model->named_parameters())
-      if (p.value().dim() == 1) {
-        if (p.key().find("bias") != std::string::npos)
-          p.value().normal_(0.0, 0.02);
-        else
-          p.value().normal_(1.0, 0.1);
-      }
-  }
+  move_norms_and_biases(model);
   Named base;
   for (const auto& p : model->named_parameters()) base.emplace_back(hf_name(p.key()), p.value().detach().clone());
   for (auto& p : model->parameters()) p.requires_grad_(false);

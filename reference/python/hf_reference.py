@@ -112,27 +112,40 @@ def figure_value(x):
     return x if math.isfinite(x) else sys.float_info.max
 
 
+def hf_config(path):
+    """transformers' config for the config.json at path (keys starting with _ and the bookkeeping ones left out)."""
+    from transformers import AutoConfig
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{path}: {e}")
+    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
+    return AutoConfig.for_model(d["model_type"], **kw)
+
+
+def hf_model(cfg, dtype):
+    """transformers' causal LM for cfg in dtype with eager attention, its initialisation seeded (the loaded weights
+    replace it)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
+
+
 def decoder(a):
     import torch
     from safetensors.torch import load_file
     import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
     transformers.logging.set_verbosity_error()
-    try:
-        with open(a.config, encoding="utf-8") as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"{a.config}: {e}")
-    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
-    cfg = AutoConfig.for_model(d["model_type"], **kw)
+    cfg = hf_config(a.config)
     measurements, details = [], {"transformers": transformers.__version__, "torch": torch.__version__,
                                  "model_class": None, "attn_implementation": "eager", "runs": {}}
     keys_mismatch = 0
     for spec in a.run:
         dtype_name, _, folder = spec.partition(":")
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
+        model = hf_model(cfg, dtype)
         details["model_class"] = type(model).__name__
         weights = load_file(f"{folder}/model.safetensors")
         run = load_file(f"{folder}/run.safetensors")
@@ -164,7 +177,7 @@ def decoder(a):
             # attention differ by ~1000 units on these logits): the figure is how far the project's bf16 lies from
             # the fp32 answer (transformers in fp32 on the same bf16 weights), in units of how far transformers'
             # own bf16 lies from it (RMS of the difference, per tensor: the logits and every weight matrix's gradient).
-            truth_model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+            truth_model = hf_model(cfg, torch.float32)
             truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids)
             worst = {}
             for k in project:
@@ -266,17 +279,9 @@ def generate(a):
     import torch
     from safetensors.torch import load_file
     import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
     transformers.logging.set_verbosity_error()
-    try:
-        with open(a.config, encoding="utf-8") as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"{a.config}: {e}")
-    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
-    cfg = AutoConfig.for_model(d["model_type"], **kw)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+    cfg = hf_config(a.config)
+    model = hf_model(cfg, torch.float32)
     weights = load_file(f"{a.dir}/model.safetensors")
     run = load_file(f"{a.dir}/run.safetensors")
     own = dict(model.named_parameters())
@@ -329,18 +334,10 @@ def peft_model(a):
     from safetensors.torch import load_file
     import transformers
     import peft
-    from transformers import AutoConfig, AutoModelForCausalLM
     from peft import LoraConfig, get_peft_model
     transformers.logging.set_verbosity_error()
-    try:
-        with open(a.config, encoding="utf-8") as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"{a.config}: {e}")
-    kw = {k: v for k, v in d.items() if not k.startswith("_") and k not in ("architectures", "transformers_version", "model_type")}
-    cfg = AutoConfig.for_model(d["model_type"], **kw)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="eager")
+    cfg = hf_config(a.config)
+    model = hf_model(cfg, torch.float32)
     weights = load_file(f"{a.dir}/model.safetensors")
     adapters = load_file(f"{a.dir}/lora.safetensors")
     run = load_file(f"{a.dir}/run.safetensors")
