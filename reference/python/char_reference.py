@@ -21,21 +21,14 @@ last exported step (after.<name>). Here:
                loss and pre-clip gradient norm, then the parameters after the last: the worst in assert_close units
 Prints one JSON object (the pydriver protocol); a missing torch or safetensors is a "skip" with the reason."""
 import argparse
-import json
 import math
 import os
 import sys
 
+from hf_reference import TOLERANCES, emit, figure_value as figure  # the pydriver protocol, shared
+
 PROG = "char_reference.py"
-RTOL, ATOL = 1.3e-6, 1e-5  # torch.testing.assert_close's float32 defaults
-
-
-def emit(measurements=(), details=None, skip=None):
-    out = {"measurements": list(measurements), "details": details or {}}
-    if skip:
-        out["skip"] = skip
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
+RTOL, ATOL = TOLERANCES["float32"]  # torch.testing.assert_close's float32 defaults
 
 
 def die(msg):
@@ -53,10 +46,6 @@ def units(project, reference):
     if not torch.isfinite(a).all():
         return math.inf
     return ((a - b).abs() / (ATOL + RTOL * b.abs())).max().item() if a.numel() else 0.0
-
-
-def figure(x):
-    return x if math.isfinite(x) else sys.float_info.max
 
 
 def corpus(folder):
