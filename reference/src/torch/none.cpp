@@ -41,6 +41,10 @@ void TorchDecodeChain::step(const float*, float*) { none(); }
 
 // The probe's library read (chapter 6).
 double torch_read_bandwidth(std::size_t, int, int) { none(); }
+struct TorchRead::Impl {};
+TorchRead::TorchRead(std::size_t) { none(); }
+TorchRead::~TorchRead() = default;
+double TorchRead::bytes_per_s(int, int) const { none(); }
 double torch_cuda_read_bandwidth(std::size_t, int) { none(); }
 double torch_matmul_fp32_seconds(int, int, int, int, int) { none(); }
 std::vector<float> torch_adamw_steps(const std::vector<float>&, const std::vector<std::vector<float>>&,

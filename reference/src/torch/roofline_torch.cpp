@@ -12,9 +12,9 @@
 
 namespace claimcheck::ref {
 
-double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
+namespace {
+double read_rate(const torch::Tensor& x, int threads, int passes) {
   torch_set_threads(threads);
-  const auto x = torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32);
   std::vector<double> rates;
   for (int p = 0; p < std::max(1, passes) + 1; ++p) {  // the first pass warms up
     const auto t0 = std::chrono::steady_clock::now();
@@ -25,6 +25,19 @@ double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
   if (rates.empty()) return 0;
   return claimcheck::base::median(std::move(rates));
 }
+}  // namespace
+
+double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
+  return read_rate(torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32), threads, passes);
+}
+
+struct TorchRead::Impl {
+  torch::Tensor x;
+};
+TorchRead::TorchRead(std::size_t bytes)
+    : impl_(new Impl{torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32)}) {}
+TorchRead::~TorchRead() = default;
+double TorchRead::bytes_per_s(int threads, int passes) const { return read_rate(impl_->x, threads, passes); }
 
 double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
   if (!at::hasCUDA()) throw std::runtime_error("LibTorch " TORCH_VERSION " sees no CUDA device");

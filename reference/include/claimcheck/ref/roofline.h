@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <istream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,20 @@ Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step
 // LibTorch: the median of `passes` sums over an fp32 tensor of `bytes`, on `threads` intra-op threads (bytes/s).
 // Throws std::runtime_error when not built with LibTorch.
 double torch_read_bandwidth(std::size_t bytes, int threads, int passes);
+// The same read over one tensor filled once, for a check that alternates it with the probe: each call pays the
+// sums, not the first touch of `bytes`.
+class TorchRead {
+ public:
+  explicit TorchRead(std::size_t bytes);  // throws std::runtime_error when not built with LibTorch
+  ~TorchRead();
+  TorchRead(const TorchRead&) = delete;
+  TorchRead& operator=(const TorchRead&) = delete;
+  double bytes_per_s(int threads, int passes) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 // The same on the CUDA device: the median of `passes` timings of 10 back-to-back sums over an fp32 CUDA tensor of
 // `bytes` (host clock, the queue drained by reading the last sum). Throws std::runtime_error where LibTorch sees no
 // CUDA device, or there is no LibTorch.
