@@ -187,9 +187,14 @@ void BM_libtorch_matmul_bf16(benchmark::State& st) {
 }
 
 // The project's bf16 matmul at M = N = K = st.range(0) (kernels/cpu/matmul_bf16.cpp: AMX tiles where present, else
-// fp32 FMA), the median of 3 calls per iteration like the competitor's, packing included (oneDNN re-orders its
-// operands inside the call too). The label names the engine; validated against fp64 before any timing.
-void BM_matmul_bf16(benchmark::State& st) {
+// vdpbf16ps, else fp32 FMA; `engine` forces one), the median of 3 calls per iteration like the competitor's, packing
+// included (oneDNN re-orders its operands inside the call too). The label names the engine; validated against fp64
+// before any timing.
+void BM_matmul_bf16(benchmark::State& st, const std::string& engine) {
+  if (!engine.empty() && !K::matmul_bf16_force(engine)) {
+    st.SkipWithError(("no " + engine + " engine on this CPU").c_str());
+    return;
+  }
   const int n = static_cast<int>(st.range(0));
   std::mt19937 rng(7);
   std::normal_distribution<float> d;
@@ -212,10 +217,16 @@ void BM_matmul_bf16(benchmark::State& st) {
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = g_threads;
   st.SetLabel(K::matmul_bf16_engine());
+  K::matmul_bf16_force("");
 }
 
-// The matmul's fp64 check at a shape with every edge (partial tiles, a K slice boundary): no timing without it.
-bool validate_matmul() {
+// The matmul's fp64 check at a shape with every edge (partial tiles, a K slice boundary), on every engine the
+// benchmark times: no timing without it.
+bool validate_matmul(const std::string& engine) {
+  if (!engine.empty() && !K::matmul_bf16_force(engine)) return false;
+  struct Restore {
+    ~Restore() { K::matmul_bf16_force(""); }
+  } restore;
   const int M = 70, N = 300, Kd = 4130;  // past one K slice (kernels/cpu/matmul_bf16.cpp: 4096)
   std::mt19937 rng(3);
   std::normal_distribution<float> d;
@@ -279,7 +290,13 @@ int main(int argc, char** argv) {
   g_threads = claimcheck::usable_cpus();
   if (!validate()) return 1;
   const bool bf16_cpu = cpu_flag("avx512_bf16") || cpu_flag("amx_bf16");
-  if (bf16_cpu && !validate_matmul()) return 1;
+  // The engine the matmul picks, and the bf16 dot-product engine as a row of its own where that is not the one
+  // picked (an AMX CPU): each engine against oneDNN.
+  const std::string default_engine = K::matmul_bf16_engine();
+  const bool dot_row = default_engine != "avx512_bf16" && K::matmul_bf16_force("avx512_bf16");
+  K::matmul_bf16_force("");
+  if (bf16_cpu && !validate_matmul("")) return 1;
+  if (dot_row && !validate_matmul("avx512_bf16")) return 1;
   for (int version : K::kAttentionVersions)
     benchmark::RegisterBenchmark((std::string("attention/") + bench_name(version)).c_str(), BM_custom, version)
         ->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -289,8 +306,15 @@ int main(int argc, char** argv) {
   if (bf16_cpu) {
     benchmark::RegisterBenchmark("matmul/libtorch_bf16", BM_libtorch_matmul_bf16)->Arg(4096)->Unit(benchmark::kMillisecond)
         ->UseManualTime();
-    benchmark::RegisterBenchmark("matmul/custom_bf16", BM_matmul_bf16)->Arg(4096)->Unit(benchmark::kMillisecond)
+    benchmark::RegisterBenchmark("matmul/custom_bf16", BM_matmul_bf16, std::string())
+        ->Arg(4096)
+        ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
+    if (dot_row)
+      benchmark::RegisterBenchmark("matmul/custom_bf16_dot", BM_matmul_bf16, std::string("avx512_bf16"))
+          ->Arg(4096)
+          ->Unit(benchmark::kMillisecond)
+          ->UseManualTime();
   }
   benchmark::AddCustomContext("matmul_engine", K::matmul_bf16_engine());
   benchmark::AddCustomContext("v3_path", K::attention_v3_path());

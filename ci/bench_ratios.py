@@ -63,7 +63,8 @@ def main(src, dst):
             })
     # The bf16 matmul at 4096^3 against LibTorch's (oneDNN: AMX or avx512_bf16 where the CPU has them), registered on
     # CPUs with bf16 instructions; the row names the engine the project's kernel ran on.
-    for name in sorted(n for n in runs if n.startswith("matmul/custom_bf16/")):
+    # (matmul/custom_bf16_dot: the vdpbf16ps engine's own row, on a CPU whose matmul picks AMX)
+    for name in sorted(n for n in runs if n.startswith(("matmul/custom_bf16/", "matmul/custom_bf16_dot/"))):
         n = name.split("/")[2]
         t, lib = med(name, "real_time"), med(f"matmul/libtorch_bf16/{n}", "real_time")
         if t is None or lib is None:

@@ -1,5 +1,7 @@
 // A bf16 x bf16 -> fp32 matmul, C = A W^T (A [M, K], W [N, K]: PyTorch's Linear layout), on the AMX tile unit where
-// the CPU has it, else on the fp32 FMA units (A widened to fp32, the batched GEMM of gemv/gemm.cpp).
+// the CPU has it, else on the bf16 dot-product instruction (vdpbf16ps, avx512_bf16) where it has that, else on the
+// fp32 FMA units (A widened to fp32, the batched GEMM of gemv/gemm.cpp). The dot-product engine runs on the AMX
+// path's packed tiles and blocking (below).
 //
 // AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes. tdpbf16ps C += A B takes A as
 // 16 rows x 32 bf16 (K contiguous) and B as 16 K-pairs x 16 columns x 2 bf16 (the "VNNI" layout: element (kp, n, j)
@@ -33,6 +35,7 @@
 #include "claimcheck/kernels/gemv.h"
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #define CC_AMX_X86 1
@@ -252,25 +255,104 @@ void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, floa
       std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32, std::min(32, N - n0) * sizeof(float));
 }
 
-template <typename T>
-void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+// The cache blocking both engines share: each thread owns kMc x kNc blocks of C and walks K in slices of kKc,
+// calling block(m0, n0, kb0, kb1, first) for each 32 x 32 of its block; begin() / end() run on each thread around
+// its blocks (the tile configuration).
+template <typename Begin, typename Block, typename End>
+void walk_blocks(const Packed& p, int M, int N, int threads, Begin begin, Block block, End end) {
   const int mblocks = (M + kMc - 1) / kMc, nblocks = (N + kNc - 1) / kNc, ks = kKc / 32;
   parallel_items(mblocks * nblocks, threads, [&](int item) {
-    TileConfig cfg;
-    for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    T::configure(&cfg);
+    begin();
     const int mc0 = (item / nblocks) * kMc, nc0 = (item % nblocks) * kNc;
     const int mc1 = std::min(M, mc0 + kMc), nc1 = std::min(N, nc0 + kNc);
     for (int kb0 = 0; kb0 < p.Kt; kb0 += ks)
       for (int m0 = mc0; m0 < mc1; m0 += 32)
-        for (int n0 = nc0; n0 < nc1; n0 += 32)
-          block32<T>(p, m0, n0, kb0, std::min(p.Kt, kb0 + ks), kb0 == 0, C, M, N, drop_last_k);
-    T::release();
+        for (int n0 = nc0; n0 < nc1; n0 += 32) block(m0, n0, kb0, std::min(p.Kt, kb0 + ks), kb0 == 0);
+    end();
   });
 }
 
+template <typename T>
+void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+  walk_blocks(
+      p, M, N, threads,
+      [] {
+        TileConfig cfg;
+        for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+        T::configure(&cfg);
+      },
+      [&](int m0, int n0, int kb0, int kb1, bool first) {
+        block32<T>(p, m0, n0, kb0, kb1, first, C, M, N, drop_last_k);
+      },
+      [] { T::release(); });
+}
+
+// ---- the bf16 dot-product engine: vdpbf16ps (avx512_bf16) on the same packed tiles ------------------------------
+// Row p of a W tile is one zmm: the K-pair p of 16 columns. A's K-pair p of row r is one 32-bit word, broadcast:
+// vdpbf16ps C[r][16 columns] += A[r][2p] W[.][2p] + A[r][2p+1] W[.][2p+1], in fp32. Register block: 8 rows x the 32
+// columns of the block's two W tiles, 16 accumulators; per K-pair 2 W loads and 8 broadcasts feed 16 vdpbf16ps.
+#if CC_AMX_X86
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void block32_dot(const Packed& p, int m0, int n0,
+                                                                                 int kb0, int kb1, bool first, float* C,
+                                                                                 int M, int N, bool drop_last_k) {
+  const bool whole = m0 + 32 <= M && n0 + 32 <= N;
+  alignas(64) float scratch[32 * 32];
+  float* c = C + static_cast<std::size_t>(m0) * N + n0;
+  std::size_t ld = static_cast<std::size_t>(N);
+  if (!whole) {  // the edge: through the scratch, whose rows are 32 floats
+    std::memset(scratch, 0, sizeof scratch);
+    if (!first)
+      for (int r = 0; r < 32 && m0 + r < M; ++r)
+        std::memcpy(scratch + r * 32, c + static_cast<std::size_t>(r) * N, std::min(32, N - n0) * sizeof(float));
+    c = scratch;
+    ld = 32;
+  }
+  const int nb = n0 / 16;
+  if (drop_last_k && kb1 == p.Kt) --kb1;  // the planted fault: the last 32 of K never multiplied
+  for (int g = 0; g < 4; ++g) {           // the four 8-row groups of the 32 rows
+    const int mb = m0 / 16 + g / 2, r0 = (g % 2) * 8;
+    float* cg = c + static_cast<std::size_t>(g) * 8 * ld;
+    __m512 acc[8][2];
+    for (int r = 0; r < 8; ++r)
+      for (int j = 0; j < 2; ++j)
+        acc[r][j] = first && whole ? _mm512_setzero_ps() : _mm512_loadu_ps(cg + r * ld + j * 16);
+    for (int kb = kb0; kb < kb1; ++kb) {
+      const std::uint16_t* a = p.a_tile(mb, kb) + r0 * 32;
+      const std::uint16_t *w0 = p.w_tile(nb, kb), *w1 = p.w_tile(nb + 1, kb);
+      for (int q = 0; q < 16; ++q) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(w0 + q * 32);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(w1 + q * 32);
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          std::int32_t pair;
+          std::memcpy(&pair, a + r * 32 + 2 * q, sizeof pair);
+          const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+      }
+    }
+    for (int r = 0; r < 8; ++r)
+      for (int j = 0; j < 2; ++j) _mm512_storeu_ps(cg + r * ld + j * 16, acc[r][j]);
+  }
+  if (!whole)
+    for (int r = 0; r < 32 && m0 + r < M; ++r)
+      std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32,
+                  std::min(32, N - n0) * sizeof(float));
+}
+
+void dotted(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+  walk_blocks(
+      p, M, N, threads, [] {},
+      [&](int m0, int n0, int kb0, int kb1, bool first) {
+        block32_dot(p, m0, n0, kb0, kb1, first, C, M, N, drop_last_k);
+      },
+      [] {});
+}
+#endif
+
 // ---- the engine this process has ---------------------------------------------------------------------------------
-enum Engine { kFma = 0, kAmx = 1, kAmxEmulated = 2 };
+enum Engine { kFma = 0, kAmx = 1, kAmxEmulated = 2, kDot = 3 };
 
 // AMX where CPUID says amx_bf16 and amx_tile (leaf 7, EDX bits 22 and 24) and Linux grants this process the tile
 // data state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; without it the first tile instruction is
@@ -291,10 +373,20 @@ bool has_amx() {
   static const bool yes = detect_amx();
   return yes;
 }
+// vdpbf16ps where CPUID says avx512_bf16 (leaf 7 subleaf 1, EAX bit 5; GCC's name for it: avx512bf16).
+bool has_dot() {
+#if CC_AMX_X86
+  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
+  return yes;
+#else
+  return false;
+#endif
+}
 std::atomic<int> g_forced{-1};
+// The fastest engine this CPU has: the AMX tiles, else the bf16 dot products, else fp32 FMAs.
 Engine engine() {
   const int f = g_forced.load();
-  return f >= 0 ? static_cast<Engine>(f) : (has_amx() ? kAmx : kFma);
+  return f >= 0 ? static_cast<Engine>(f) : has_amx() ? kAmx : has_dot() ? kDot : kFma;
 }
 
 }  // namespace
@@ -303,6 +395,8 @@ std::string matmul_bf16_engine() {
   switch (engine()) {
     case kAmx: return "amx_bf16";
     case kAmxEmulated: return "amx_emulated";
+    case kDot:
+      return "avx512_bf16";
     default: return "fp32_fma";
   }
 }
@@ -312,6 +406,8 @@ bool matmul_bf16_force(const std::string& name) {
   else if (name == "fp32_fma") g_forced = kFma;
   else if (name == "amx_emulated") g_forced = kAmxEmulated;
   else if (name == "amx_bf16" && has_amx()) g_forced = kAmx;
+  else if (name == "avx512_bf16" && has_dot())
+    g_forced = kDot;
   else return false;
   return true;
 }
@@ -335,6 +431,10 @@ void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C
 #if CC_AMX_X86
   if (e == kAmx) {
     tiled<RealTiles>(p, M, N, C, o.threads, drop);
+    return;
+  }
+  if (e == kDot) {
+    dotted(p, M, N, C, o.threads, drop);
     return;
   }
 #endif

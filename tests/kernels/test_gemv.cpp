@@ -404,7 +404,7 @@ TEST(Matmul, Bf16MatchesFp64OnEveryEngine) {
   const MNK shapes[] = {{1, 1, 1},     {17, 33, 70}, {32, 32, 32},  {40, 300, 1030},
                         {300, 20, 41}, {5, 7, 3},    {33, 40, 4130}};  // 4130: past one K slice (4096)
   int ran = 0;
-  for (const char* engine : {"fp32_fma", "amx_emulated", "amx_bf16"}) {
+  for (const char* engine : {"fp32_fma", "amx_emulated", "amx_bf16", "avx512_bf16"}) {
     if (!K::matmul_bf16_force(engine)) continue;
     SCOPED_TRACE(std::string("engine ") + engine);
     ASSERT_EQ(K::matmul_bf16_engine(), engine);

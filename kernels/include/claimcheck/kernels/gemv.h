@@ -49,13 +49,13 @@ void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, c
 
 // C[m, n] = sum_k A[m, k] W[n, k]: A bf16 [M, K], W bf16 [N, K] (Linear's layout), C fp32 [M, N], products and
 // sums in fp32 (kernels/cpu/matmul_bf16.cpp). It runs on the engine matmul_bf16_engine() names: "amx_bf16" (the AMX
-// tile unit, where the CPU has amx_bf16 and Linux grants the tile state), "fp32_fma" elsewhere (A widened to fp32,
-// then gemm_bf16), or "amx_emulated" when a test forced it (the AMX kernel's packing and blocking with each tile
-// instruction done in C: slow, any CPU).
+// tile unit, where the CPU has amx_bf16 and Linux grants the tile state), else "avx512_bf16" (vdpbf16ps on the same
+// packed tiles, where the CPU has it), "fp32_fma" elsewhere (A widened to fp32, then gemm_bf16), or "amx_emulated"
+// when a test forced it (the AMX kernel's packing and blocking with each tile instruction done in C: slow, any CPU).
 void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C, const GemvOptions& o = {});
 std::string matmul_bf16_engine();
-// Forces an engine for the calls that follow ("fp32_fma", "amx_emulated", "amx_bf16" where present; "" = back to
-// the detected one). Returns false for an unknown name or an engine this CPU lacks.
+// Forces an engine for the calls that follow ("fp32_fma", "amx_emulated", "amx_bf16" and "avx512_bf16" where present;
+// "" = back to the detected one). Returns false for an unknown name or an engine this CPU lacks.
 bool matmul_bf16_force(const std::string& name);
 
 // NF4, blocks of 64 consecutive weights along K (K must be a multiple of 64). Weight k of row n is
