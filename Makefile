@@ -19,7 +19,7 @@ endif
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
 
-.PHONY: all deps configure build test report clean
+.PHONY: all deps configure build test report matrix clean
 all: build
 
 deps:
@@ -63,6 +63,12 @@ report: build
 	  if [ $$rc -eq 1 ]; then echo "claimcheck: exit 1: a claim failed or passed unexpectedly on this machine (the FAIL / XPASS lines above; report/report.html); make says Error 1 and exits 2"; \
 	  elif [ $$rc -ne 0 ]; then echo "claimcheck: exit $$rc: bad input or a check error (the line above names the file and field, or the ERROR claim); make exits 2"; fi; \
 	  exit $$rc
+
+# Which claims hold on which machines: results/*/report.json (one per machine measured) as docs/matrix.md (the build
+# keeps it current) and matrix/ (matrix.html, matrix.md, matrix.json). A machine not yet in results/: copy its
+# report/report.json (and report.html) to results/<machine>/ first.
+matrix: build
+	$(BUILD)/claimcheck matrix results/*/report.json --out matrix
 
 clean:
 	rm -rf $(BUILD) report

@@ -1,4 +1,5 @@
-// claimcheck list | run | account | compare — the command line (design.md): its declaration, list, run, compare
+// claimcheck list | run | account | compare | matrix — the command line (design.md): its declaration, list, run,
+// compare, matrix
 // and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h). One file past 500 lines: every
 // subcommand's options are declared together (CLI11), so that their names, checks and help are read in one place.
 #include <unistd.h>
@@ -23,10 +24,12 @@
 #include <CLI/CLI.hpp>
 
 #include "claimcheck/base/process.h"
+#include "claimcheck/base/sha256.h"
 #include "cli_internal.h"
 #include "compare.h"
 #include "errors.h"
 #include "expected.h"
+#include "matrix.h"
 #include "module.h"
 #include "outcome.h"
 #include "probe.h"
@@ -103,6 +106,7 @@ struct CommandLine {
     auto* run = app.add_subcommand("run", "runs the selection; writes report.json, report.md, report.html, junit.xml");
     auto* account = app.add_subcommand("account", "the memory and latency ledger of a Hugging Face decoder config.json");
     auto* compare = app.add_subcommand("compare", "what changed between two report.json: statuses, figures, benchmarks");
+    auto* matrix = app.add_subcommand("matrix", "which claims hold on which machines: a matrix of report.json files");
     for (auto* sub : {list, run}) {
       repeated(sub, "--chapter", "chNN (alternatives when repeated)");
       repeated(sub, "--label", "a label: analytic, numeric, measured, phenomenon, libtorch, python, gpu, ...");
@@ -139,6 +143,18 @@ struct CommandLine {
          "statements (a partial run); by default they are listed, not judged");
     compare->footer("exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
                     "slower beyond its noise); 2 bad input");
+    matrix
+        ->add_option_function<std::vector<std::string>>(
+            "reports", [this](const std::vector<std::string>& v) { args.opts["reports"] = v; },
+            "report.json files, one or more per machine (different commits of one machine are allowed)")
+        ->type_name("REPORT")
+        ->required();
+    single(matrix, "--out", "DIR", "write matrix.json, matrix.md and matrix.html into DIR")->required();
+    single(matrix, "--links-from", "DIR",
+           "write the links to the reports relative to DIR (default: --out; the build writes docs/matrix.md so)");
+    matrix->footer(
+        "exit: 0 written; 2 bad input (not a report, an unknown schema, two reports of the same machine "
+        "and commit)");
     for (auto* sub : {list, run, account})
       single(sub, "--root", "DIR", "the repository (default: $CLAIMCHECK_ROOT, else the source tree of this build)");
   }
@@ -161,10 +177,10 @@ struct CommandLine {
   const Args& parse(int argc, char** argv) {
     const std::string first = argc >= 2 ? argv[1] : "";
     if (first == "help") throw CLI::CallForHelp();
-    if (!first.empty() && first[0] != '-' && first != "list" && first != "run" && first != "account" &&
-        first != "compare")
-      throw InputError("unknown command '" + first + "'" + did_you_mean(first, {"list", "run", "account", "compare"}) +
-                       " (list, run, account, compare); see --help");
+    const std::vector<std::string> commands = {"list", "run", "account", "compare", "matrix"};
+    if (!first.empty() && first[0] != '-' && std::find(commands.begin(), commands.end(), first) == commands.end())
+      throw InputError("unknown command '" + first + "'" + did_you_mean(first, commands) +
+                       " (list, run, account, compare, matrix); see --help");
     app.parse(argc, argv);
     args.command = app.get_subcommands().front()->get_name();
     return args;
@@ -300,7 +316,12 @@ int cmd_run(const Args& a) {
   for (const auto& id : ids) {
     const Expected& e = cat.at(id);
     const std::string rel = e.file.lexically_relative(root).generic_string();
+    std::ifstream f(e.file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    Sha256 h;
+    h.update(bytes);
     checks[id] = {{"expected_file", rel.empty() || rel.rfind("..", 0) == 0 ? e.file.generic_string() : rel},
+                  {"expected_sha256", h.hex()},  // what `claimcheck matrix` tells apart across commits
                   {"inputs", e.inputs}};
   }
   run_config["checks"] = checks;
@@ -510,6 +531,23 @@ int cmd_compare(const Args& a) {
   return cmp["regression"].get<bool>() ? 1 : 0;
 }
 
+// ---- matrix -------------------------------------------------------------------
+int cmd_matrix(const Args& a) {
+  const fs::path out = one(a, "--out");
+  std::vector<MatrixInput> inputs;
+  const fs::path links_from = one(a, "--links-from").empty() ? out : fs::path(one(a, "--links-from"));
+  for (const auto& f : a.opts.at("reports")) inputs.push_back(load_matrix_input(f, links_from));
+  const json m = build_matrix(inputs);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw InputError(out.string() + ": field '--out': cannot be created (" + ec.message() + ")");
+  write_files_atomically({{out / "matrix.json", m.dump(2, ' ', false, json::error_handler_t::replace) + "\n"},
+                          {out / "matrix.md", matrix_markdown(m)},
+                          {out / "matrix.html", matrix_html(m)}});
+  std::cout << "matrix of " << inputs.size() << " report(s) written to " << out.generic_string() << "/\n";
+  return 0;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -519,6 +557,7 @@ int cli_main(int argc, char** argv) {
     if (a.command == "list") return cmd_list(a);
     if (a.command == "run") return cmd_run(a);
     if (a.command == "compare") return cmd_compare(a);
+    if (a.command == "matrix") return cmd_matrix(a);
     return cmd_account(a);
   } catch (const CLI::Success& e) {  // --help, --version
     return cl.app.exit(e);

@@ -19,6 +19,7 @@ def args():
     p.add_argument("--list-pairs", action="store_true", help="cli_faults: print the planted faults, one per line")
     p.add_argument("--sample", action="store_true", help="a representative sample of a long test (make test); "
                    "without it the whole test (ctest -L full, a CI stage of its own)")
+    p.add_argument("--doc", action="store_true", help="cli_matrix: only that docs/matrix.md is the matrix of results/")
     p.add_argument("--flips", default=None,
                    help="a folder: record there which stated figures this test's runs turned (every_figure_can_fail.py)")
     return p.parse_args()
