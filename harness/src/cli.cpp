@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -476,6 +477,21 @@ int cmd_run(const Args& a) {
     rep.generated_at = now_utc();
     rep.records = in.records();
     rep.claims = results;
+    // Paths inside the checkout, relative to it (a report names no absolute path of the clone it ran in: two
+    // machines' reports merge); the checks' details, the expected folder.
+    {
+      std::error_code ec;
+      const std::string prefix = fs::weakly_canonical(root, ec).generic_string() + "/";
+      std::function<void(json&)> strip = [&](json& j) {
+        if (j.is_string() && j.get<std::string>().rfind(prefix, 0) == 0) j = j.get<std::string>().substr(prefix.size());
+        if (j.is_structured())
+          for (auto& x : j) strip(x);
+      };
+      if (!ec && prefix.size() > 1) {
+        for (auto& c : rep.claims) strip(c.details);
+        strip(rep.records["config"]["expected_dir"]);
+      }
+    }
     const std::string bench = one(a, "--benchmarks");
     if (!bench.empty()) {
       std::ifstream bin(bench);
