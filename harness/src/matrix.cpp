@@ -360,7 +360,7 @@ std::string matrix_markdown(const json& m) {
     o << "---|\n";
     for (const auto& row : m["claims"]) {
       if (row["chapter"] != ch["id"]) continue;
-      const json st = row["stated"];
+      const json& st = row["stated"];
       o << "| `" << mx_text(row, "id") << "` | " << md_cell(mx_text(row, "source"), 120) << " | "
         << (st.is_object() ? mx_figure_text(st.value("value", json()), mx_text(st, "unit")) : "—") << " |";
       for (const auto& cell : row["cells"]) o << " " << md_cell(matrix_cell_text(cell), 160) << " |";

@@ -131,7 +131,7 @@ std::string matrix_html(const json& m) {
       std::string statuses, kinds;
       for (const auto& [st, n] : row["statuses"].items()) statuses += (statuses.empty() ? "" : " ") + st;
       for (const auto& k : row["kind"]) kinds += (kinds.empty() ? "" : " ") + k.get<std::string>();
-      const json st = row["stated"];
+      const json& st = row["stated"];
       o << "<tr class=\"claim\" id=\"" << mx_esc(mxh_text(row, "id")) << "\" data-chapter=\""
         << mx_esc(mxh_text(row, "chapter")) << "\" data-statuses=\"" << mx_esc(statuses) << "\" data-kind=\""
         << mx_esc(kinds) << "\" data-differ=\"" << (row["differ"].get<bool>() ? "true" : "false")
