@@ -328,12 +328,16 @@ std::string matrix_card_text(const json& mc) {
   std::ostringstream o;
   o << mx_text(c, "cpu") << " (" << mx_text(c, "vendor") << " family " << mx_text(c, "family") << " model "
     << mx_text(c, "model") << "), " << mx_text(c, "cpus") << " CPUs, " << sig3(c["memory_gib"].get<double>()) << " GiB";
+  std::string isa;
+  for (const auto& x : c["isa"]) isa += (isa.empty() ? "" : " ") + x.get<std::string>();
+  if (!isa.empty()) o << "; ISA " << isa;
   for (const auto& e : c["engines"])
     if (e["peak_gflops"].is_number())
       o << "; " << mx_text(e, "engine") << " " << sig3(e["peak_gflops"].get<double>()) << " GFLOP/s";
   if (c["read_gb_s"].is_number()) o << "; read " << sig3(c["read_gb_s"].get<double>()) << " GB/s";
   o << "; GPU " << (c["gpu"].is_null() ? "none" : mx_text(c, "gpu"));
   if (!mx_text(c, "torch").empty()) o << "; PyTorch " << mx_text(c, "torch");
+  if (!mx_text(c, "cpu_math").empty()) o << " (" << mx_text(c, "cpu_math") << ")";
   return o.str();
 }
 
