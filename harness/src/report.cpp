@@ -35,6 +35,27 @@ Report report_from_json(const json& j) {
   return r;
 }
 
+std::string benchmark_share(const Report& r, const json& row) {
+  if (!row.is_object() || !row.contains("gflops") || !row["gflops"].is_number()) return "";
+  const ClaimResult* ridge = nullptr;
+  for (const auto& c : r.claims)
+    if (c.id == "ch06.ridge_measured") ridge = &c;
+  if (!ridge || !ridge->details.contains("roof") || !ridge->details["roof"].is_object()) return "";
+  const json engines = ridge->details["roof"].value("engines", json::array());
+  const std::string engine = row.value("engine", std::string());
+  const std::string isa = engine == "amx_bf16" || engine == "avx512_bf16" ? engine : "";
+  for (const auto& e : engines) {
+    if (!e.is_object() || !e.contains("peak_gflops") || !e["peak_gflops"].is_number()) continue;
+    const bool fp32 = e.value("engine", std::string()) == "fp32 FMA";
+    if (isa.empty() ? !fp32 : e.value("isa", std::string()) != isa) continue;
+    const double peak = e["peak_gflops"].get<double>();
+    if (!(peak > 0)) return "";
+    return sig3(row["gflops"].get<double>() / peak) + " of " + e.value("engine", std::string()) + " (" + sig3(peak) +
+           " GFLOP/s, ch06.ridge_measured's probe)";
+  }
+  return "";
+}
+
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {

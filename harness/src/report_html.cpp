@@ -456,10 +456,11 @@ std::string HtmlWriter::render(const Report& r) const {
     o << "<section id=\"roofline\"><h2>Roofline</h2>" << svg << "</section>";
   if (!r.benchmarks.empty()) {
     o << "<section id=\"benchmarks\"><h2>Benchmarks (ratios within one "
-         "run)</h2><table><tr><th>benchmark</th><th>ratio</th><th>detail</th></tr>";
+         "run)</h2><table><tr><th>benchmark</th><th>ratio</th><th>share of this run's probe</th><th>detail</th></tr>";
     for (const auto& b : r.benchmarks)
       o << "<tr><td class=\"id\">" << esc(b.value("name", "")) << "</td><td class=\"num\">"
-        << sig3(b.value("ratio", 0.0)) << "</td><td>" << esc(b.value("detail", "")) << "</td></tr>";
+        << sig3(b.value("ratio", 0.0)) << "</td><td>" << esc(benchmark_share(r, b)) << "</td><td>"
+        << esc(b.value("detail", "")) << "</td></tr>";
     o << "</table></section>";
   }
   if (r.comparison.is_object()) {

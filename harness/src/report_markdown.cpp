@@ -31,10 +31,10 @@ std::string MarkdownWriter::render(const Report& r) const {
     }
   }
   if (!r.benchmarks.empty()) {
-    o << "\n## Benchmarks\n\n| benchmark | ratio | detail |\n|---|---|---|\n";
+    o << "\n## Benchmarks\n\n| benchmark | ratio | share of this run's probe | detail |\n|---|---|---|---|\n";
     for (const auto& b : r.benchmarks)
       o << "| " << md_cell(b.value("name", "")) << " | " << fmt(b.value("ratio", 0.0)) << " | "
-        << md_cell(b.value("detail", "")) << " |\n";
+        << md_cell(benchmark_share(r, b)) << " | " << md_cell(b.value("detail", "")) << " |\n";
   }
   o << "\n## Records\n\n```json\n" << r.records.dump(2) << "\n```\n";
   return o.str();

@@ -47,6 +47,10 @@ std::string chapter_heading(const std::string& chapter, const std::vector<const 
 std::string summary_line(const Summary& s);
 // Three significant digits, integers whole: what a reader compares at a glance (the verdicts keep six).
 std::string sig3(double v);
+// One probe for every table: a benchmark row's GFLOP/s as a share of the roof that ch06.ridge_measured's probe
+// measured in the same run for the engine the row ran on (an "engine" field: amx_bf16, avx512_bf16; else the fp32
+// FMA peak), e.g. "0.74 of bf16 dot products (229 GFLOP/s)"; "" where the row has no GFLOP/s or the run no such roof.
+std::string benchmark_share(const Report& r, const nlohmann::json& row);
 std::string commit_sha(const nlohmann::json& records);  // "unknown" where there is none
 
 // ---- inline SVG charts (report_charts.cpp): "" where the input draws nothing ------

@@ -391,3 +391,31 @@ TEST(Report, RendersWithoutACommit) {
   EXPECT_NE(html.find("commit unknown"), std::string::npos);
   for (const auto& w : all_writers()) EXPECT_NO_THROW(w->render(r)) << w->filename();
 }
+
+// One probe for every table (issue 34): a benchmark row's GFLOP/s against the roof ch06.ridge_measured's probe
+// measured in the same run for the engine the row ran on; the benchmark's own probe is a row like the others.
+TEST(Report, BenchmarkRowsAreHeldToTheClaimsProbe) {
+  Report r = sample();
+  ClaimResult ridge = r.claims.front();
+  ridge.id = "ch06.ridge_measured";
+  ridge.details["roof"] = {{"engines",
+                            {{{"engine", "fp32 FMA"}, {"isa", "avx512"}, {"peak_gflops", 200.0}},
+                             {{"engine", "bf16 dot products"}, {"isa", "avx512_bf16"}, {"peak_gflops", 400.0}},
+                             {{"engine", "AMX bf16 tiles"}, {"isa", "amx_bf16"}, {"peak_gflops", 4000.0}}}}};
+  const nlohmann::json attention = {{"name", "attention"}, {"ratio", 1.5}, {"gflops", 150.0}};
+  const nlohmann::json dot = {{"name", "matmul"}, {"ratio", 0.8}, {"gflops", 300.0}, {"engine", "avx512_bf16"}};
+  const nlohmann::json amx = {{"name", "matmul"}, {"ratio", 0.9}, {"gflops", 1000.0}, {"engine", "amx_bf16"}};
+  const nlohmann::json no_flops = {{"name", "decode"}, {"ratio", 1.0}};
+  EXPECT_EQ(benchmark_share(r, attention), "");  // no ridge claim in the run: no share
+  r.claims.push_back(ridge);
+  EXPECT_EQ(benchmark_share(r, attention).rfind("0.75 of fp32 FMA (200 GFLOP/s", 0), 0u)
+      << benchmark_share(r, attention);
+  EXPECT_EQ(benchmark_share(r, dot).rfind("0.75 of bf16 dot products (400", 0), 0u) << benchmark_share(r, dot);
+  EXPECT_EQ(benchmark_share(r, amx).rfind("0.25 of AMX bf16 tiles", 0), 0u) << benchmark_share(r, amx);
+  EXPECT_EQ(benchmark_share(r, no_flops), "");
+  r.benchmarks = nlohmann::json::array({attention, dot});
+  const std::string md = MarkdownWriter().render(r);
+  EXPECT_NE(md.find("| share of this run's probe |"), std::string::npos);
+  EXPECT_NE(md.find("0.75 of bf16 dot products"), std::string::npos);
+  EXPECT_NE(HtmlWriter().render(r).find("0.75 of fp32 FMA"), std::string::npos);
+}
