@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lines and files a change touches, held to the project's layout (.clang-format: git clang-format, the changed
 # lines only) and to its clang-tidy checks (.clang-tidy: the changed C++ sources of the harness, the answer key, base
-# and the CPU kernels, against build/compile_commands.json). The change: everything since $CLAIMCHECK_LINT_BASE
-# (default: the parent commit), and what is not committed yet.
+# and the CPU kernels, against build/compile_commands.json), and its commits' subjects to 72 characters. The change:
+# everything since $CLAIMCHECK_LINT_BASE (default: the parent commit), and what is not committed yet.
 # usage: bash ci/lint.sh   (after a build in build/: make build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,5 +38,13 @@ if ((${#files[@]})); then
     clang-tidy -p "$db_dir" --quiet "$f" 2>/dev/null || rc=1
   done
 fi
-[ $rc -eq 0 ] && echo "lint: the change holds to .clang-format and .clang-tidy"
+# Commit subjects: at most 72 characters (git log --oneline stays readable; the evidence goes in the body).
+while IFS= read -r line; do
+  subject=${line#* }
+  if [ "${#subject}" -gt 72 ]; then
+    echo "lint: commit ${line%% *}: its subject is ${#subject} characters (at most 72; the evidence goes in the body)" >&2
+    rc=1
+  fi
+done < <(git log --format='%h %s' "$base..HEAD")
+[ $rc -eq 0 ] && echo "lint: the change holds to .clang-format and .clang-tidy, and its commit subjects to 72 characters"
 exit $rc
