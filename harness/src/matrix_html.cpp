@@ -35,41 +35,6 @@ td.cell{min-width:11em}td.cell:target{outline:2px solid #2c5fa8}
 form#filter label{margin-right:14px;font-size:13px}#shown{font-size:13px;color:#5b6474}
 </style>)";
 
-const char* mx_kScript = R"(<script>
-(function () {
-  var form = document.getElementById('filter');
-  function params() {
-    var p = new URLSearchParams(location.search), h = location.hash.slice(1);
-    if (h.indexOf('=') >= 0) new URLSearchParams(h).forEach(function (v, k) { p.set(k, v); });
-    return p;
-  }
-  function apply() {
-    var st = form.status.value, ch = form.chapter.value, kd = form.kind.value, shown = 0, all = 0;
-    document.querySelectorAll('tr.claim').forEach(function (r) {
-      var ok = (!st || (' ' + r.dataset.statuses + ' ').indexOf(' ' + st + ' ') >= 0 ||
-                (st === 'differ' && r.dataset.differ === 'true')) &&
-               (!ch || r.dataset.chapter === ch) && (!kd || (' ' + r.dataset.kind + ' ').indexOf(' ' + kd + ' ') >= 0);
-      r.hidden = !ok; all++; if (ok) shown++;
-    });
-    document.querySelectorAll('section.chapter').forEach(function (s) {
-      s.hidden = !s.querySelector('tr.claim:not([hidden])');
-    });
-    var out = document.getElementById('shown');
-    out.textContent = shown + ' of ' + all + ' claims shown';
-    out.dataset.shown = shown;
-  }
-  var p = params();
-  ['status', 'chapter', 'kind'].forEach(function (k) { if (p.get(k)) form[k].value = p.get(k); });
-  form.addEventListener('change', function () {
-    var q = [];
-    ['status', 'chapter', 'kind'].forEach(function (k) { if (form[k].value) q.push(k + '=' + form[k].value); });
-    history.replaceState(null, '', q.length ? '#' + q.join('&') : location.pathname);
-    apply();
-  });
-  apply();
-})();
-</script>)";
-
 void cell_html(std::ostringstream& o, const json& row, const json& cell, const json& machine) {
   const std::string anchor = mxh_text(row, "id") + "--" + mxh_text(machine, "id");
   o << "<td class=\"cell\" id=\"" << mx_esc(anchor) << "\">";
@@ -151,7 +116,7 @@ std::string matrix_html(const json& m) {
     }
     o << "</table></section>\n";
   }
-  o << "</main>" << mx_kScript << "</body></html>\n";
+  o << "</main>" << kFilterScript << "</body></html>\n";
   return o.str();
 }
 

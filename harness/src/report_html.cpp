@@ -338,9 +338,13 @@ form#filter label{margin-right:14px;font-size:13px}#shown{font-size:13px;color:#
 pre{background:#f3f4f7;padding:10px;border-radius:6px;overflow:auto;font-size:12px}
 </style>)";
 
-// The filter: status, chapter and kind selects; its state read from the address (#status=fail or
+}  // namespace
+
+// The filter of report.html and matrix.html: status, chapter and kind selects over the rows of class "claim" (their
+// data-status, or data-statuses: a space-separated list; "attention" matches a failure, error or unexpected pass,
+// "differ" a matrix row whose verdicts differ); its state read from the address (#status=fail or
 // ?chapter=ch06&kind=measured) on load and written back on change, so that a filtered view is a link.
-const char* kScript = R"(<script>
+const char* const kFilterScript = R"(<script>
 (function () {
   var form = document.getElementById('filter');
   function params() {
@@ -351,13 +355,15 @@ const char* kScript = R"(<script>
   }
   function apply() {
     var st = form.status.value, ch = form.chapter.value, kd = form.kind.value, shown = 0, all = 0;
-    document.querySelectorAll('tbody.claim').forEach(function (b) {
-      var ok = (!st || b.dataset.status === st || (st === 'attention' && /^(fail|error|xpass)$/.test(b.dataset.status))) &&
+    document.querySelectorAll('.claim').forEach(function (b) {
+      var sts = ' ' + (b.dataset.statuses || b.dataset.status) + ' ';
+      var ok = (!st || sts.indexOf(' ' + st + ' ') >= 0 || (st === 'attention' && / (fail|error|xpass) /.test(sts)) ||
+                (st === 'differ' && b.dataset.differ === 'true')) &&
                (!ch || b.dataset.chapter === ch) && (!kd || (' ' + b.dataset.kind + ' ').indexOf(' ' + kd + ' ') >= 0);
       b.hidden = !ok; all++; if (ok) shown++;
     });
     document.querySelectorAll('section.chapter').forEach(function (s) {
-      s.hidden = !s.querySelector('tbody.claim:not([hidden])');
+      s.hidden = !s.querySelector('.claim:not([hidden])');
     });
     var out = document.getElementById('shown');
     out.textContent = shown + ' of ' + all + ' claims shown';
@@ -380,8 +386,6 @@ const char* kScript = R"(<script>
   apply();
 })();
 </script>)";
-
-}  // namespace
 
 std::string HtmlWriter::filename() const { return "report.html"; }
 
@@ -479,7 +483,7 @@ std::string HtmlWriter::render(const Report& r) const {
     << "</li><li>logs: " << esc(str(get(r.records, "logs"), "run_log")) << "</li></ul>"
     << "<details><summary>the records as JSON</summary><pre>"
     << esc(r.records.dump(2, ' ', false, json::error_handler_t::replace)) << "</pre></details></section>";
-  o << "</main>" << kScript << "</body></html>\n";
+  o << "</main>" << kFilterScript << "</body></html>\n";
   return o.str();
 }
 

@@ -51,6 +51,8 @@ std::string sig3(double v);
 // measured in the same run for the engine the row ran on (an "engine" field: amx_bf16, avx512_bf16; else the fp32
 // FMA peak), e.g. "0.74 of bf16 dot products (229 GFLOP/s)"; "" where the row has no GFLOP/s or the run no such roof.
 std::string benchmark_share(const Report& r, const nlohmann::json& row);
+// The filter's script of report.html and matrix.html (report_html.cpp says what it reads).
+extern const char* const kFilterScript;
 std::string commit_sha(const nlohmann::json& records);  // "unknown" where there is none
 
 // ---- inline SVG charts (report_charts.cpp): "" where the input draws nothing ------
