@@ -226,33 +226,55 @@ Packed pack(const bf16_t* A, int M, int K, const bf16_t* W, int N, int threads) 
 }
 
 // ---- the blocked kernel -----------------------------------------------------------------------------------------
-// C block (rows m0.., columns n0..; 32 x 32) over the K tiles [kb0, kb1): accumulated onto C unless `first`.
-template <typename T>
-void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, float* C, int M, int N, bool drop_last_k) {
-  const bool whole = m0 + 32 <= M && n0 + 32 <= N;
+// The 32 x 32 block of C at (m0, n0) that an engine accumulates into: C itself where the block is whole, else a
+// scratch of rows of 32 floats (zero, or what C holds there unless `first`), written back by finish().
+struct CBlock {
   alignas(64) float scratch[32 * 32];
-  float* c = C + static_cast<std::size_t>(m0) * N + n0;
-  long ld = static_cast<long>(N) * sizeof(float);
-  if (!whole) {  // the edge: through the scratch, whose rows are 32 floats
+  float* C;
+  float* c;        // the block's first element
+  std::size_t ld;  // its row stride, in floats
+  int M, N, m0, n0;
+  bool whole;
+  CBlock(float* C_, int M_, int N_, int m0_, int n0_, bool first)
+      : C(C_),
+        c(C_ + static_cast<std::size_t>(m0_) * N_ + n0_),
+        ld(static_cast<std::size_t>(N_)),
+        M(M_),
+        N(N_),
+        m0(m0_),
+        n0(n0_),
+        whole(m0_ + 32 <= M_ && n0_ + 32 <= N_) {
+    if (whole) return;
     std::memset(scratch, 0, sizeof scratch);
     if (!first)
       for (int r = 0; r < 32 && m0 + r < M; ++r)
         std::memcpy(scratch + r * 32, c + static_cast<std::size_t>(r) * N, std::min(32, N - n0) * sizeof(float));
     c = scratch;
-    ld = 32 * sizeof(float);
+    ld = 32;
   }
-  if (first && whole) {
+  void finish() const {
+    if (whole) return;
+    for (int r = 0; r < 32 && m0 + r < M; ++r)
+      std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32,
+                  std::min(32, N - n0) * sizeof(float));
+  }
+};
+
+// C block (rows m0.., columns n0..; 32 x 32) over the K tiles [kb0, kb1): accumulated onto C unless `first`.
+template <typename T>
+void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, float* C, int M, int N, bool drop_last_k) {
+  CBlock b(C, M, N, m0, n0, first);
+  const long ld = static_cast<long>(b.ld * sizeof(float));  // the tile loads' stride, in bytes
+  if (first && b.whole) {
     T::zero_c();
   } else {
-    for (int i = 0; i < 4; ++i) T::load_c(i, c + (i / 2) * 16 * (ld / 4) + (i % 2) * 16, ld);
+    for (int i = 0; i < 4; ++i) T::load_c(i, b.c + (i / 2) * 16 * b.ld + (i % 2) * 16, ld);
   }
   const int mb = m0 / 16, nb = n0 / 16;
   if (drop_last_k && kb1 == p.Kt) --kb1;  // the planted fault: the last 32 of K never multiplied
   for (int kb = kb0; kb < kb1; ++kb) T::step(p.a_tile(mb, kb), p.a_tile(mb + 1, kb), p.w_tile(nb, kb), p.w_tile(nb + 1, kb));
-  for (int i = 0; i < 4; ++i) T::store_c(i, c + (i / 2) * 16 * (ld / 4) + (i % 2) * 16, ld);
-  if (!whole)
-    for (int r = 0; r < 32 && m0 + r < M; ++r)
-      std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32, std::min(32, N - n0) * sizeof(float));
+  for (int i = 0; i < 4; ++i) T::store_c(i, b.c + (i / 2) * 16 * b.ld + (i % 2) * 16, ld);
+  b.finish();
 }
 
 // The cache blocking both engines share: each thread owns kMc x kNc blocks of C and walks K in slices of kKc,
@@ -295,18 +317,10 @@ void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void block32_dot(const Packed& p, int m0, int n0,
                                                                                  int kb0, int kb1, bool first, float* C,
                                                                                  int M, int N, bool drop_last_k) {
-  const bool whole = m0 + 32 <= M && n0 + 32 <= N;
-  alignas(64) float scratch[32 * 32];
-  float* c = C + static_cast<std::size_t>(m0) * N + n0;
-  std::size_t ld = static_cast<std::size_t>(N);
-  if (!whole) {  // the edge: through the scratch, whose rows are 32 floats
-    std::memset(scratch, 0, sizeof scratch);
-    if (!first)
-      for (int r = 0; r < 32 && m0 + r < M; ++r)
-        std::memcpy(scratch + r * 32, c + static_cast<std::size_t>(r) * N, std::min(32, N - n0) * sizeof(float));
-    c = scratch;
-    ld = 32;
-  }
+  CBlock b(C, M, N, m0, n0, first);
+  float* const c = b.c;
+  const std::size_t ld = b.ld;
+  const bool whole = b.whole;
   const int nb = n0 / 16;
   if (drop_last_k && kb1 == p.Kt) --kb1;  // the planted fault: the last 32 of K never multiplied
   for (int g = 0; g < 4; ++g) {           // the four 8-row groups of the 32 rows
@@ -335,10 +349,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void block32_dot
     for (int r = 0; r < 8; ++r)
       for (int j = 0; j < 2; ++j) _mm512_storeu_ps(cg + r * ld + j * 16, acc[r][j]);
   }
-  if (!whole)
-    for (int r = 0; r < 32 && m0 + r < M; ++r)
-      std::memcpy(C + static_cast<std::size_t>(m0 + r) * N + n0, scratch + r * 32,
-                  std::min(32, N - n0) * sizeof(float));
+  b.finish();
 }
 
 void dotted(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
