@@ -478,7 +478,8 @@ int cmd_run(const Args& a) {
     rep.records = in.records();
     rep.claims = results;
     // Paths inside the checkout, relative to it (a report names no absolute path of the clone it ran in: two
-    // machines' reports merge); the checks' details, the expected folder.
+    // machines' reports merge, and their links work where the repository is served): each check's source line and
+    // details, the expected folder.
     {
       std::error_code ec;
       const std::string prefix = fs::weakly_canonical(root, ec).generic_string() + "/";
@@ -488,7 +489,12 @@ int cmd_run(const Args& a) {
           for (auto& x : j) strip(x);
       };
       if (!ec && prefix.size() > 1) {
-        for (auto& c : rep.claims) strip(c.details);
+        for (auto& c : rep.claims) {
+          json loc = c.check_location;
+          strip(loc);
+          c.check_location = loc.get<std::string>();
+          strip(c.details);
+        }
         strip(rep.records["config"]["expected_dir"]);
       }
     }

@@ -60,7 +60,7 @@ std::string cause_of(const ClaimResult& c) {
 
 // The repository-relative path of a check's source line ("checks/ch06/x.cpp:42"), "" where it is not inside.
 std::string source_rel(const std::string& loc, const std::string& root) {
-  if (!loc.empty() && loc.front() != '/') return loc;  // relative already (the runner strips the checkout)
+  if (!loc.empty() && loc.front() != '/') return loc;  // relative already (a run strips the checkout)
   if (root.empty() || loc.empty()) return "";
   std::string r = root;
   if (r.back() != '/') r += '/';

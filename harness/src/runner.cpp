@@ -545,14 +545,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     r.reason = "no check is registered for '" + e.id + "' (and its expected file is not marked pending)";
     return r;
   }
-  // The check's source line relative to the checkout where it lies inside it (a report names no absolute path of
-  // the clone it ran in: two machines' reports merge, and their links work where the repository is served).
   r.check_location = location(*check);
-  {
-    std::error_code ec;
-    const std::string root = fs::weakly_canonical(in.root, ec).generic_string() + "/";
-    if (!ec && root.size() > 1 && r.check_location.rfind(root, 0) == 0) r.check_location.erase(0, root.size());
-  }
   if (!in.planted_fault.empty()) r.details["planted_fault"] = in.planted_fault;
   if (auto why = lacking(*check, caps)) {
     r.status = Status::skip;

@@ -180,8 +180,7 @@ double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t
   return base::median(std::move(times));
 }
 
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f,
-                            bool with_triad) {
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
   threads = std::max(1, threads);
   Bandwidth bw;
   bw.threads = threads;
@@ -230,7 +229,6 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   std::vector<double> reads, triads;
   for (int p = 0; p < std::max(1, passes); ++p) {
     reads.push_back(static_cast<double>(n) * sizeof(float) / read_pass(blocks, threads, f.read_skips, &bw.checksum));
-    if (!with_triad) continue;
     Span span(threads);
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
@@ -243,7 +241,7 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   }
   bw.read_bytes_per_s = base::median(reads);
   bw.read_best_bytes_per_s = *std::max_element(reads.begin(), reads.end());
-  if (with_triad) bw.triad_bytes_per_s = base::median(triads);
+  bw.triad_bytes_per_s = base::median(triads);
   volatile float keep = a[n / 2];
   (void)keep;
   return bw;

@@ -40,7 +40,6 @@ int TorchDecodeChain::hidden() const { return 0; }
 void TorchDecodeChain::step(const float*, float*) { none(); }
 
 // The probe's library read (chapter 6).
-double torch_read_bandwidth(std::size_t, int, int) { none(); }
 struct TorchRead::Impl {};
 TorchRead::TorchRead(std::size_t) { none(); }
 TorchRead::~TorchRead() = default;

@@ -12,8 +12,14 @@
 
 namespace claimcheck::ref {
 
-namespace {
-double read_rate(const torch::Tensor& x, int threads, int passes) {
+struct TorchRead::Impl {
+  torch::Tensor x;
+};
+TorchRead::TorchRead(std::size_t bytes)
+    : impl_(new Impl{torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32)}) {}
+TorchRead::~TorchRead() = default;
+double TorchRead::bytes_per_s(int threads, int passes) const {
+  const torch::Tensor& x = impl_->x;
   torch_set_threads(threads);
   std::vector<double> rates;
   for (int p = 0; p < std::max(1, passes) + 1; ++p) {  // the first pass warms up
@@ -25,19 +31,6 @@ double read_rate(const torch::Tensor& x, int threads, int passes) {
   if (rates.empty()) return 0;
   return claimcheck::base::median(std::move(rates));
 }
-}  // namespace
-
-double torch_read_bandwidth(std::size_t bytes, int threads, int passes) {
-  return read_rate(torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32), threads, passes);
-}
-
-struct TorchRead::Impl {
-  torch::Tensor x;
-};
-TorchRead::TorchRead(std::size_t bytes)
-    : impl_(new Impl{torch::ones({static_cast<std::int64_t>(bytes / sizeof(float))}, torch::kFloat32)}) {}
-TorchRead::~TorchRead() = default;
-double TorchRead::bytes_per_s(int threads, int passes) const { return read_rate(impl_->x, threads, passes); }
 
 double torch_cuda_read_bandwidth(std::size_t bytes, int passes) {
   if (!at::hasCUDA()) throw std::runtime_error("LibTorch " TORCH_VERSION " sees no CUDA device");

@@ -72,10 +72,8 @@ struct Bandwidth {
   double checksum = 0;           // sum of the read array: validates that the reduction read every element
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
 };
-// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each (the read alone where !with_triad: a probe
-// of the moment before a sample, whose triad nothing reads).
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {},
-                            bool with_triad = true);
+// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each.
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
 // While one lives, measure_bandwidth keeps its three filled arrays for the next call of the same size and threads:
 // a check that probes the bandwidth before each sample pays the arrays' first touch (3 x 4 x LLC of page faults,
 // seconds where a hypervisor reports a large cache) once, not per sample. The last one destroyed frees them.

@@ -84,11 +84,9 @@ struct Knee {
 // batches ascending, step_seconds[i] the time of one step of batches[i] tokens.
 Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step_seconds);
 
-// LibTorch: the median of `passes` sums over an fp32 tensor of `bytes`, on `threads` intra-op threads (bytes/s).
-// Throws std::runtime_error when not built with LibTorch.
-double torch_read_bandwidth(std::size_t bytes, int threads, int passes);
-// The same read over one tensor filled once, for a check that alternates it with the probe: each call pays the
-// sums, not the first touch of `bytes`.
+// LibTorch's own read: an fp32 tensor of `bytes` filled once; bytes_per_s is the median of `passes` sums over it on
+// `threads` intra-op threads (bytes/s), so that a check alternating it with the probe pays the sums, not the first
+// touch. Throws std::runtime_error when not built with LibTorch.
 class TorchRead {
  public:
   explicit TorchRead(std::size_t bytes);  // throws std::runtime_error when not built with LibTorch
