@@ -46,6 +46,7 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
     const __m256 xe = _mm256_loadu_ps(xs + k), xo = _mm256_loadu_ps(xs + k + 8);
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
+      if (k % 32 == 0) _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // a line per 2 steps (kStreamPrefetchBytes)
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
       ae[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), xe, ae[i]);
       ao[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)), xo, ao[i]);

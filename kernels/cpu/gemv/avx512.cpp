@@ -35,6 +35,7 @@ CC_AVX512_F16C CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const f
     const __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
+      _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // (internal.h: kStreamPrefetchBytes)
       const __m512i v = _mm512_loadu_si512(w[i] + k);
       ae[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, ae[i]);
       ao[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi_mask)), xo, ao[i]);

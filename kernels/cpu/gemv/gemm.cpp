@@ -48,6 +48,7 @@ CC_AVX2_F16C CC_INLINE void direct_tile_avx2(const bf16_t* W, long K, const floa
     __m256 we[R], wo[R];
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
+      if (k % 32 == 0) _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // as the GEMV (internal.h)
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
       we[i] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
       wo[i] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
@@ -102,6 +103,7 @@ CC_AVX512_F16C CC_INLINE void direct_tile_avx512(const bf16_t* W, long K, const 
     __m512 we[R], wo[R];
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
+      _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // as the GEMV (internal.h)
       const __m512i v = _mm512_loadu_si512(w[i] + k);
       we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
       wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
