@@ -70,10 +70,17 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   torch::optim::AdamW opt(block.parameters(), torch::optim::AdamWOptions(1e-4));
   BlockStepTiming r;
   r.forward_s = r.backward_s = r.step_s = std::numeric_limits<double>::infinity();
-  std::vector<double> ratios;
+  std::vector<double> ratios, busy;
+  auto process_cpu_s = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {  // the first run warms up
     opt.zero_grad();
     const auto x = data.input(dtype);
+    const double c0 = process_cpu_s();
+    const auto w0 = Clock::now();
     const auto t0 = now();
     const auto loss = (block.forward(x, recompute) * data.proj).sum();
     const auto t1 = now();
@@ -81,7 +88,9 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     const auto t2 = now();
     opt.step();
     const auto t3 = now();
+    const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_s() - c0;
     if (i == 0) continue;
+    if (!on.cuda && wall > 0) busy.push_back(cpu / wall);
     const double fwd = std::chrono::duration<double>(t1 - t0).count(), bwd = std::chrono::duration<double>(t2 - t1).count();
     ratios.push_back(bwd / fwd);
     r.forward_s = std::min(r.forward_s, fwd);
@@ -89,6 +98,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
   }
   r.backward_over_forward = base::median(ratios);
+  if (!busy.empty()) r.step_threads_busy = base::median(busy);
   if (!on.cuda) {  // one more step under the allocator's peak counter (the optimizer state exists by now)
     opt.zero_grad();
     reset_peak();

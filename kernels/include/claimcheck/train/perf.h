@@ -20,6 +20,8 @@ struct BlockStepTiming {
   double backward_over_forward = 0;  // the median over the repeats of each one's backward / forward (one step's two
                                      // phases back to back: a slow spell moves both, and the median drops a burst)
   double step_s = 0;              // forward + backward + AdamW step, timed as one
+  double step_threads_busy = 0;   // CPU: the process's CPU seconds over the wall seconds of the same step, the median
+                                  // over the repeats (how many threads the step kept busy); 0 on CUDA
   double forward_flops = 0;       // the model's forward FLOPs (the backward's are twice: dX and dW)
   std::int64_t params = 0;        // in the layers' Linear weights
   std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
