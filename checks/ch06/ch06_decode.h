@@ -65,16 +65,12 @@ inline std::vector<std::pair<const void*, std::size_t>> stack_reads(const K::Dec
   return bufs;
 }
 
-// Seconds per decode step of a stack: the median of `steps` after one warm-up step. `out` (hidden floats), where
-// given, receives what the last timed step computed, for output_error.
-inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, std::uint64_t seed,
-                         float* out = nullptr) {
-  const auto x = random_activations(static_cast<std::size_t>(s.shape().hidden), seed);
-  std::vector<float> y(x.size());
-  s.step(x.data(), y.data(), o);
+// Seconds per decode step of a stack on input x (hidden floats): the median of `steps` after one warm-up step, each
+// step writing y (hidden floats), which holds what the last timed step computed, for stack_output_error on the same x.
+inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int steps, const float* x, float* y) {
+  s.step(x, y, o);
   std::vector<double> t;
-  for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x.data(), y.data(), o); }));
-  if (out) std::copy(y.begin(), y.end(), out);
+  for (int i = 0; i < steps; ++i) t.push_back(best_seconds(1, [&] { s.step(x, y, o); }));
   return claimcheck::base::median(std::move(t));
 }
 

@@ -185,7 +185,8 @@ double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t
   return base::median(std::move(times));
 }
 
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f,
+                            bool with_triad) {
   threads = std::max(1, threads);
   Bandwidth bw;
   bw.threads = threads;
@@ -202,17 +203,23 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   std::shared_ptr<Arrays> arrays;
   {
     std::lock_guard<std::mutex> lock(kept().mu);
-    if (kept().holders > 0 && kept().arrays && kept().arrays->n == n && kept().arrays->threads == threads)
+    if (kept().holders > 0 && kept().arrays && kept().arrays->n == n && kept().arrays->threads == threads &&
+        (kept().arrays->a || !with_triad))
       arrays = kept().arrays;
   }
   if (!arrays) {
     arrays = std::make_shared<Arrays>();
-    arrays->a = alloc_floats(n), arrays->b = alloc_floats(n), arrays->c = alloc_floats(n);
+    arrays->b = alloc_floats(n);
+    if (with_triad) arrays->a = alloc_floats(n), arrays->c = alloc_floats(n);
     arrays->n = n, arrays->threads = threads;
     float *a = arrays->a.get(), *b = arrays->b.get(), *c = arrays->c.get();
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
       chunk(t, &lo, &hi);
+      if (!with_triad) {
+        for (std::size_t i = lo; i < hi; ++i) b[i] = fill_value(i);
+        return;
+      }
       for (std::size_t i = lo; i < hi; ++i) {
         a[i] = 0;
         b[i] = fill_value(i);
@@ -234,6 +241,7 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   std::vector<double> reads, triads;
   for (int p = 0; p < std::max(1, passes); ++p) {
     reads.push_back(static_cast<double>(n) * sizeof(float) / read_pass(blocks, threads, f.read_skips, &bw.checksum));
+    if (!with_triad || p + 1 < passes) continue;  // one triad pass, after the reads (it is reported, not judged)
     Span span(threads);
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
@@ -246,9 +254,11 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   }
   bw.read_bytes_per_s = base::median(reads);
   bw.read_best_bytes_per_s = *std::max_element(reads.begin(), reads.end());
-  bw.triad_bytes_per_s = base::median(triads);
-  volatile float keep = a[n / 2];
-  (void)keep;
+  if (with_triad) {
+    bw.triad_bytes_per_s = base::median(triads);
+    volatile float keep = a[n / 2];
+    (void)keep;
+  }
   return bw;
 }
 

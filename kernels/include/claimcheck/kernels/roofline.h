@@ -65,15 +65,19 @@ ClockReading measure_clock(int threads, double seconds = 0.002);
 struct Bandwidth {
   double read_bytes_per_s = 0;   // read-only reduction: bytes read / time (the median pass)
   double read_best_bytes_per_s = 0;  // the best pass
-  double triad_bytes_per_s = 0;  // STREAM's count: 3 x 4 bytes per element (two reads, one write); median pass
+  double triad_bytes_per_s = 0;      // STREAM's count: 3 x 4 bytes per element (two reads, one write); one pass
   std::size_t array_bytes = 0;   // per array
   std::size_t llc_bytes = 0;     // the last-level cache the arrays were sized against (0 = unknown)
   int threads = 0;
   double checksum = 0;           // sum of the read array: validates that the reduction read every element
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
 };
-// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` passes of each.
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
+// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` read passes, then one triad pass. `triad` = false: the read
+// alone, over one array (triad_bytes_per_s stays 0), for a probe re-taken beside a kernel's samples: the triad's two
+// more arrays were a third of a chapter-6 check's time on a guest whose LLC reads 480 MiB (three 1.9 GB arrays touched
+// and swept per sample).
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {},
+                            bool triad = true);
 // While one lives, measure_bandwidth keeps its three filled arrays for the next call of the same size and threads:
 // a check that probes the bandwidth before each sample pays the arrays' first touch (3 x 4 x LLC of page faults,
 // seconds where a hypervisor reports a large cache) once, not per sample. The last one destroyed frees them.
