@@ -45,7 +45,8 @@ class TorchSdpa {
   Impl* p_;
 };
 // LibTorch's bf16 matmul (oneDNN on x86: AMX, avx512_bf16 or an emulating path) on random [M, K] x [K, N] bf16
-// tensors made once: seconds per call, the median of `repeats` calls after one warm-up.
+// tensors made once (and kept for the next call of the same shape): seconds per call, the median of `repeats` calls
+// after one warm-up.
 double torch_matmul_bf16_seconds(int M, int N, int K, int repeats);
 std::string torch_attention_api();  // which LibTorch function ran
 std::string torch_version();        // "2.15.0+cu132"; "" without LibTorch
