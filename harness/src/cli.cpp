@@ -150,7 +150,9 @@ struct CommandLine {
             "report.json files, one or more per machine (different commits of one machine are allowed)")
         ->type_name("REPORT")
         ->required();
-    single(matrix, "--out", "DIR", "write matrix.json, matrix.md and matrix.html into DIR")->required();
+    single(matrix, "--out", "DIR",
+           "write matrix.json, matrix.md, matrix.html and headline.md (the README's table) into DIR")
+        ->required();
     single(matrix, "--links-from", "DIR",
            "write the links to the reports relative to DIR (default: --out; the build writes docs/matrix.md so)");
     matrix->footer(
@@ -565,6 +567,7 @@ int cmd_matrix(const Args& a) {
   if (ec) throw InputError(out.string() + ": field '--out': cannot be created (" + ec.message() + ")");
   write_files_atomically({{out / "matrix.json", m.dump(2, ' ', false, json::error_handler_t::replace) + "\n"},
                           {out / "matrix.md", matrix_markdown(m)},
+                          {out / "headline.md", matrix_headline_markdown(m)},
                           {out / "matrix.html", matrix_html(m)}});
   std::cout << "matrix of " << inputs.size() << " report(s) written to " << out.generic_string() << "/\n";
   return 0;

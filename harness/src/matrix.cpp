@@ -377,4 +377,40 @@ std::string matrix_markdown(const json& m) {
   return o.str();
 }
 
+// The README's headline: the summary per chapter (claims, those that hold on every machine they ran on, those refuted
+// on at least one, those whose verdicts differ, those no machine ran) and the machines, no links (the README's text
+// around it links).
+std::string matrix_headline_markdown(const json& m) {
+  struct Counts {
+    int claims = 0, everywhere = 0, refuted = 0, differ = 0, nowhere = 0;
+  };
+  auto count = [](const json& row, Counts* c) {
+    ++c->claims;
+    c->everywhere += row["ran"].get<int>() > 0 && row["holds"] == row["ran"];
+    c->refuted += row["statuses"].contains("xfail");
+    c->differ += row["differ"].get<bool>();
+    c->nowhere += row["ran"].get<int>() == 0;
+  };
+  std::ostringstream o;
+  std::string machines;
+  for (const auto& mc : m["machines"])
+    machines += (machines.empty() ? "" : ", ") + mx_text(mc, "label") + " (" + short_sha(mx_text(mc, "commit")) + ")";
+  o << "Measured on " << m["machines"].size() << " machine(s): " << md_cell(machines) << ".\n\n"
+    << "| chapter | claims | hold on every machine they ran on | refuted on at least one (an expected failure) | "
+       "verdicts differ between machines | ran on none (skipped) |\n|---|---|---|---|---|---|\n";
+  Counts all;
+  auto line = [&](const std::string& name, const Counts& c) {
+    o << "| " << name << " | " << c.claims << " | " << c.everywhere << " | " << c.refuted << " | " << c.differ << " | "
+      << c.nowhere << " |\n";
+  };
+  for (const auto& ch : m["chapters"]) {
+    Counts c;
+    for (const auto& row : m["claims"])
+      if (row["chapter"] == ch["id"]) count(row, &c), count(row, &all);
+    line(mx_text(ch, "id") + " — " + md_cell(mx_text(ch, "title")), c);
+  }
+  line("**all**", all);
+  return o.str();
+}
+
 }  // namespace claimcheck

@@ -30,6 +30,8 @@ MatrixInput load_matrix_input(const std::filesystem::path& file, const std::file
 nlohmann::json build_matrix(const std::vector<MatrixInput>& inputs);
 
 std::string matrix_markdown(const nlohmann::json& m);
+// The README's headline table (headline.md): per chapter, how many claims hold on every machine, are refuted, differ.
+std::string matrix_headline_markdown(const nlohmann::json& m);
 std::string matrix_html(const nlohmann::json& m);  // matrix_html.cpp
 
 // "Zen 4 · 2 CPUs" and the like: the column heading of a report's machine.

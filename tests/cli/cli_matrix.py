@@ -1,7 +1,8 @@
 """`claimcheck matrix` (issue 36): a cell, a "holds on k of n" row, what separates two verdicts, an expected file
 changed between commits, the three files and the schema; bad input (not a report, an unknown schema version, two
 reports of the same machine and commit, a report without its records) gets one line naming the file, exit 2, and
-leaves the previous matrix whole. --doc: docs/matrix.md is the matrix of results/ (make matrix writes it)."""
+leaves the previous matrix whole. --doc: docs/matrix.md is the matrix of results/ and README.md's headline table its
+summary (the build writes both)."""
 import copy
 import glob
 import json
@@ -24,6 +25,13 @@ if a.doc:
         fresh = open(os.path.join(d, "matrix.md"), encoding="utf-8").read() if r.returncode == 0 else ""
         t.check(os.path.exists(doc) and open(doc, encoding="utf-8").read() == fresh,
                 "docs/matrix.md is the matrix of results/*/report.json (stale: `make matrix` or build the project)")
+        # The README's headline table: its summary, between the two markers cmake/splice_headline.cmake writes into.
+        head = open(os.path.join(d, "headline.md"), encoding="utf-8").read() if r.returncode == 0 else "?"
+        readme = open(os.path.join(a.root, "README.md"), encoding="utf-8").read()
+        begin = "<!-- matrix headline: written by the build from results/ (claimcheck matrix); do not edit -->"
+        t.check(begin + "\n" + head + "<!-- end of the matrix headline -->" in readme,
+                "README.md's headline table is the summary of the matrix of results/ (stale: build the project)")
+        t.check("| **all** | 57 |" in head, f"the headline counts the 57 claims: {head[-200:]}")
     t.finish()
 
 t.check(len(results) >= 2, f"results/ holds at least two machines' reports ({len(results)})")

@@ -1,0 +1,20 @@
+# cmake -DHEADLINE=<headline.md> -DREADME=<README.md> -P splice_headline.cmake
+#   Replaces what lies between README's two headline markers with HEADLINE (claimcheck matrix's headline.md), and
+#   rewrites README only where that changes it. A README without both markers is an error naming the file.
+set(begin_marker "<!-- matrix headline: written by the build from results/ (claimcheck matrix); do not edit -->")
+set(end_marker "<!-- end of the matrix headline -->")
+file(READ "${README}" text)
+file(READ "${HEADLINE}" headline)
+string(FIND "${text}" "${begin_marker}" b)
+string(FIND "${text}" "${end_marker}" e)
+if(b EQUAL -1 OR e EQUAL -1 OR e LESS b)
+  message(FATAL_ERROR "${README}: the matrix headline's markers are missing (\"${begin_marker}\" ... \"${end_marker}\")")
+endif()
+string(LENGTH "${begin_marker}" bl)
+math(EXPR head_end "${b} + ${bl}")
+string(SUBSTRING "${text}" 0 ${head_end} before)
+string(SUBSTRING "${text}" ${e} -1 after)
+set(new "${before}\n${headline}${after}")
+if(NOT new STREQUAL text)
+  file(WRITE "${README}" "${new}")
+endif()
