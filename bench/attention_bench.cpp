@@ -10,9 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <string>
 #include <new>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,12 +38,16 @@ struct Aligned64 {
   Aligned64() = default;
   template <typename U>
   Aligned64(const Aligned64<U>&) {}
-  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{64}); }
   template <typename U>
-  bool operator==(const Aligned64<U>&) const { return true; }
+  bool operator==(const Aligned64<U>&) const {
+    return true;
+  }
   template <typename U>
-  bool operator!=(const Aligned64<U>&) const { return false; }
+  bool operator!=(const Aligned64<U>&) const {
+    return false;
+  }
 };
 using Buffer = std::vector<float, Aligned64<float>>;
 
@@ -266,7 +270,8 @@ bool validate() {
       double err = 0;
       for (std::size_t i = 0; i < r.size(); ++i) err = std::max(err, std::fabs(d.out[i] - r[i]));
       if (!(err < 1e-5)) {
-        std::fprintf(stderr, "validation failed: %s at T=%d: max |err| %g\n", K::attention_version_name(version), T, err);
+        std::fprintf(stderr, "validation failed: %s at T=%d: max |err| %g\n", K::attention_version_name(version), T,
+                     err);
         return false;
       }
     }
@@ -277,9 +282,12 @@ bool validate() {
 // The benchmark's name for each version (the report's rows and ci/bench_ratios.py read these).
 const char* bench_name(int version) {
   switch (version) {
-    case K::kAttentionPlain: return "v1_plain";
-    case K::kAttentionTiled: return "v2_tiled";
-    case K::kAttentionRegister: return "v3_register";
+    case K::kAttentionPlain:
+      return "v1_plain";
+    case K::kAttentionTiled:
+      return "v2_tiled";
+    case K::kAttentionRegister:
+      return "v3_register";
   }
   return "unknown";
 }
@@ -299,12 +307,22 @@ int main(int argc, char** argv) {
   if (dot_row && !validate_matmul("avx512_bf16")) return 1;
   for (int version : K::kAttentionVersions)
     benchmark::RegisterBenchmark((std::string("attention/") + bench_name(version)).c_str(), BM_custom, version)
-        ->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+        ->Arg(256)
+        ->Arg(1024)
+        ->Arg(4096)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   benchmark::RegisterBenchmark("attention/libtorch", BM_libtorch)
-      ->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+      ->Arg(256)
+      ->Arg(1024)
+      ->Arg(4096)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseRealTime();
   if (bf16_cpu) {
-    benchmark::RegisterBenchmark("matmul/libtorch_bf16", BM_libtorch_matmul_bf16)->Arg(4096)->Unit(benchmark::kMillisecond)
+    benchmark::RegisterBenchmark("matmul/libtorch_bf16", BM_libtorch_matmul_bf16)
+        ->Arg(4096)
+        ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
     benchmark::RegisterBenchmark("matmul/custom_bf16", BM_matmul_bf16, std::string())
         ->Arg(4096)

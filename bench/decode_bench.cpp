@@ -253,8 +253,7 @@ void BM_bandwidth_simple(benchmark::State& st) {
   const std::size_t per = n / g_threads / 32 * 32;
   {
     std::vector<std::thread> t;
-    for (int i = 0; i < g_threads; ++i)
-      t.emplace_back([&, i] { std::fill(a + i * per, a + (i + 1) * per, 1.0f); });
+    for (int i = 0; i < g_threads; ++i) t.emplace_back([&, i] { std::fill(a + i * per, a + (i + 1) * per, 1.0f); });
     for (auto& th : t) th.join();
   }
   std::vector<float> sums(g_threads);

@@ -116,29 +116,43 @@ int main(int argc, char** argv) {
   std::string why;
   if (C::device_count(&why) == 0) g_no_device = why;
   benchmark::RegisterBenchmark("gpu/bandwidth/read", BM_read)->UseManualTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("gpu/gemm/cublas_bf16_8192", BM_gemm_peak)->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("gpu/gemm/cublas_bf16_8192", BM_gemm_peak)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/bf16_chain_graph", BM_chain, std::string("bf16"), false, true)
-      ->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/cublas_chain_graph", BM_chain, std::string("bf16"), true, true)
-      ->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/bf16_chain_eager", BM_chain, std::string("bf16"), false, false)
-      ->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/cublas_chain_eager", BM_chain, std::string("bf16"), true, false)
-      ->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/decode/nf4_chain_graph", BM_chain, std::string("nf4"), false, true)
-      ->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("gpu/sweep/layer_bf16", BM_sweep)
-      ->RangeMultiplier(2)->Range(1, 1024)->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->RangeMultiplier(2)
+      ->Range(1, 1024)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   for (bool ours : {true, false})
     benchmark::RegisterBenchmark(ours ? "gpu/attention/ours_causal_bf16" : "gpu/attention/sdpa_causal_bf16",
                                  BM_attention, ours)
-        ->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Arg(1024)
+        ->Arg(4096)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("device", g_no_device.empty() ? C::device_summary() : g_no_device);
   benchmark::AddCustomContext("libtorch_version", ref::torch_version());
-  benchmark::AddCustomContext("decode_shape", "Llama-3-8B: 32 layers (hidden 4096, kv_dim 1024, ffn 14336) + lm_head "
-                                              "128256 x 4096, bf16 (NF4: 4 bits + an fp32 absmax per 64)");
+  benchmark::AddCustomContext("decode_shape",
+                              "Llama-3-8B: 32 layers (hidden 4096, kv_dim 1024, ffn 14336) + lm_head "
+                              "128256 x 4096, bf16 (NF4: 4 bits + an fp32 absmax per 64)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -34,7 +34,8 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(const clai
     }
   }
   const nlohmann::json& o = ctx.input(overrides);
-  if (!o.is_object()) throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides + "': expected an object");
+  if (!o.is_object())
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides + "': expected an object");
   for (const auto& [k, v] : o.items()) c[k] = v;
   const auto scaled = dir / "config.json";
   std::ofstream(scaled) << c.dump(2);
@@ -52,7 +53,8 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   const auto [scaled, c] = scaled_config(ctx, config, overrides, dir.path());
   const int batch = 2, seq = 24;
   for (const char* dtype : {"fp32", "bf16"})
-    claimcheck::train::export_decoder_run(scaled, dtype, ctx.seed(), batch, seq, dir.path() / dtype, ctx.planted_fault());
+    claimcheck::train::export_decoder_run(scaled, dtype, ctx.seed(), batch, seq, dir.path() / dtype,
+                                          ctx.planted_fault());
   const nlohmann::json r = claimcheck::run_python_driver(
       ctx, "reference/python/hf_reference.py",
       {"decoder", "--config", scaled.string(), "--run", "fp32:" + (dir.path() / "fp32").string(), "--run",
@@ -63,9 +65,9 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   }
   claimcheck::forward_driver_result(ctx, r);
   ctx.detail("transformers_config", c);
-  ctx.assumption("against transformers: " + src.filename().string() + " with " + o.dump() + ", random weights (norms and " +
-                 "biases off 1 and 0), B = " + std::to_string(batch) + ", T = " + std::to_string(seq) +
-                 ", eager attention on the reference side");
+  ctx.assumption("against transformers: " + src.filename().string() + " with " + o.dump() +
+                 ", random weights (norms and " + "biases off 1 and 0), B = " + std::to_string(batch) +
+                 ", T = " + std::to_string(seq) + ", eager attention on the reference side");
 }
 
 }  // namespace checks

@@ -24,7 +24,9 @@ void close_fd(int& fd) {
 // The parent's environment with the extra variables added or replaced, and the unset ones removed.
 std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra,
                                            const std::vector<std::string>& unset) {
-  auto named = [](const std::string& entry, const std::string& name) { return entry.compare(0, name.size() + 1, name + "=") == 0; };
+  auto named = [](const std::string& entry, const std::string& name) {
+    return entry.compare(0, name.size() + 1, name + "=") == 0;
+  };
   auto removed = [&](const std::string& entry) {
     for (const auto& name : unset)
       if (named(entry, name)) return true;

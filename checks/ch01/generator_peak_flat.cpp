@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 static void generator_peak_flat(claimcheck::Context& ctx) {
-  claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/generator_peak_flat.py", {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
+  claimcheck::forward_driver_result(
+      ctx, claimcheck::run_python_driver(
+               ctx, "checks/ch01/generator_peak_flat.py",
+               {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
 }
 CLAIMCHECK_REGISTER(generator_peak_flat).claim("ch01.generator_peak_flat");

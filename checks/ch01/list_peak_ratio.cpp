@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 static void list_peak_ratio(claimcheck::Context& ctx) {
-  claimcheck::forward_driver_result(ctx, claimcheck::run_python_driver(ctx, "checks/ch01/list_peak_ratio.py", {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
+  claimcheck::forward_driver_result(
+      ctx, claimcheck::run_python_driver(
+               ctx, "checks/ch01/list_peak_ratio.py",
+               {std::to_string(ctx.input("file_bytes").get<double>()), std::to_string(ctx.seed())}));
 }
 CLAIMCHECK_REGISTER(list_peak_ratio).claim("ch01.list_peak_ratio");

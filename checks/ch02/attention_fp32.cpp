@@ -30,9 +30,12 @@ static void attention_fp32(claimcheck::Context& ctx) {
       if (c.input_scale == 1) worst_vs_lib = std::max(worst_vs_lib, vs_lib.max_abs);
       worst_ratio = std::max(worst_ratio, std::isfinite(ratio) ? ratio : 1e30);
       nonfinite += vs_lib.nonfinite;
-      rows.push_back({{"shape", c.label()}, {"version", K::attention_version_name(version)},
-                      {"max_abs_vs_libtorch", vs_lib.max_abs}, {"max_abs_vs_fp64", vs_ref.max_abs},
-                      {"libtorch_vs_fp64", lib_err}, {"ratio_to_library_error", ratio},
+      rows.push_back({{"shape", c.label()},
+                      {"version", K::attention_version_name(version)},
+                      {"max_abs_vs_libtorch", vs_lib.max_abs},
+                      {"max_abs_vs_fp64", vs_ref.max_abs},
+                      {"libtorch_vs_fp64", lib_err},
+                      {"ratio_to_library_error", ratio},
                       {"nonfinite", vs_lib.nonfinite}});
     }
   }
@@ -42,7 +45,8 @@ static void attention_fp32(claimcheck::Context& ctx) {
   ctx.detail("per_shape", rows);
   ctx.detail("library", ref::torch_attention_api());
   ctx.detail("simd_path", K::attention_simd_path());
-  ctx.assumption("inputs ~ N(0, 1) rounded to fp32 (q, k scaled up in the large-logit cases); the fp64 reference "
-                 "runs on the same fp32 values; worst case over shapes and versions");
+  ctx.assumption(
+      "inputs ~ N(0, 1) rounded to fp32 (q, k scaled up in the large-logit cases); the fp64 reference "
+      "runs on the same fp32 values; worst case over shapes and versions");
 }
 CLAIMCHECK_REGISTER(attention_fp32).claim("ch02.attention_fp32");

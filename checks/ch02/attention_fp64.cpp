@@ -22,8 +22,10 @@ static void attention_fp64(claimcheck::Context& ctx) {
       const auto e = ch02::max_error(out, ref64);
       worst = std::max(worst, e.max_abs);
       nonfinite += e.nonfinite;
-      rows.push_back({{"shape", c.label()}, {"version", K::attention_version_name(version)},
-                      {"max_abs_vs_fp64_reference", e.max_abs}, {"nonfinite", e.nonfinite}});
+      rows.push_back({{"shape", c.label()},
+                      {"version", K::attention_version_name(version)},
+                      {"max_abs_vs_fp64_reference", e.max_abs},
+                      {"nonfinite", e.nonfinite}});
     }
   }
   ctx.measure(worst, "abs error");

@@ -39,8 +39,10 @@ static void attention_numpy(claimcheck::Context& ctx) {
     if (cases[i].input_scale == 1) e32 = std::max(e32, a.max_abs);  // large logits: finiteness only (see fp32)
     e64 = std::max(e64, b.max_abs);
     nonfinite += a.nonfinite + b.nonfinite;
-    rows.push_back({{"shape", cases[i].label()}, {"numpy_fp32_vs_fp64_reference", a.max_abs},
-                    {"numpy_fp64_vs_fp64_reference", b.max_abs}, {"nonfinite", a.nonfinite + b.nonfinite}});
+    rows.push_back({{"shape", cases[i].label()},
+                    {"numpy_fp32_vs_fp64_reference", a.max_abs},
+                    {"numpy_fp64_vs_fp64_reference", b.max_abs},
+                    {"nonfinite", a.nonfinite + b.nonfinite}});
   }
   ctx.measure(e32, "abs error");
   ctx.measure("fp64", e64, "abs error");

@@ -26,8 +26,9 @@ static void broadcast_silent(claimcheck::Context& ctx) {
   } catch (const std::exception& e) {
     ctx.detail("numpy", std::string("not run: ") + e.what());
   }
-  ctx.assumption("the assertion is TORCH_CHECK(a.sizes() == b.sizes()) in the project's residual add: what "
-                 "'assert shapes' means in C++");
+  ctx.assumption(
+      "the assertion is TORCH_CHECK(a.sizes() == b.sizes()) in the project's residual add: what "
+      "'assert shapes' means in C++");
 #endif
 }
 CLAIMCHECK_REGISTER(broadcast_silent).claim("ch02.broadcast_silent");

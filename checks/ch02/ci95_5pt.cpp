@@ -26,9 +26,10 @@ static void ci95_5pt(claimcheck::Context& ctx) {
   ctx.measure("p_value", pval, "ratio");
   ctx.measure("halfwidth", 100.0 * half, "points");
   ctx.measure("detectable_difference", 100.0 * detectable, "points");
-  ctx.assumption("accuracies " + std::to_string(p) + " and " + std::to_string(p + diff) + " on n = " +
-                 std::to_string(n) + " each; pooled two-proportion z-test, two-sided, alpha = 0.05");
+  ctx.assumption("accuracies " + std::to_string(p) + " and " + std::to_string(p + diff) +
+                 " on n = " + std::to_string(n) + " each; pooled two-proportion z-test, two-sided, alpha = 0.05");
   const double n_needed = std::ceil(2 * p * (1 - p) * std::pow(1.96 / diff, 2));
-  ctx.alternative("questions needed to resolve 5 points", n_needed, "count", "n with 1.96 * sqrt(2p(1-p)/n) = 5 points");
+  ctx.alternative("questions needed to resolve 5 points", n_needed, "count",
+                  "n with 1.96 * sqrt(2p(1-p)/n) = 5 points");
 }
 CLAIMCHECK_REGISTER(ci95_5pt).claim("ch02.ci95_5pt");

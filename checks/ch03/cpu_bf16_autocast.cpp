@@ -18,7 +18,9 @@ static void cpu_bf16_autocast(claimcheck::Context& ctx) {
   ctx.detail("seconds", {{"fp32", t.fp32_s}, {"bf16_autocast", t.bf16_autocast_s}, {"threads", 1}});
   const auto& hw = ctx.hardware();
   ctx.detail("bf16_hardware", {{"avx512_bf16", hw.has_isa("avx512_bf16")}, {"amx_bf16", hw.has_isa("amx_bf16")}});
-  ctx.assumption("the best of at least 2 runs and 0.25 s of runs each, after a warm-up, one thread; fp32 goes to the BLAS LibTorch loaded, bf16 to oneDNN");
+  ctx.assumption(
+      "the best of at least 2 runs and 0.25 s of runs each, after a warm-up, one thread; fp32 goes to the BLAS "
+      "LibTorch loaded, bf16 to oneDNN");
 #endif
 }
 CLAIMCHECK_REGISTER(cpu_bf16_autocast).claim("ch03.cpu_bf16_autocast");

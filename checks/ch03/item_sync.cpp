@@ -36,15 +36,18 @@ static void item_sync(claimcheck::Context& ctx) {
   ctx.measure("rare_step_us", t.rare_step_s * 1e6, "us");
   ctx.detail("model", {{"layers", t.layers}, {"width", t.width}, {"batch", t.batch}, {"device", t.device}});
   ctx.assumption(std::to_string(t.layers) + " Linear(" + std::to_string(t.width) + ") + ReLU layers, batch " +
-                 std::to_string(t.batch) + ", AdamW on the GPU; " + std::to_string(t.steps) + " steps per round with "
-                 ".item() after every step vs after every " + std::to_string(t.rare) + "th, the median of " +
-                 std::to_string(t.rounds) + " interleaved rounds (host clock, the queue drained around each round)");
+                 std::to_string(t.batch) + ", AdamW on the GPU; " + std::to_string(t.steps) +
+                 " steps per round with "
+                 ".item() after every step vs after every " +
+                 std::to_string(t.rare) + "th, the median of " + std::to_string(t.rounds) +
+                 " interleaved rounds (host clock, the queue drained around each round)");
   if (t.idle_every >= 0 && t.idle_rare >= 0) {
     ctx.measure_bool("profiler_idle_grows", t.idle_every > t.idle_rare);
     ctx.measure("gpu_idle_share_every_step", 100 * t.idle_every, "%");
     ctx.measure("gpu_idle_share_rare", 100 * t.idle_rare, "%");
     ctx.detail("profiled_gpu_events", t.profiled_gpu_events);
-    ctx.assumption("the profiler (LibTorch's Kineto, CUDA activity) over " + std::to_string(t.rounds) + " more "
+    ctx.assumption("the profiler (LibTorch's Kineto, CUDA activity) over " + std::to_string(t.rounds) +
+                   " more "
                    "interleaved rounds of each: the share of the span from the first GPU activity to the last in which "
                    "no kernel, copy or memset ran, medians");
   } else {

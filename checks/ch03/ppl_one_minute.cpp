@@ -71,7 +71,8 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                          {{"name", "validation (ln ppl)"}, {"x", eval_x}, {"y", eval_loss}}}}});
   ctx.detail("eval", {{"steps", r.eval_steps}, {"ppl", r.eval_ppl}});
   ctx.assumption(std::to_string(o.steps) + " AdamW steps of " + std::to_string(o.batch) + " x " +
-                 std::to_string(c.context) + " characters, warmup + cosine, clip 1.0, weight decay 0.1; "
+                 std::to_string(c.context) +
+                 " characters, warmup + cosine, clip 1.0, weight decay 0.1; "
                  "the author's minute was on other hardware: the law is the fall, not the digits");
 #endif
 }

@@ -17,8 +17,9 @@ static void tiny_params(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(n / 1e3, "K params");
-  ctx.assumption("GPT-style pre-LN decoder: learned positions, LayerNorm with bias, biased Linear layers, untied "
-                 "lm_head without bias; the series gives only V and the total");
+  ctx.assumption(
+      "GPT-style pre-LN decoder: learned positions, LayerNorm with bias, biased Linear layers, untied "
+      "lm_head without bias; the series gives only V and the total");
   ctx.alternative("lm_head tied to the token embedding", (n - static_cast<double>(s.vocab * s.d_model)) / 1e3,
                   "K params", "GPT-2's own choice");
 }

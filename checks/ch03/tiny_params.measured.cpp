@@ -13,8 +13,12 @@ static void tiny_params_built(claimcheck::Context& ctx) {
   const claimcheck::train::TinyConfig c;  // the training runs' model: V = 128, d = 128, 4 layers, d_ff = 512
   ctx.measure("built", static_cast<double>(claimcheck::train::tiny_param_count(c, ctx.planted_fault())) / 1e3,
               "K params");
-  ctx.detail("built_config", {{"vocab", c.vocab}, {"d_model", c.d_model}, {"n_layer", c.n_layer}, {"n_head", c.n_head},
-                              {"d_ff", c.d_ff}, {"context", c.context}});
+  ctx.detail("built_config", {{"vocab", c.vocab},
+                              {"d_model", c.d_model},
+                              {"n_layer", c.n_layer},
+                              {"n_head", c.n_head},
+                              {"d_ff", c.d_ff},
+                              {"context", c.context}});
 #else
   (void)ctx;
 #endif

@@ -46,10 +46,13 @@ static void warmup_cosine(claimcheck::Context& ctx) {
   ctx.measure(worst, "abs error");
   ctx.measure("peak_lr", *std::max_element(r.lrs.begin(), r.lrs.end()), "count");
   ctx.detail("worst_step", worst_step);
-  ctx.detail("curve", {{"title", "learning rate: warmup + cosine (read from the optimizer)"}, {"x_label", "step"},
-                       {"y_label", "lr"}, {"log_x", false},
+  ctx.detail("curve", {{"title", "learning rate: warmup + cosine (read from the optimizer)"},
+                       {"x_label", "step"},
+                       {"y_label", "lr"},
+                       {"log_x", false},
                        {"series", {{{"name", "AdamW's lr"}, {"y", r.lrs}}, {{"name", "reference"}, {"y", want}}}}});
-  ctx.assumption(std::to_string(total) + " steps of the ch03 loop (one layer, batch 2 x 16 characters); the rate "
+  ctx.assumption(std::to_string(total) +
+                 " steps of the ch03 loop (one layer, batch 2 x 16 characters); the rate "
                  "is read from AdamW's parameter groups just before each optimizer step");
 #endif
 }

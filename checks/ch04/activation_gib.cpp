@@ -1,7 +1,8 @@
 // ch04.activation_gib — 「激活另算：B = 1、T = 4096 约 16.5 GiB」 (Llama-3-8B)
 // Analytic part: an activation model per token per layer with its assumptions explicit.
-// Measured part (activation_gib.measured.cpp): saved bytes per token per layer of the Llama-shaped decoder (llama-scaled-ch04.json) under the
-// counting allocator, per op, as k x hidden; k carried to Llama-3-8B's hidden size and layers.
+// Measured part (activation_gib.measured.cpp): saved bytes per token per layer of the Llama-shaped decoder
+// (llama-scaled-ch04.json) under the counting allocator, per op, as k x hidden; k carried to Llama-3-8B's hidden size
+// and layers.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -30,12 +31,14 @@ static void activation_gib(claimcheck::Context& ctx) {
   ctx.measure("bytes_per_token_per_layer_over_hidden", 2.0 * elems / cfg.hidden, "count");
   ctx.detail("saved_elements_per_token_per_layer", saved);
   ctx.assumption("bf16 activations; FlashAttention-style attention (the T x T probabilities are recomputed, not kept)");
-  ctx.assumption("RMSNorm keeps its input; SwiGLU keeps gate and up outputs and the product fed to down_proj; no dropout");
+  ctx.assumption(
+      "RMSNorm keeps its input; SwiGLU keeps gate and up outputs and the product fed to down_proj; no dropout");
   ctx.assumption("logits and the loss are outside the layers and not counted");
   ctx.alternative("eager attention keeping softmax probabilities",
                   ref::activation_bytes(cfg, batch, tokens, {2, true, false}) / GiB, "GiB",
                   "adds heads x T bf16 values per token per layer");
-  ctx.alternative("eager SiLU keeping its output too", ref::activation_bytes(cfg, batch, tokens, {2, false, true}) / GiB,
-                  "GiB", "what a plain PyTorch SiLU * up saves");
+  ctx.alternative("eager SiLU keeping its output too",
+                  ref::activation_bytes(cfg, batch, tokens, {2, false, true}) / GiB, "GiB",
+                  "what a plain PyTorch SiLU * up saves");
 }
 CLAIMCHECK_REGISTER(activation_gib).claim("ch04.activation_gib");

@@ -32,17 +32,20 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
   const int mb = ctx.input("measure_batch").get<int>();
   // Measured: the series' setting (bf16 model, fused attention) at two lengths, eager attention at both, autocast.
   const auto f1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "bf16", ctx.planted_fault());
-  const auto f2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault());
+  const auto f2 =
+      train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault());
   const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16", ctx.planted_fault());
   const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
-  const auto a1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
+  const auto a1 =
+      train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
   const double h = static_cast<double>(sc.hidden);
   const double k = f2.bytes_per_token_layer / h;  // bytes per token per layer, in units of hidden
   const double k_model = 2.0 * static_cast<double>([&] {
-    std::int64_t e = 0;
-    for (const auto& t : ref::saved_per_layer(sc)) e += t.elements_per_token;
-    return e;
-  }()) / h;
+                           std::int64_t e = 0;
+                           for (const auto& t : ref::saved_per_layer(sc)) e += t.elements_per_token;
+                           return e;
+                         }()) /
+                         h;
   const double extrapolated = k * static_cast<double>(cfg.hidden) * static_cast<double>(cfg.layers) *
                               static_cast<double>(batch) * static_cast<double>(tokens) / GiB;
   ctx.measure("measured_k", k, "count");
@@ -71,11 +74,16 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
     std::map<std::string, double> meas;
     for (const auto& [name, b] : f1.segments) meas[name] = b / h;
     meas["rope"] -= f1.shared_bytes / (static_cast<double>(mb) * lengths[0]) / h;
-    struct Block { const char* name; std::vector<const char*> segments; std::vector<int> ledger; };
-    const std::vector<Block> blocks = {{"input RMSNorm -> q/k/v inputs", {"input_rmsnorm", "q_k_v_proj"}, {0, 1}},
-                                       {"RoPE, attention, o_proj", {"rope", "attention", "o_proj_residual"}, {2, 3, 4, 5}},
-                                       {"post RMSNorm -> gate/up inputs", {"post_rmsnorm", "gate_up_proj"}, {6, 7}},
-                                       {"SiLU x up, down_proj", {"silu_times_up", "down_proj_residual"}, {8, 9, 10}}};
+    struct Block {
+      const char* name;
+      std::vector<const char*> segments;
+      std::vector<int> ledger;
+    };
+    const std::vector<Block> blocks = {
+        {"input RMSNorm -> q/k/v inputs", {"input_rmsnorm", "q_k_v_proj"}, {0, 1}},
+        {"RoPE, attention, o_proj", {"rope", "attention", "o_proj_residual"}, {2, 3, 4, 5}},
+        {"post RMSNorm -> gate/up inputs", {"post_rmsnorm", "gate_up_proj"}, {6, 7}},
+        {"SiLU x up, down_proj", {"silu_times_up", "down_proj_residual"}, {8, 9, 10}}};
     nlohmann::json table = nlohmann::json::array();
     for (const auto& b : blocks) {
       double m = 0, l = 0;
@@ -85,7 +93,8 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
         l += 2.0 * static_cast<double>(model.at(i).elements_per_token) / h;
         names.push_back(model.at(i).name);
       }
-      table.push_back({{"block", b.name}, {"measured_k", m}, {"ledger_k", l}, {"difference_k", m - l}, {"ledger_tensors", names}});
+      table.push_back(
+          {{"block", b.name}, {"measured_k", m}, {"ledger_k", l}, {"difference_k", m - l}, {"ledger_tensors", names}});
     }
     ctx.detail("measured_vs_ledger_by_block", table);
   }
@@ -95,8 +104,8 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
               {"bf16_eager", {{"T", lengths}, {"bytes", {e1.bytes_per_token_layer, e2.bytes_per_token_layer}}}},
               {"autocast_sdpa", {{"T", lengths[0]}, {"bytes", a1.bytes_per_token_layer}}}});
   ctx.assumption("measured on " + small.filename().string() + " (hidden " + std::to_string(sc.hidden) + ", " +
-                 std::to_string(sc.layers) + " layers), batch " + std::to_string(mb) + ", T = " +
-                 std::to_string(lengths[0]) + " and " + std::to_string(lengths[1]) +
+                 std::to_string(sc.layers) + " layers), batch " + std::to_string(mb) +
+                 ", T = " + std::to_string(lengths[0]) + " and " + std::to_string(lengths[1]) +
                  ": bytes the forward leaves live with autograd minus without, autocast weight copies excluded, per "
                  "token per layer; k carries to Llama-3-8B because the shape ratios (FFN 3.5x, GQA 4) are the same");
   // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.

@@ -27,8 +27,9 @@ static void autocast_keeps_fp32(claimcheck::Context& ctx) {
   ctx.measure_bool("softmax_output_fp32", is("softmax output", "Float"));
   ctx.measure_bool("value", params && matmuls && loss);
   ctx.detail("dtypes", seen);
-  ctx.assumption("CPU autocast to bf16 (the device here); the softmax is the eager attention's own, so its output "
-                 "can be looked at (SDPA's is inside the kernel)");
+  ctx.assumption(
+      "CPU autocast to bf16 (the device here); the softmax is the eager attention's own, so its output "
+      "can be looked at (SDPA's is inside the kernel)");
   ctx.assumption("the loss is cross_entropy on the bf16 logits without a cast: fp32 there is autocast's choice");
 #endif
 }

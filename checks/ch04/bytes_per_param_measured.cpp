@@ -25,7 +25,8 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
 
   // Run: one step in each mode.
   const train::StepMemory a = train::measure_training_step(config, "autocast", ctx.seed(), tokens, ctx.planted_fault());
-  const train::StepMemory b = train::measure_training_step(config, "bf16_master", ctx.seed(), tokens, ctx.planted_fault());
+  const train::StepMemory b =
+      train::measure_training_step(config, "bf16_master", ctx.seed(), tokens, ctx.planted_fault());
 
   // Verify: the state the allocator attributes after the step, per trainable parameter.
   auto per_param = [](const train::StepMemory& m) {
@@ -89,10 +90,11 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
     split_b[k] = v / n;
     parts_b.push_back({{"name", k}, {"value", v / n}});
   }
-  const nlohmann::json series = nlohmann::json::array(
-      {{{"name", "bf16 weights"}, {"value", 2}}, {{"name", "bf16 gradients"}, {"value", 2}},
-       {{"name", "fp32 master"}, {"value", 4}}, {{"name", "Adam m (fp32)"}, {"value", 4}},
-       {{"name", "Adam v (fp32)"}, {"value", 4}}});
+  const nlohmann::json series = nlohmann::json::array({{{"name", "bf16 weights"}, {"value", 2}},
+                                                       {{"name", "bf16 gradients"}, {"value", 2}},
+                                                       {{"name", "fp32 master"}, {"value", 4}},
+                                                       {{"name", "Adam m (fp32)"}, {"value", 4}},
+                                                       {{"name", "Adam v (fp32)"}, {"value", 4}}});
   ctx.detail("split_bytes_per_param", {{"autocast", split_a}, {"series_table", split_b}});
   ctx.detail("timeline_autocast", ch04::timeline_json(a.timeline));
   ctx.detail("timeline_series_table", ch04::timeline_json(b.timeline));
@@ -108,13 +110,17 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
                    {"statement", "value"}},  // the report draws the stated figure and what its rule accepts
                   ch04::timeline_chart("Memory timeline, autocast (fp32 weights, AdamW)", a.timeline),
                   ch04::timeline_chart("Memory timeline, the series' table (bf16 weights, fp32 master)", b.timeline)}));
-  ctx.assumption("autocast mode: fp32 parameters, bf16 autocast around the forward (cache cleared on leaving it, as "
-                 "`with torch.autocast` does), torch::optim::AdamW: the 16 B are 4 + 4 + 4 + 4, and autocast's bf16 "
-                 "weight copies (2 B) live only between forward and backward");
-  ctx.assumption("series-table mode: parameters in bf16 (so gradients in bf16), an optimizer keeping an fp32 master "
-                 "copy and fp32 m, v: 2 + 2 + 4 + 4 + 4");
-  ctx.assumption("every parameter trainable; bytes = the counting allocator's live allocations after optimizer.step(), "
-                 "attributed by the tensors that own them; " + std::to_string(tokens) + " tokens, batch 1");
+  ctx.assumption(
+      "autocast mode: fp32 parameters, bf16 autocast around the forward (cache cleared on leaving it, as "
+      "`with torch.autocast` does), torch::optim::AdamW: the 16 B are 4 + 4 + 4 + 4, and autocast's bf16 "
+      "weight copies (2 B) live only between forward and backward");
+  ctx.assumption(
+      "series-table mode: parameters in bf16 (so gradients in bf16), an optimizer keeping an fp32 master "
+      "copy and fp32 m, v: 2 + 2 + 4 + 4 + 4");
+  ctx.assumption(
+      "every parameter trainable; bytes = the counting allocator's live allocations after optimizer.step(), "
+      "attributed by the tensors that own them; " +
+      std::to_string(tokens) + " tokens, batch 1");
 #endif
 }
 CLAIMCHECK_REGISTER(bytes_per_param_measured).claim("ch04.bytes_per_param_measured");

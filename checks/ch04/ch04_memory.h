@@ -10,7 +10,8 @@
 namespace ch04 {
 
 // details.stacked entry: bars = phases, parts = categories, in MB (10^6 bytes).
-inline nlohmann::json timeline_chart(const std::string& title, const std::vector<claimcheck::train::MemorySnapshot>& t) {
+inline nlohmann::json timeline_chart(const std::string& title,
+                                     const std::vector<claimcheck::train::MemorySnapshot>& t) {
   nlohmann::json bars = nlohmann::json::array();
   for (const auto& s : t) {
     nlohmann::json parts = nlohmann::json::array();

@@ -39,8 +39,9 @@ static void checkpointing_compute(claimcheck::Context& ctx) {
     ctx.detail("autocast_grads", {{"max_abs_diff", a.grad_max_abs_diff}, {"scale", a.grad_scale}});
   }
   if (precision == "fp32")
-    ctx.assumption("fp32 here, not bf16: this CPU has no native bf16, and its bf16 backward runs many times its "
-                   "forward, which hides the recompute (see the expected file)");
+    ctx.assumption(
+        "fp32 here, not bf16: this CPU has no native bf16, and its bf16 backward runs many times its "
+        "forward, which hides the recompute (see the expected file)");
 #endif
 }
 CLAIMCHECK_REGISTER(checkpointing_compute).claim("ch04.checkpointing_compute");

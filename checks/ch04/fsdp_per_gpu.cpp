@@ -14,8 +14,8 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   const int shards = ctx.input("gpus").get<int>();
 
   // Run: the full fine-tune state sharded evenly (FSDP full shard / ZeRO-3).
-  const double state = static_cast<double>(ref::count_params(cfg).total()) *
-                       ref::bytes_per_param(ref::mixed_precision_adamw_state());
+  const double state =
+      static_cast<double>(ref::count_params(cfg).total()) * ref::bytes_per_param(ref::mixed_precision_adamw_state());
   const double per_gpu = state / shards;
 
   // Verify.
@@ -35,7 +35,8 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
       ctx, "checks/ch04/fsdp_per_gpu.py",
       {"--config", ctx.input_path("measure_config").string(), "--world", std::to_string(shards), "--backend", "gloo"});
   if (r.contains("skip")) {
-    ctx.pending("the measured part (FSDP2 over " + std::to_string(shards) + " processes): " + r["skip"].get<std::string>());
+    ctx.pending("the measured part (FSDP2 over " + std::to_string(shards) +
+                " processes): " + r["skip"].get<std::string>());
     return;
   }
   claimcheck::forward_driver_result(ctx, r);

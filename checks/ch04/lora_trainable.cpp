@@ -25,8 +25,7 @@ static void lora_trainable(claimcheck::Context& ctx) {
   ctx.alternative("attention only (q, k, v, o)",
                   static_cast<double>(ref::lora_trainable(cfg, r, {"q_proj", "k_proj", "v_proj", "o_proj"})) / 1e6,
                   "M params", "the original LoRA paper's choice");
-  ctx.alternative("q and v only",
-                  static_cast<double>(ref::lora_trainable(cfg, r, {"q_proj", "v_proj"})) / 1e6, "M params",
-                  "PEFT's default target_modules for Llama");
+  ctx.alternative("q and v only", static_cast<double>(ref::lora_trainable(cfg, r, {"q_proj", "v_proj"})) / 1e6,
+                  "M params", "PEFT's default target_modules for Llama");
 }
 CLAIMCHECK_REGISTER(lora_trainable).claim("ch04.lora_trainable");

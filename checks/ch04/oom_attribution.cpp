@@ -1,5 +1,5 @@
-// ch04.oom_attribution — 「OOM 按爆的时机归因：加载后 → 权重；第一步 backward 后 → 梯度 + 状态；加了 LoRA 还 OOM → 看激活」
-// Three runs of the Llama-shaped decoder under a cap on the counting allocator, which then throws PyTorch's
+// ch04.oom_attribution — 「OOM 按爆的时机归因：加载后 → 权重；第一步 backward 后 → 梯度 + 状态；加了 LoRA 还 OOM →
+// 看激活」 Three runs of the Llama-shaped decoder under a cap on the counting allocator, which then throws PyTorch's
 // out-of-memory error. Each cap is a multiple of the model's fp32 weights, counted by the ledger from the config.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
@@ -22,7 +22,8 @@ static void oom_attribution(claimcheck::Context& ctx) {
   const auto config = ctx.input_path("config");
   const double weights = static_cast<double>(ref::count_params(ref::load_model_config(config)).total()) * 4;
   const nlohmann::json& runs = ctx.input("runs");
-  if (!runs.is_array() || runs.empty()) throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.runs': expected a list of runs");
+  if (!runs.is_array() || runs.empty())
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.runs': expected a list of runs");
 
   // Run and verify: where each error lands, and what grew since the model was loaded.
   bool all = true;
@@ -32,7 +33,8 @@ static void oom_attribution(claimcheck::Context& ctx) {
     const std::string where = "inputs.runs[" + name + "]";
     const auto& capj = run.at("cap_x_weights");
     if (!capj.is_number() || !std::isfinite(capj.get<double>()) || capj.get<double>() <= 0)
-      throw std::invalid_argument(ctx.claim_id() + ": field '" + where + ".cap_x_weights': must be a positive number, got " + capj.dump());
+      throw std::invalid_argument(ctx.claim_id() + ": field '" + where +
+                                  ".cap_x_weights': must be a positive number, got " + capj.dump());
     const auto cap = static_cast<std::int64_t>(capj.get<double>() * weights);
     const auto r = train::oom_run(config, scenario, cap, ctx.seed(), run.at("tokens").get<int>(), ctx.planted_fault());
     const auto expected_phases = run.at("phases").get<std::vector<std::string>>();
@@ -40,7 +42,8 @@ static void oom_attribution(claimcheck::Context& ctx) {
     // Growth since load (or everything, when the load itself failed), the request included in its phase's owner.
     const auto& at = r.timeline.back();
     std::map<std::string, double> grew;
-    const train::MemorySnapshot* load = r.timeline.size() > 1 && r.timeline.front().phase == "load" ? &r.timeline.front() : nullptr;
+    const train::MemorySnapshot* load =
+        r.timeline.size() > 1 && r.timeline.front().phase == "load" ? &r.timeline.front() : nullptr;
     double total = 0, by_named = 0;
     for (const auto& [cat, b] : at.bytes) {
       grew[cat] = static_cast<double>(b) - (load ? static_cast<double>(load->bytes.at(cat)) : 0.0);
@@ -48,14 +51,22 @@ static void oom_attribution(claimcheck::Context& ctx) {
     }
     for (const auto& n : named) by_named += std::max(0.0, grew[n]);
     const double share = total > 0 ? by_named / total : 0;
-    const bool phase_ok = r.oom && std::find(expected_phases.begin(), expected_phases.end(), r.phase) != expected_phases.end();
+    const bool phase_ok =
+        r.oom && std::find(expected_phases.begin(), expected_phases.end(), r.phase) != expected_phases.end();
     const bool ok = phase_ok && share > 0.5;
     all = all && ok;
     ctx.measure_bool(name + "_oom_in_expected_phase", phase_ok);
     ctx.measure(name + "_share_of_named_categories", 100 * share, "%");
-    table.push_back({{"run", name}, {"scenario", scenario}, {"cap_bytes", cap}, {"oom", r.oom}, {"phase", r.phase},
-                     {"expected_phases", expected_phases}, {"series_names", named}, {"message", r.message},
-                     {"requested_bytes", r.requested}, {"growth_since_load_bytes", grew},
+    table.push_back({{"run", name},
+                     {"scenario", scenario},
+                     {"cap_bytes", cap},
+                     {"oom", r.oom},
+                     {"phase", r.phase},
+                     {"expected_phases", expected_phases},
+                     {"series_names", named},
+                     {"message", r.message},
+                     {"requested_bytes", r.requested},
+                     {"growth_since_load_bytes", grew},
                      {"timeline", ch04::timeline_json(r.timeline)}});
     nlohmann::json chart = ch04::timeline_chart(
         "OOM run '" + name + "' (cap " + std::to_string(cap / 1000000) + " MB): live bytes by phase, then at the error",
@@ -66,10 +77,12 @@ static void oom_attribution(claimcheck::Context& ctx) {
   ctx.measure_bool("value", all);
   ctx.detail("runs", table);
   ctx.detail("stacked", charts);
-  ctx.assumption("a run 'attributes' its OOM to the series' category when the error comes in the named phase and "
-                 "that category holds more than half of the bytes added since the model was loaded");
-  ctx.assumption("the cap is on the counting allocator (every LibTorch CPU tensor): it throws c10::OutOfMemoryError, "
-                 "PyTorch's own out-of-memory error; caps are multiples of the fp32 weights the ledger counts");
+  ctx.assumption(
+      "a run 'attributes' its OOM to the series' category when the error comes in the named phase and "
+      "that category holds more than half of the bytes added since the model was loaded");
+  ctx.assumption(
+      "the cap is on the counting allocator (every LibTorch CPU tensor): it throws c10::OutOfMemoryError, "
+      "PyTorch's own out-of-memory error; caps are multiples of the fp32 weights the ledger counts");
 #endif
 }
 CLAIMCHECK_REGISTER(oom_attribution).claim("ch04.oom_attribution");

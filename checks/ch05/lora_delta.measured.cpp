@@ -28,11 +28,17 @@ static void lora_delta_vs_peft(claimcheck::Context& ctx) {
     const auto file = dir.path() / (name + ".safetensors");
     claimcheck::train::export_lora_run(k, ctx.seed() + static_cast<std::uint64_t>(i++), file, ctx.planted_fault());
     char spec[512];
-    std::snprintf(spec, sizeof spec, "%s:%d:%.17g:%d:%.17g:%.17g:%s", name.c_str(), k.r, k.alpha, k.rslora ? 1 : 0, k.lr,
-                  k.weight_decay, file.c_str());
+    std::snprintf(spec, sizeof spec, "%s:%d:%.17g:%d:%.17g:%.17g:%s", name.c_str(), k.r, k.alpha, k.rslora ? 1 : 0,
+                  k.lr, k.weight_decay, file.c_str());
     args.insert(args.end(), {"--case", spec});
-    cases.push_back({{"name", name}, {"r", k.r}, {"alpha", k.alpha}, {"alpha_over_r", k.alpha / k.r}, {"use_rslora", k.rslora},
-                     {"in", k.in}, {"out", k.out}, {"adamw_lr", k.lr}});
+    cases.push_back({{"name", name},
+                     {"r", k.r},
+                     {"alpha", k.alpha},
+                     {"alpha_over_r", k.alpha / k.r},
+                     {"use_rslora", k.rslora},
+                     {"in", k.in},
+                     {"out", k.out},
+                     {"adamw_lr", k.lr}});
   }
   const nlohmann::json r = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py", args);
   if (r.contains("skip")) {
@@ -41,8 +47,9 @@ static void lora_delta_vs_peft(claimcheck::Context& ctx) {
   }
   claimcheck::forward_driver_result(ctx, r);
   ctx.detail("peft_cases", cases);
-  ctx.assumption("against peft: one nn.Linear with bias, LoraConfig(r, lora_alpha, use_rslora, dropout 0) per case; "
-                 "AdamW on A and B only, the base frozen");
+  ctx.assumption(
+      "against peft: one nn.Linear with bias, LoraConfig(r, lora_alpha, use_rslora, dropout 0) per case; "
+      "AdamW on A and B only, the base frozen");
 #else
   (void)ctx;
 #endif

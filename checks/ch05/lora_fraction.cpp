@@ -22,7 +22,7 @@ static void lora_fraction(claimcheck::Context& ctx) {
   ctx.measure("trainable", trainable / 1e6, "M params");
   ctx.assumption("LoRA r = " + std::to_string(lora.at("r").get<int>()) +
                  " on all seven linear projections; denominator = the base model's parameters");
-  ctx.alternative("denominator = base + adapter (PEFT's print_trainable_parameters)", 100.0 * trainable / (base + trainable),
-                  "%", "PEFT counts the adapter in 'all params'");
+  ctx.alternative("denominator = base + adapter (PEFT's print_trainable_parameters)",
+                  100.0 * trainable / (base + trainable), "%", "PEFT counts the adapter in 'all params'");
 }
 CLAIMCHECK_REGISTER(lora_fraction).claim("ch05.lora_fraction");

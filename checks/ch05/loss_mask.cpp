@@ -57,8 +57,10 @@ static void loss_mask(claimcheck::Context& ctx) {
   for (std::int64_t i = 0; i < r.rows; ++i)
     for (std::int64_t t = 0; t < r.positions; ++t) {
       const double g = r.grad_max[static_cast<std::size_t>(i * r.positions + t)];
-      if (nll.looks[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)]) unmasked_min = std::min(unmasked_min, g);
-      else masked_grad = std::max(masked_grad, g);
+      if (nll.looks[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)])
+        unmasked_min = std::min(unmasked_min, g);
+      else
+        masked_grad = std::max(masked_grad, g);
     }
   ctx.measure(std::fabs(r.loss - nll.mean), "abs error");
   ctx.measure("token_mismatches", static_cast<double>(token_mismatches), "count");
@@ -68,13 +70,18 @@ static void loss_mask(claimcheck::Context& ctx) {
   ctx.detail("positions", positions);
   ctx.detail("targets", nll.count);
   ctx.detail("loss", {{"project", r.loss}, {"answer_key", nll.mean}});
-  ctx.detail("batch", {{"rows", r.rows}, {"positions", r.positions}, {"padded_rows", padded}, {"longest", longest},
-                       {"shortest", shortest}, {"multi_turn", multi_turn}});
+  ctx.detail("batch", {{"rows", r.rows},
+                       {"positions", r.positions},
+                       {"padded_rows", padded},
+                       {"longest", longest},
+                       {"shortest", shortest},
+                       {"multi_turn", multi_turn}});
   ctx.detail("template", key.value("details", nlohmann::json::object()));
-  ctx.assumption("targets from Qwen2.5's own chat template (reference/data/chat), rendered by jinja2 as transformers "
-                 "does; answers found turn by turn (each answer's content and its <|im_end|>); the text tokenised as "
-                 "bytes plus <|im_start|> and <|im_end|>; random logits over the 258-token vocabulary; the reference "
-                 "mean in fp64 from the targets alone");
+  ctx.assumption(
+      "targets from Qwen2.5's own chat template (reference/data/chat), rendered by jinja2 as transformers "
+      "does; answers found turn by turn (each answer's content and its <|im_end|>); the text tokenised as "
+      "bytes plus <|im_start|> and <|im_end|>; random logits over the 258-token vocabulary; the reference "
+      "mean in fp64 from the targets alone");
 #endif
 }
 CLAIMCHECK_REGISTER(loss_mask).claim("ch05.loss_mask");

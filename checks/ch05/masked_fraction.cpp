@@ -50,8 +50,9 @@ static void masked_fraction(claimcheck::Context& ctx) {
   ctx.detail("per_conversation_fraction", per);
   ctx.detail("answer_key_fraction", key_per);
   ctx.detail("example", T::decode_bytes(T::encode_chat(convs.front()).tokens));
-  ctx.assumption("byte-level tokens stand in for Qwen's BPE (the share, not the count, is what carries over); "
-                 "system prompt, user turn and template tokens are masked, the answer and its <|im_end|> are not");
+  ctx.assumption(
+      "byte-level tokens stand in for Qwen's BPE (the share, not the count, is what carries over); "
+      "system prompt, user turn and template tokens are masked, the answer and its <|im_end|> are not");
 }
 CLAIMCHECK_REGISTER(masked_fraction)
     .claim("ch05.masked_fraction")

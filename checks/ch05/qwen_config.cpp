@@ -15,7 +15,10 @@ static void qwen_config(claimcheck::Context& ctx) {
   ctx.measure("hidden", static_cast<double>(cfg.hidden), "count");
   ctx.measure("vocab", static_cast<double>(cfg.vocab), "count");
   ctx.measure_bool("tie_word_embeddings", cfg.tie_embeddings);
-  ctx.detail("also_read", {{"heads", cfg.heads}, {"kv_heads", cfg.kv_heads}, {"head_dim", cfg.head_dim},
-                           {"intermediate", cfg.intermediate}, {"qkv_bias", cfg.qkv_bias}});
+  ctx.detail("also_read", {{"heads", cfg.heads},
+                           {"kv_heads", cfg.kv_heads},
+                           {"head_dim", cfg.head_dim},
+                           {"intermediate", cfg.intermediate},
+                           {"qkv_bias", cfg.qkv_bias}});
 }
 CLAIMCHECK_REGISTER(qwen_config).claim("ch05.qwen_config");

@@ -20,8 +20,10 @@ static void qwen_params(claimcheck::Context& ctx) {
   // Verify.
   ctx.measure(static_cast<double>(p.total()) / 1e6, "M params");
   ctx.measure("exact", static_cast<double>(p.total()), "params");
-  ctx.detail("breakdown", {{"embedding (tied with lm_head)", p.embedding}, {"per_layer", p.per_layer()},
-                           {"layers", p.layers}, {"final_norm", p.final_norm}});
+  ctx.detail("breakdown", {{"embedding (tied with lm_head)", p.embedding},
+                           {"per_layer", p.per_layer()},
+                           {"layers", p.layers},
+                           {"final_norm", p.final_norm}});
   ctx.assumption("tied embeddings count once; q/k/v biases included (Qwen2)");
   ctx.alternative("non-embedding parameters", static_cast<double>(p.total() - p.embedding) / 1e6, "M params",
                   "what the model card calls non-embedding");

@@ -47,7 +47,8 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   }
   const auto h = claimcheck::ref::answer_entropy(claimcheck::ref::chatml_targets(convs));
   const std::size_t k = std::min<std::size_t>(5, r.losses.size());
-  const double tail = std::accumulate(r.losses.end() - static_cast<long>(k), r.losses.end(), 0.0) / static_cast<double>(k);
+  const double tail =
+      std::accumulate(r.losses.end() - static_cast<long>(k), r.losses.end(), 0.0) / static_cast<double>(k);
   ctx.measure_bool("uses_the_prompt", tail < h.prompt_blind);
   ctx.measure("last_steps_mean", tail, "nats");
   ctx.measure("prompt_blind_entropy", h.prompt_blind, "nats");
@@ -61,8 +62,9 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
                        {"log_x", false},
                        {"statement", "value"},
                        {"series", {{{"name", "SFT loss"}, {"y", r.losses}}}}});
-  ctx.assumption("a 2-layer decoder trained from scratch on generated Q&A (the series fine-tunes Qwen2.5-0.5B); "
-                 "byte vocabulary of 258, so the first loss is about ln 258 = 5.55 (the series: 5.3)");
+  ctx.assumption(
+      "a 2-layer decoder trained from scratch on generated Q&A (the series fine-tunes Qwen2.5-0.5B); "
+      "byte vocabulary of 258, so the first loss is about ln 258 = 5.55 (the series: 5.3)");
 #endif
 }
 CLAIMCHECK_REGISTER(sft_loss_drop).claim("ch05.sft_loss_drop").derives("first_loss", claimcheck::Source::under_test);

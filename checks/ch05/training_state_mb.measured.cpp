@@ -10,8 +10,10 @@ static void training_state_mb_allocated(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   const auto m = ch05::measure_qwen_lora(ctx);
   ctx.measure("allocator", ref::megabytes(static_cast<double>(m.state_bytes)), "MB");
-  ctx.detail("allocator_breakdown_bytes", {{"lora_parameters", m.lora_param_bytes}, {"gradients", m.grad_bytes},
-                                           {"adamw_state", m.optimizer_bytes}, {"total", m.state_bytes}});
+  ctx.detail("allocator_breakdown_bytes", {{"lora_parameters", m.lora_param_bytes},
+                                           {"gradients", m.grad_bytes},
+                                           {"adamw_state", m.optimizer_bytes},
+                                           {"total", m.state_bytes}});
   ctx.detail("step_seconds", m.step_seconds);
 #else
   (void)ctx;

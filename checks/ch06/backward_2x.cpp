@@ -1,6 +1,6 @@
 // ch06.backward_2x — 「反向 ≈ 2 × 前向」: a GEMM-dominated block (the layers of a Llama-shaped decoder, fp32, the
-// input requiring grad) in LibTorch: backward time over forward time, the median of each step's ratio. Each forward GEMM
-// has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
+// input requiring grad) in LibTorch: backward time over forward time, the median of each step's ratio. Each forward
+// GEMM has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/check.h"
@@ -28,8 +28,10 @@ static void backward_2x(claimcheck::Context& ctx) {
   claimcheck::train::BlockStepOn on;
   on.threads = 1;
   on.cpu_clock = true;
-  if (gpu) on = {true, true, ch06::positive_int(ctx, "gpu_layers", 128)};
-  else if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
+  if (gpu)
+    on = {true, true, ch06::positive_int(ctx, "gpu_layers", 128)};
+  else if (ctx.hardware().gpu)
+    ctx.detail("gpu_form", "not run: " + no_cuda);
   if (!gpu) ch06::gpu::note_cpu_in_place_of_gpu(ctx, ctx.hardware().gpu ? no_cuda : ctx.hardware().gpu_absent_reason);
 
   // Run.
@@ -38,16 +40,20 @@ static void backward_2x(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(r.backward_over_forward, "ratio");
-  ctx.detail("ms", {{"forward", r.forward_s * 1e3}, {"backward", r.backward_s * 1e3}, {"step", r.step_s * 1e3},
+  ctx.detail("ms", {{"forward", r.forward_s * 1e3},
+                    {"backward", r.backward_s * 1e3},
+                    {"step", r.step_s * 1e3},
                     {"clock", gpu ? "wall, the queue drained" : "the process's CPU time"}});
   ctx.detail("forward_gflop", r.forward_flops / 1e9);
   ctx.assumption(std::to_string(r.layers) + " decoder layers of " + ctx.input_path(config).filename().string() +
-                 " in " + r.dtype + " on " + (gpu ? "the GPU (LibTorch CUDA, each phase timed with the queue drained)"
-                                                  : std::to_string(r.threads) + " CPU intra-op thread, each phase in "
+                 " in " + r.dtype + " on " +
+                 (gpu ? "the GPU (LibTorch CUDA, each phase timed with the queue drained)"
+                      : std::to_string(r.threads) + " CPU intra-op thread, each phase in "
                                                     "CPU seconds") +
-                 ", a [" + std::to_string(batch) + ", " + std::to_string(tokens) + "] input that requires grad (so the "
-                 "first layer also computes dX), fused SDPA attention; the median over " + std::to_string(repeats) +
-                 " steps of each one's backward / forward");
+                 ", a [" + std::to_string(batch) + ", " + std::to_string(tokens) +
+                 "] input that requires grad (so the "
+                 "first layer also computes dX), fused SDPA attention; the median over " +
+                 std::to_string(repeats) + " steps of each one's backward / forward");
 #endif
 }
 CLAIMCHECK_REGISTER(backward_2x).claim("ch06.backward_2x");

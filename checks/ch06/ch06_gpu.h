@@ -22,7 +22,8 @@ namespace C = claimcheck::kernels::cuda;
 inline void note_cpu_in_place_of_gpu(claimcheck::Context& ctx, const std::string& why) {
   const auto& hw = ctx.hardware();
   if (!hw.gpu_on_host.empty() || hw.gpu)
-    ctx.assumption("measured on the CPU in place of the GPU (" + (hw.gpu ? hw.gpu->name : hw.gpu_on_host) + "): " + why);
+    ctx.assumption("measured on the CPU in place of the GPU (" + (hw.gpu ? hw.gpu->name : hw.gpu_on_host) +
+                   "): " + why);
 }
 
 // The GPU form runs where the probe found a CUDA device (in a build with CUDA) that this build has code for; a device
@@ -54,7 +55,8 @@ inline C::GemmResult gemm_peak(claimcheck::Context& ctx) {
   K::parse_roofline_fault(ctx.planted_fault(), &faults);
   const C::GemmResult g = C::gemm_peak_bf16(20, faults);
   if (g.max_rel_err > 1e-2)
-    throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " + std::to_string(g.max_rel_err));
+    throw std::runtime_error("cuBLAS's bf16 GEMM probe is off its fp64 dot products by " +
+                             std::to_string(g.max_rel_err));
   return g;
 }
 
@@ -79,9 +81,12 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_peak = true) {
 }
 
 inline nlohmann::json roof_json(const Roof& r) {
-  return {{"device", r.device},           {"read_gb_s", r.read / 1e9},
-          {"copy_gb_s", r.copy / 1e9},    {"theoretical_gb_s", r.theory_bw / 1e9},
-          {"bf16_gemm_tflops", r.peak / 1e12}, {"ridge_flop_per_byte", r.peak > 0 ? r.ridge() : 0.0},
+  return {{"device", r.device},
+          {"read_gb_s", r.read / 1e9},
+          {"copy_gb_s", r.copy / 1e9},
+          {"theoretical_gb_s", r.theory_bw / 1e9},
+          {"bf16_gemm_tflops", r.peak / 1e12},
+          {"ridge_flop_per_byte", r.peak > 0 ? r.ridge() : 0.0},
           {"gemm_max_rel_err", r.gemm_rel_err}};
 }
 inline K::DecodeShape shape(claimcheck::Context& ctx, int layers) {

@@ -38,15 +38,15 @@ namespace ch06 {
 // thread's peak stayed at 93-95 GFLOP/s throughout). That is the machine of the moment, reported as
 // cores_delivered, not a fault of the probe.
 struct Engine {
-  std::string name;          // "fp32 FMA", "bf16 dot products", "AMX bf16 tiles"
-  std::string isa;           // what the probe ran ("avx2", "avx512", "avx512_bf16", "amx_bf16", ...)
-  double peak = 0;           // measured FLOP/s, all threads
-  double peak_one = 0;       // measured FLOP/s, one thread
-  double theory = 0;         // cores x clock x FLOP per cycle per core; 0 where the table does not know this CPU
-  double theory_one = 0;     // one core's
+  std::string name;           // "fp32 FMA", "bf16 dot products", "AMX bf16 tiles"
+  std::string isa;            // what the probe ran ("avx2", "avx512", "avx512_bf16", "amx_bf16", ...)
+  double peak = 0;            // measured FLOP/s, all threads
+  double peak_one = 0;        // measured FLOP/s, one thread
+  double theory = 0;          // cores x clock x FLOP per cycle per core; 0 where the table does not know this CPU
+  double theory_one = 0;      // one core's
   double flop_per_cycle = 0;  // per core, the table's figure held against
-  bool lower_bound = false;  // the table's figure is a floor (the vendor publishes no rate): no upper check
-  std::string why_not;       // where the engine is absent or its probe could not run
+  bool lower_bound = false;   // the table's figure is a floor (the vendor publishes no rate): no upper check
+  std::string why_not;        // where the engine is absent or its probe could not run
   double share() const { return theory_one > 0 ? peak_one / theory_one : 0; }  // the probe's validation
   double share_all() const { return theory > 0 ? peak / theory : 0; }
   double cores_delivered() const { return peak_one > 0 ? peak / peak_one : 0; }
@@ -63,8 +63,8 @@ struct Roof {
   double theory_loaded = 0;  // the same at the clock measured under load
   std::vector<Engine> engines;  // fp32 FMA first, then bf16 dot products and AMX tiles where measured
   int threads = 0;
-  int cores = 0;  // physical
-  int probe_attempts = 1;  // the FMA probe's attempts (more than one where it first read below kProbeFloor)
+  int cores = 0;             // physical
+  int probe_attempts = 1;    // the FMA probe's attempts (more than one where it first read below kProbeFloor)
   K::RooflineFaults faults;  // planted by a test (the probe's own faults)
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
@@ -109,8 +109,8 @@ constexpr double kFurtherEngineFloor = 0.5;
 
 // The clock under load, both chains agreeing within 10% (the higher of the readings before and after the peak
 // probe for each chain). Throws where they disagree: one of them is being shortcut by this core.
-inline double agreed_clock(const std::string& id, K::ClockReading& into, const K::ClockReading& a, const K::ClockReading& b,
-                           int threads) {
+inline double agreed_clock(const std::string& id, K::ClockReading& into, const K::ClockReading& a,
+                           const K::ClockReading& b, int threads) {
   into = a;
   for (int i = 0; i < 2; ++i) into.hz[i] = std::max(a.hz[i], b.hz[i]);
   // A disagreement that a moment's load made goes away when measured again; a chain a core shortcuts stays.
@@ -172,9 +172,10 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
   }
   if (with_bandwidth) r.bw = K::measure_bandwidth(r.threads, 0, 5, faults);
   if (figs == r.uarch.fp32_flop_per_cycle.end()) {
-    fp32.why_not = r.uarch.known() ? "the table has no fp32 figure for " + isa + " on " + r.uarch.name
-                                   : "no rule of the microarchitecture table names this CPU (" + r.cpu.vendor + " family " +
-                                         std::to_string(r.cpu.family) + " model " + std::to_string(r.cpu.model) + ")";
+    fp32.why_not = r.uarch.known()
+                       ? "the table has no fp32 figure for " + isa + " on " + r.uarch.name
+                       : "no rule of the microarchitecture table names this CPU (" + r.cpu.vendor + " family " +
+                             std::to_string(r.cpu.family) + " model " + std::to_string(r.cpu.model) + ")";
   }
   r.engines.push_back(fp32);
   if (with_engines) {
@@ -197,7 +198,8 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
       e.theory_one = e.theory / r.cores;
       e.why_not = amx.why_not;
       if (amx.peak.flops_per_s > 0 && (!amx.exact || !amx1.exact))
-        throw std::runtime_error(ctx.claim_id() + ": the AMX probe's accumulators missed their closed form (a probe that "
+        throw std::runtime_error(ctx.claim_id() +
+                                 ": the AMX probe's accumulators missed their closed form (a probe that "
                                  "skipped work): not a roof");
       r.engines.push_back(e);
     }
@@ -215,8 +217,11 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
 }
 
 inline nlohmann::json engine_json(const Engine& e) {
-  nlohmann::json j = {{"engine", e.name}, {"isa", e.isa}, {"peak_gflops", e.peak / 1e9},
-                      {"one_thread_gflops", e.peak_one / 1e9}, {"cores_delivered", e.cores_delivered()}};
+  nlohmann::json j = {{"engine", e.name},
+                      {"isa", e.isa},
+                      {"peak_gflops", e.peak / 1e9},
+                      {"one_thread_gflops", e.peak_one / 1e9},
+                      {"cores_delivered", e.cores_delivered()}};
   if (e.theory > 0) {
     j["theoretical_gflops"] = e.theory / 1e9;
     j["flop_per_cycle_per_core"] = e.flop_per_cycle;

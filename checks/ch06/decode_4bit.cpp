@@ -22,8 +22,10 @@ static void decode_4bit(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(q4 / bf16, "ratio");
-  ctx.assumption("format: " + q.name + "; decode stays memory-bound at 4 bits (intensity 4 FLOP/byte, still far "
-                 "left of the ridge of " + std::to_string(hw.ridge()) + ")");
+  ctx.assumption("format: " + q.name +
+                 "; decode stays memory-bound at 4 bits (intensity 4 FLOP/byte, still far "
+                 "left of the ridge of " +
+                 std::to_string(hw.ridge()) + ")");
   for (const char* alt : {"alt_flat", "alt_bnb"}) {
     const ref::QuantFormat a = ref::load_quant_format(ctx.input_path(alt));
     ctx.alternative(a.name, ref::quantized_weight_bytes(cfg, a) / bf16, "ratio",
@@ -54,9 +56,13 @@ static void decode_4bit(claimcheck::Context& ctx) {
     ctx.measure("time_ratio_over_byte_ratio", t4 / t16 / byte_ratio, "ratio");
     ctx.measure("nf4_gb_s", c4.weight_bytes() / t4 / 1e9, "GB/s");
     ctx.measure("bf16_gb_s", c16.weight_bytes() / t16 / 1e9, "GB/s");
-    ctx.detail("ms", {{"bf16", t16 * 1e3}, {"nf4", t4 * 1e3}, {"bf16_mb", c16.weight_bytes() / 1e6},
-                      {"nf4_mb", c4.weight_bytes() / 1e6}, {"device", G::C::device_summary()}});
-    ctx.assumption("measured on " + G::C::device_summary() + ": " + std::to_string(shape.layers) + " Llama-3-8B-shaped "
+    ctx.detail("ms", {{"bf16", t16 * 1e3},
+                      {"nf4", t4 * 1e3},
+                      {"bf16_mb", c16.weight_bytes() / 1e6},
+                      {"nf4_mb", c4.weight_bytes() / 1e6},
+                      {"device", G::C::device_summary()}});
+    ctx.assumption("measured on " + G::C::device_summary() + ": " + std::to_string(shape.layers) +
+                   " Llama-3-8B-shaped "
                    "layers and the lm_head, each chain's step in a CUDA graph, the best of 3 interleaved medians of " +
                    std::to_string(steps) + " replays; NF4 = 4 bits + one fp32 absmax per 64 weights (" +
                    std::to_string(byte_ratio) + " of bf16's bytes), dequantised in registers");
@@ -106,8 +112,11 @@ static void decode_4bit(claimcheck::Context& ctx) {
   ctx.measure("measured_byte_ratio", byte_ratio, "ratio");
   ctx.measure("nf4_gb_s", static_cast<double>(s4.weight_bytes()) / t4 / 1e9, "GB/s");
   ctx.measure("bf16_gb_s", static_cast<double>(s16.weight_bytes()) / t16 / 1e9, "GB/s");
-  ctx.detail("ms", {{"bf16", t16 * 1e3}, {"nf4", t4 * 1e3}, {"bf16_mb", s16.weight_bytes() / 1e6},
-                    {"nf4_mb", s4.weight_bytes() / 1e6}, {"kernel_isa", ch06::K::gemv_simd_path()}});
+  ctx.detail("ms", {{"bf16", t16 * 1e3},
+                    {"nf4", t4 * 1e3},
+                    {"bf16_mb", s16.weight_bytes() / 1e6},
+                    {"nf4_mb", s4.weight_bytes() / 1e6},
+                    {"kernel_isa", ch06::K::gemv_simd_path()}});
   ctx.detail("pair_ratios", ratios);
   ctx.assumption("the machine's balance: the NF4 step's floor " + ch06::fmt3(nf4_memory_floor * 1e3) +
                  " ms at the read roof (" + ch06::fmt3(roofs.read / 1e9) + " GB/s) or " +

@@ -20,8 +20,9 @@ static void decode_intensity(claimcheck::Context& ctx) {
   ctx.measure(intensity, "FLOP/byte");
   ctx.measure_bool("memory_bound", intensity < hw.ridge());
   ctx.measure("knee_batch", hw.ridge() / intensity, "count");
-  ctx.assumption("2 FLOP per parameter per token, every bf16 weight read once per step; a batch of B tokens "
-                 "reuses each weight B times, so intensity ~ B until the ridge");
+  ctx.assumption(
+      "2 FLOP per parameter per token, every bf16 weight read once per step; a batch of B tokens "
+      "reuses each weight B times, so intensity ~ B until the ridge");
   ctx.alternative("matmul FLOPs only (no embedding lookup FLOPs)",
                   2.0 * static_cast<double>(ref::count_params(cfg).total() - ref::count_params(cfg).embedding) / bytes,
                   "FLOP/byte", "the lookup moves bytes but does no multiply-adds");

@@ -17,8 +17,9 @@ static void decode_ms(claimcheck::Context& ctx) {
   ctx.measure(seconds * 1e3, "ms");
   ctx.measure("tokens_per_s", 1.0 / seconds, "token/s");
   ctx.measure("weight_bytes", ref::gigabytes(bytes), "GB");
-  ctx.assumption("batch 1; every bf16 weight read once per token, the whole embedding table included; "
-                 "KV cache reads ignored (short context); bandwidth = the spec's peak");
+  ctx.assumption(
+      "batch 1; every bf16 weight read once per token, the whole embedding table included; "
+      "KV cache reads ignored (short context); bandwidth = the spec's peak");
   ref::DecodeModel row;
   row.whole_embedding_table = false;
   ctx.alternative("embedding lookup reads one row", ref::decode_bytes_per_token(cfg, row) / hw.bandwidth * 1e3, "ms",

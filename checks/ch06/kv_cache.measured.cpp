@@ -16,11 +16,17 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
   const int tokens = ctx.input("tokens").get<int>();
   const auto m = claimcheck::train::allocate_kv_cache(ctx.input_path("config"), tokens, ctx.planted_fault());
   ctx.measure("measured", static_cast<double>(m.bytes) / tokens / 1e3, "KB");
-  ctx.detail("allocated", {{"bytes", m.bytes}, {"tokens", m.tokens}, {"tensors", m.tensors}, {"layers", m.layers},
-                           {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}});
+  ctx.detail("allocated", {{"bytes", m.bytes},
+                           {"tokens", m.tokens},
+                           {"tensors", m.tensors},
+                           {"layers", m.layers},
+                           {"kv_heads", m.kv_heads},
+                           {"head_dim", m.head_dim}});
   ctx.assumption("measured: " + std::to_string(m.tensors) + " bf16 tensors [1, " + std::to_string(m.kv_heads) + ", " +
-                 std::to_string(tokens) + ", " + std::to_string(m.head_dim) + "] allocated through the counting "
-                 "allocator (" + std::to_string(m.bytes) + " bytes), divided by the tokens");
+                 std::to_string(tokens) + ", " + std::to_string(m.head_dim) +
+                 "] allocated through the counting "
+                 "allocator (" +
+                 std::to_string(m.bytes) + " bytes), divided by the tokens");
 
   // The cache in use: the decoder's cached greedy decode (a long prompt, then one token at a time) against
   // transformers' own cache (past_key_values) on the same weights, on the config scaled by inputs.reference_overrides;

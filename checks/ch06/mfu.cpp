@@ -27,14 +27,21 @@ static void mfu_gpu(claimcheck::Context& ctx) {
   // The same ceiling as on a CPU: the stack's own GEMM (cuBLAS, bf16, 8192^3) as a share of the peak MFU is against.
   ctx.derive("library_gemm_pct", 100 * peak_flops / spec.peak_flops, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / spec.peak_flops, "%");
-  ctx.detail("block", {{"step_ms", block.step_s * 1e3}, {"gflop", block_flops / 1e9},
+  ctx.detail("block", {{"step_ms", block.step_s * 1e3},
+                       {"gflop", block_flops / 1e9},
                        {"achieved_tflops", block_flops / block.step_s / 1e12}});
-  ctx.detail("roof", {{"bf16_gemm_tflops", peak_flops / 1e12}, {"datasheet_tflops", spec.peak_flops / 1e12},
-                      {"datasheet", spec.name}, {"device", ch06::gpu::C::device_summary()}});
+  ctx.detail("roof", {{"bf16_gemm_tflops", peak_flops / 1e12},
+                      {"datasheet_tflops", spec.peak_flops / 1e12},
+                      {"datasheet", spec.name},
+                      {"device", ch06::gpu::C::device_summary()}});
   ctx.assumption("the block: " + std::to_string(block.layers) + " decoder layers of " +
-                 ctx.input_path("gpu_config").filename().string() + " in bf16 on the GPU (LibTorch CUDA, bf16 AdamW "
-                 "state), batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens; FLOPs = 3 x (2 per "
-                 "Linear weight per token + causal attention); peak = the datasheet's dense bf16 figure (" + spec.name +
+                 ctx.input_path("gpu_config").filename().string() +
+                 " in bf16 on the GPU (LibTorch CUDA, bf16 AdamW "
+                 "state), batch " +
+                 std::to_string(batch) + " x " + std::to_string(tokens) +
+                 " tokens; FLOPs = 3 x (2 per "
+                 "Linear weight per token + causal attention); peak = the datasheet's dense bf16 figure (" +
+                 spec.name +
                  "), as MFU is defined; cuBLAS's bf16 GEMM at 8192^3 measured here is share_of_measured_gemm_peak's");
 }
 #endif
@@ -86,14 +93,19 @@ static void mfu(claimcheck::Context& ctx) {
                        {"library_gemm_gflops", gemm_flops / gemm_s / 1e9},
                        {"library_gemm_shape",
                         std::to_string(gemm_m) + " x " + std::to_string(gemm_k) + " x " + std::to_string(gemm_n)}});
-  ctx.detail("tiny", {{"step_ms", tiny.step_s * 1e3}, {"gflop", tiny.flops / 1e9}, {"params", tiny.params},
+  ctx.detail("tiny", {{"step_ms", tiny.step_s * 1e3},
+                      {"gflop", tiny.flops / 1e9},
+                      {"params", tiny.params},
                       {"achieved_gflops", tiny.flops / tiny.step_s / 1e9}});
   ctx.detail("roof", ch06::roof_json(roof));
   ctx.assumption("the block: " + std::to_string(block.layers) + " decoder layers of " +
                  ctx.input_path("config").filename().string() + ", fp32, batch " + std::to_string(batch) + " x " +
-                 std::to_string(tokens) + " tokens; FLOPs = 3 x (2 per Linear weight per token + causal attention); "
-                 "peak = the fp32 FMA probe on " + std::to_string(roof.threads) + " threads (" + roof.peak.isa + ")");
-  ctx.assumption("chapter 3's model (" + std::to_string(tiny.params) + " parameters, d_model 128) is reported beside "
+                 std::to_string(tokens) +
+                 " tokens; FLOPs = 3 x (2 per Linear weight per token + causal attention); "
+                 "peak = the fp32 FMA probe on " +
+                 std::to_string(roof.threads) + " threads (" + roof.peak.isa + ")");
+  ctx.assumption("chapter 3's model (" + std::to_string(tiny.params) +
+                 " parameters, d_model 128) is reported beside "
                  "it: matrices that small keep a CPU far from its peak, which is why MFU is quoted for large models");
 #endif
 }

@@ -26,8 +26,9 @@ static void prefill_ms(claimcheck::Context& ctx) {
   ctx.measure("tflop", flops / 1e12, "TFLOP");
   ctx.measure_bool("compute_bound", intensity > hw.ridge());
   ctx.measure("intensity", intensity, "FLOP/byte");
-  ctx.assumption("2 FLOP per parameter per token (matmuls, embedding counted as the series does); attention's "
-                 "T^2 term ignored; 100% of peak");
+  ctx.assumption(
+      "2 FLOP per parameter per token (matmuls, embedding counted as the series does); attention's "
+      "T^2 term ignored; 100% of peak");
   const double attn = 2.0 * 2.0 * cfg.layers * static_cast<double>(tokens) * tokens * cfg.heads * cfg.head_dim / 2;
   ctx.alternative("with causal attention FLOPs", (flops + attn) / hw.peak_flops * 1e3, "ms",
                   "QK^T and PV over the causal half");
@@ -97,8 +98,10 @@ static void prefill_ms(claimcheck::Context& ctx) {
   ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(layer_bytes), "ratio");
   ctx.measure("measured_share_of_peak", 1 / paired.ratio, "ratio");
   tb.record("prefill of " + std::to_string(T) + " tokens through a layer", {ch06::roofline_point(prefill, t)});
-  ctx.assumption("measured: " + std::to_string(T) + " tokens through one Llama-3-8B-shaped layer's q, k, v, o, gate, "
-                 "up, down (" + std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
+  ctx.assumption("measured: " + std::to_string(T) +
+                 " tokens through one Llama-3-8B-shaped layer's q, k, v, o, gate, "
+                 "up, down (" +
+                 std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
                  ch06::K::gemv_simd_path() + ", fp32 FMA)");
 }
 CLAIMCHECK_REGISTER(prefill_ms)

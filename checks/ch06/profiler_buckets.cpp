@@ -1,9 +1,10 @@
 // ch06.profiler_buckets — 「profiler 表怎么读：慢先归到 GEMM、attention、copy_、launch 开销或 GPU 空转之一」
-// Chapter 3's training step (the tiny character Transformer, AdamW) profiled through PyTorch's RecordFunction observers: each operator's self
-// time in one bucket (GEMM, attention, copy_, other operators) and the time between top-level operators (launch
-// overhead / idle, timed as the intervals between them). The step's wall time is measured apart; the buckets must
-// account for it. Each event's bucket is held against the answer key's (reference/data/profiler/buckets.json, applied
-// to the event's place in the call tree): a misfiled operator fails, whatever its share.
+// Chapter 3's training step (the tiny character Transformer, AdamW) profiled through PyTorch's RecordFunction
+// observers: each operator's self time in one bucket (GEMM, attention, copy_, other operators) and the time between
+// top-level operators (launch overhead / idle, timed as the intervals between them). The step's wall time is measured
+// apart; the buckets must account for it. Each event's bucket is held against the answer key's
+// (reference/data/profiler/buckets.json, applied to the event's place in the call tree): a misfiled operator fails,
+// whatever its share.
 #include "claimcheck/check.h"
 #include "claimcheck/ref/profiler.h"
 
@@ -53,27 +54,36 @@ static void profiler_buckets(claimcheck::Context& ctx) {
     if (misfiled_ops.size() < 8) {
       std::string path;
       for (const auto& f : op.frames) path += (path.empty() ? "" : " > ") + f;
-      misfiled_ops.push_back({{"op", path}, {"bucket", op.bucket.empty() ? "(none)" : op.bucket},
-                              {"answer_key", want}, {"self_ms", op.self_s * 1e3}, {"calls", op.calls}});
+      misfiled_ops.push_back({{"op", path},
+                              {"bucket", op.bucket.empty() ? "(none)" : op.bucket},
+                              {"answer_key", want},
+                              {"self_ms", op.self_s * 1e3},
+                              {"calls", op.calls}});
     }
   }
   ctx.measure("misfiled_operators", misfiled, "count");
   nlohmann::json key_shares = nlohmann::json::object();
   for (const auto& [b, s] : key_seconds) key_shares[b] = 100 * s / p.wall_s;
-  ctx.detail("answer_key", {{"shares_percent", key_shares}, {"misfiled_ms", misfiled_s * 1e3},
-                            {"misfiled", misfiled_ops}, {"places_in_call_tree", p.ops.size()}});
+  ctx.detail("answer_key", {{"shares_percent", key_shares},
+                            {"misfiled_ms", misfiled_s * 1e3},
+                            {"misfiled", misfiled_ops},
+                            {"places_in_call_tree", p.ops.size()}});
   nlohmann::json parts = nlohmann::json::array(), top = nlohmann::json::array();
   for (const auto& b : train::profile_bucket_names()) parts.push_back({{"name", b}, {"value", p.seconds.at(b) * 1e3}});
   for (const auto& [name, s] : p.top_ops) top.push_back({{"op", name}, {"self_ms", s * 1e3}});
   ctx.detail("shares_percent", shares);
   ctx.detail("top_ops", top);
-  ctx.detail("stacked", nlohmann::json::array({{{"title", "a profiled training step"}, {"unit", "ms"},
-                                                {"y_label", "ms"}, {"bars", {{{"name", "step"}, {"parts", parts}}}}}}));
+  ctx.detail("stacked", nlohmann::json::array({{{"title", "a profiled training step"},
+                                                {"unit", "ms"},
+                                                {"y_label", "ms"},
+                                                {"bars", {{{"name", "step"}, {"parts", parts}}}}}}));
   ctx.assumption("observers: " + p.api + "; " + std::to_string(p.operators) + " operator events; wall " +
-                 std::to_string(p.wall_s * 1e3) + " ms around chapter 3's step (batch " + std::to_string(batch) + " x 128 characters: forward, "
+                 std::to_string(p.wall_s * 1e3) + " ms around chapter 3's step (batch " + std::to_string(batch) +
+                 " x 128 characters: forward, "
                  "cross-entropy, backward, AdamW), after a warm-up step");
-  ctx.assumption("on a CPU there is no device to idle: the gaps bucket is the C++ between top-level operators "
-                 "(dispatch, the optimizer's loop), the CPU counterpart of launch overhead");
+  ctx.assumption(
+      "on a CPU there is no device to idle: the gaps bucket is the C++ between top-level operators "
+      "(dispatch, the optimizer's loop), the CPU counterpart of launch overhead");
 #endif
 }
 CLAIMCHECK_REGISTER(profiler_buckets).claim("ch06.profiler_buckets");

@@ -30,8 +30,8 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   const ch06::Timing dec = tb.time(decode);
   ctx.measure("output_matches_reference", ch06::stack_output_error(stack, x.data(), y.data()), "ratio");
   const double t_dec = dec.seconds;
-  const auto step = claimcheck::train::time_block_step(ctx.input_path("train_config"), ctx.seed(), 1,
-                                                       ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
+  const auto step = claimcheck::train::time_block_step(
+      ctx.input_path("train_config"), ctx.seed(), 1, ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());
   const double dec_bytes = static_cast<double>(stack.weight_bytes());
   const double dec_i = stack.flops() / dec_bytes;
   const double step_flops = 3 * step.forward_flops;
@@ -49,7 +49,8 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   tb.record("decode and training", {ch06::roofline_point(decode, t_dec),
                                     ch06::roofline_point("training step (fp32 block)", step_flops,
                                                          static_cast<double>(step.step_peak_bytes), step.step_s)});
-  ctx.assumption("measured decode: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layer(s), bf16, batch 1: "
+  ctx.assumption("measured decode: " + std::to_string(shape.layers) +
+                 " Llama-3-8B-shaped layer(s), bf16, batch 1: "
                  "FLOPs over the weight bytes, and its time against one read of those very bytes by the read probe "
                  "just before (the memory roof explains it)");
   ctx.assumption("measured training: " + std::to_string(step.layers) + " layers of " +

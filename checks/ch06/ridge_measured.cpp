@@ -44,8 +44,10 @@ static void ridge_measured_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   } catch (const std::exception& e) {
     torch_why = e.what();
   }
-  if (torch_read > 0) ctx.measure("read_vs_libtorch", roof.read / torch_read, "ratio");
-  else ctx.pending("the GPU probe's read against LibTorch's own (" + torch_why + ")");
+  if (torch_read > 0)
+    ctx.measure("read_vs_libtorch", roof.read / torch_read, "ratio");
+  else
+    ctx.pending("the GPU probe's read against LibTorch's own (" + torch_why + ")");
   ctx.detail("libtorch_read_gb_s", torch_read / 1e9);
   ctx.measure("peak_gflops", roof.peak / 1e9, "GFLOP/s");
   ctx.measure("theoretical_gflops", spec.peak_flops / 1e9, "GFLOP/s");
@@ -60,8 +62,10 @@ static void ridge_measured_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   }
   tb.record("batch sweep of one Llama layer", pts);
   ctx.detail("curve", {{"title", "time per token against batch size (one Llama layer; knee at B = " +
-                                    std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
-                       {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
+                                     std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
+                       {"x_label", "batch (tokens)"},
+                       {"y_label", "ms per token"},
+                       {"log_x", true},
                        {"series", nlohmann::json::array({{{"name", "ms per token"}, {"x", bx}, {"y", by}}})}});
   ctx.assumption("measured on " + tb.device() +
                  ": knee = where batch 1's time (the memory floor) meets the per-token "
@@ -108,7 +112,8 @@ static void ridge_measured(claimcheck::Context& ctx) {
   ch06::Kernel ktop{"B=" + std::to_string(top_batch), ch06::sweep_flops(N, Kd, top_batch),
                     ch06::sweep_bytes(N, Kd, top_batch)};
   ktop.sample = [&] {
-    return ch06::best_seconds(1, [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, X.data(), top_batch, Y.data(), run.opts); });
+    return ch06::best_seconds(
+        1, [&] { ch06::K::gemm_bf16(run.W.data(), N, Kd, X.data(), top_batch, Y.data(), run.opts); });
   };
   ktop.rounds = 3;
   ktop.bound = ch06::Bound::compute;
@@ -155,8 +160,10 @@ static void ridge_measured(claimcheck::Context& ctx) {
   // The probe itself: one thread against one core's theoretical peak (all threads can deliver fewer cores' worth where
   // a VM's vCPUs share a host core: cores_delivered, reported).
   const ch06::Engine& fma = roof.engines.front();
-  if (fma.theory > 0) ctx.measure("peak_vs_theoretical", fma.share(), "ratio");
-  else ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
+  if (fma.theory > 0)
+    ctx.measure("peak_vs_theoretical", fma.share(), "ratio");
+  else
+    ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
   // Every other engine of this CPU against its own theoretical figure, and its ridge over the same bandwidth.
   for (std::size_t i = 1; i < roof.engines.size(); ++i) {
@@ -167,8 +174,11 @@ static void ridge_measured(claimcheck::Context& ctx) {
   }
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
   ctx.measure("output_matches_reference", output_error, "ratio");
-  if (pair_ratio > 0) ctx.measure("read_vs_libtorch", pair_ratio, "ratio");
-  else ctx.pending("the probe's read against LibTorch's own (" + (torch_why.empty() ? std::string("LibTorch's read gave 0") : torch_why) + ")");
+  if (pair_ratio > 0)
+    ctx.measure("read_vs_libtorch", pair_ratio, "ratio");
+  else
+    ctx.pending("the probe's read against LibTorch's own (" +
+                (torch_why.empty() ? std::string("LibTorch's read gave 0") : torch_why) + ")");
   ctx.measure("peak_gflops", roof.peak.flops_per_s / 1e9, "GFLOP/s");
   ctx.measure("theoretical_gflops", roof.theory() / 1e9, "GFLOP/s");
   ctx.measure("read_gb_s", roof.bw.read_bytes_per_s / 1e9, "GB/s");
@@ -191,8 +201,10 @@ static void ridge_measured(claimcheck::Context& ctx) {
   drawn.peak = roof_pair.peak;
   tb.record("batch sweep of one " + std::to_string(N) + "x" + std::to_string(Kd) + " bf16 matrix", pts, drawn);
   ctx.detail("curve", {{"title", "time per token against batch size (" + std::to_string(N) + "x" + std::to_string(Kd) +
-                                    " bf16; knee at B = " + std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
-                       {"x_label", "batch (tokens)"}, {"y_label", "ms per token"}, {"log_x", true},
+                                     " bf16; knee at B = " + std::to_string(static_cast<int>(knee.batch + 0.5)) + ")"},
+                       {"x_label", "batch (tokens)"},
+                       {"y_label", "ms per token"},
+                       {"log_x", true},
                        {"series", nlohmann::json::array({{{"name", "ms per token"}, {"x", bx}, {"y", by}}})}});
   ctx.assumption(
       "knee = where the memory floor (the step time at batch 1, timed right after the probe's reader read "
@@ -200,14 +212,20 @@ static void ridge_measured(claimcheck::Context& ctx) {
       "batch within 5% "
       "of the sweep's best, timed right after a peak probe whose FLOP/s makes the ridge); at batch B a bf16 "
       "weight does 2B FLOP per 2 bytes, so the knee's intensity is B FLOP/byte");
-  ctx.assumption("peak: " + std::to_string(roof.peak.chains) + " independent " + roof.peak.isa + " FMA chains per "
-                 "thread on " + std::to_string(roof.threads) + " pinned threads; bandwidth: a read-only reduction over " +
-                 std::to_string(roof.bw.array_bytes >> 20) + " MiB per pass (>= 4x the last-level cache), four streams per thread, the median of 5 passes; LibTorch's read: "
-                 "the median of its sums over a tensor of that size, interleaved with the probe");
-  ctx.assumption("theoretical peak: " + std::to_string(roof.cores) + " physical cores x clock x " +
-                 ch06::fmt3(roof.engines.front().flop_per_cycle) + " fp32 FLOP per cycle per core (" +
-                 (roof.uarch.known() ? roof.uarch.name + ": " + roof.uarch.why : std::string("microarchitecture unknown")) +
-                 "), at the higher of the system's clock and the clock measured under load (two dependent chains "
-                 "agreeing: " + roof.clock.methods[0] + ", " + roof.clock.methods[1] + ")");
+  ctx.assumption(
+      "peak: " + std::to_string(roof.peak.chains) + " independent " + roof.peak.isa +
+      " FMA chains per "
+      "thread on " +
+      std::to_string(roof.threads) + " pinned threads; bandwidth: a read-only reduction over " +
+      std::to_string(roof.bw.array_bytes >> 20) +
+      " MiB per pass (>= 4x the last-level cache), four streams per thread, the median of 5 passes; LibTorch's read: "
+      "the median of its sums over a tensor of that size, interleaved with the probe");
+  ctx.assumption(
+      "theoretical peak: " + std::to_string(roof.cores) + " physical cores x clock x " +
+      ch06::fmt3(roof.engines.front().flop_per_cycle) + " fp32 FLOP per cycle per core (" +
+      (roof.uarch.known() ? roof.uarch.name + ": " + roof.uarch.why : std::string("microarchitecture unknown")) +
+      "), at the higher of the system's clock and the clock measured under load (two dependent chains "
+      "agreeing: " +
+      roof.clock.methods[0] + ", " + roof.clock.methods[1] + ")");
 }
 CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured").derives("measured_ridge", claimcheck::Source::probe);

@@ -29,8 +29,10 @@ namespace {
 nlohmann::json run_seeded(const std::vector<std::string>& argv, bool blas_cnr) {
   claimcheck::ProcessOptions opt;
   opt.merge_stderr = true;
-  if (blas_cnr) opt.env = {{"MKL_CBWR", "COMPATIBLE"}};
-  else opt.unset = {"MKL_CBWR"};
+  if (blas_cnr)
+    opt.env = {{"MKL_CBWR", "COMPATIBLE"}};
+  else
+    opt.unset = {"MKL_CBWR"};
   const claimcheck::ProcessResult p = claimcheck::run_process(argv, opt);
   if (!p.started) throw std::runtime_error(p.error);
   std::string cmd;
@@ -57,8 +59,12 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   namespace fs = std::filesystem;
   const fs::path exe = fs::read_symlink("/proc/self/exe").parent_path() / "claimcheck_seeded_run";
   if (!fs::exists(exe)) ctx.skip("claimcheck_seeded_run was not built (needs LibTorch)");
-  const std::vector<std::string> base{exe.string(), "--corpus", ctx.input_path("corpus").string(), "--steps",
-                                      std::to_string(ctx.input("steps").get<long>()), "--seed"};
+  const std::vector<std::string> base{exe.string(),
+                                      "--corpus",
+                                      ctx.input_path("corpus").string(),
+                                      "--steps",
+                                      std::to_string(ctx.input("steps").get<long>()),
+                                      "--seed"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -83,13 +89,16 @@ static void same_seed_identical(claimcheck::Context& ctx) {
                             : "the two runs first differ at step " + first["step"].dump() + " of " +
                                   std::to_string(a.at("losses").size()) + ", |loss difference| " + delta);
   }
-  ctx.detail("series_recipe_alone", {{"pairs", 1}, {"identical", d == e ? 1 : 0},
+  ctx.detail("series_recipe_alone", {{"pairs", 1},
+                                     {"identical", d == e ? 1 : 0},
                                      {"first_divergence", divergence(d, e)},
-                                     {"why", "the series' recipe without MKL_CBWR, one pair: reported, not judged (a "
-                                             "divergence that happens in a fraction of runs; ci/soak-same-seed.sh "
-                                             "counts it)"}});
-  ctx.assumption("at::globalContext().setDeterministicAlgorithms(true); the same thread count; each run its own "
-                 "process (nothing shared but the seed); MKL_CBWR=COMPATIBLE in each run's environment (MKL's "
-                 "conditional numerical reproducibility; ignored where LibTorch's BLAS is not MKL)");
+                                     {"why",
+                                      "the series' recipe without MKL_CBWR, one pair: reported, not judged (a "
+                                      "divergence that happens in a fraction of runs; ci/soak-same-seed.sh "
+                                      "counts it)"}});
+  ctx.assumption(
+      "at::globalContext().setDeterministicAlgorithms(true); the same thread count; each run its own "
+      "process (nothing shared but the seed); MKL_CBWR=COMPATIBLE in each run's environment (MKL's "
+      "conditional numerical reproducibility; ignored where LibTorch's BLAS is not MKL)");
 }
 CLAIMCHECK_REGISTER(same_seed_identical).claim("ch06.same_seed_identical");

@@ -17,8 +17,10 @@ static void seed_variance(claimcheck::Context& ctx) {
   const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
   const int seeds = ctx.input("seeds").get<int>();
   if (seeds < 8 || seeds > 64)
-    throw std::invalid_argument("ch06.seed_variance: field 'inputs.seeds': expected 8 to 64 (a bootstrap interval "
-                                "needs at least 8 seeds), got " + std::to_string(seeds));
+    throw std::invalid_argument(
+        "ch06.seed_variance: field 'inputs.seeds': expected 8 to 64 (a bootstrap interval "
+        "needs at least 8 seeds), got " +
+        std::to_string(seeds));
   const long steps = ctx.input("steps").get<long>();
   std::vector<double> finals;
   nlohmann::json series = nlohmann::json::array();
@@ -49,10 +51,14 @@ static void seed_variance(claimcheck::Context& ctx) {
   ctx.detail("final_losses", finals);
   ctx.detail("band", {{"min", *mn}, {"mean", mean}, {"max", *mx}});
   ctx.detail("curve", {{"title", "ch06 the same 20 steps under " + std::to_string(seeds) + " seeds (band: min-max)"},
-                       {"x_label", "step"}, {"y_label", "loss (nats)"}, {"log_x", true}, {"series", series},
+                       {"x_label", "step"},
+                       {"y_label", "loss (nats)"},
+                       {"log_x", true},
+                       {"series", series},
                        {"band", {{"lo", lo}, {"hi", hi}}}});
   ctx.assumption("another seed's move = the mean |difference| of the final (step " + std::to_string(steps) +
-                 ") loss over all pairs of " + std::to_string(seeds) + " seeds, 95% percentile bootstrap over seeds "
+                 ") loss over all pairs of " + std::to_string(seeds) +
+                 " seeds, 95% percentile bootstrap over seeds "
                  "(4000 resamples); seeds change the initialisation and the data order");
 #endif
 }

@@ -1,5 +1,5 @@
-// ch06.seven_records — 「三个月后能复现：七项记录——代码版本（commit）· 数据版本（revision）· 配置 · 环境 · seed · 硬件 · 日志与 checkpoint」
-// Every report carries all seven: the check reads the records this run puts in its report.
+// ch06.seven_records — 「三个月后能复现：七项记录——代码版本（commit）· 数据版本（revision）· 配置 · 环境 · seed · 硬件
+// · 日志与 checkpoint」 Every report carries all seven: the check reads the records this run puts in its report.
 #include "claimcheck/check.h"
 #include "claimcheck/records.h"
 

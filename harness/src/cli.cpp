@@ -74,7 +74,8 @@ using cli::cmd_account;
 using cli::one;
 using cli::repo_root;
 
-const char* kExit = "exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped";
+const char* kExit =
+    "exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped";
 
 // An integer in [1, 2^63): "16" yes; "0", "-3", "1.5", "1e3", "99999999999999999999" no.
 const CLI::Validator kPositiveInteger(
@@ -96,7 +97,8 @@ const CLI::Validator kNonNegativeInteger(
 
 // The command line, declared with CLI11 (subcommands, validation, help). Throws CLI::Error subclasses.
 struct CommandLine {
-  CLI::App app{"claimcheck: every claim of the series, computed, compared with the stated figure, able to fail", "claimcheck"};
+  CLI::App app{"claimcheck: every claim of the series, computed, compared with the stated figure, able to fail",
+               "claimcheck"};
   Args args;
 
   CommandLine() {
@@ -105,8 +107,10 @@ struct CommandLine {
     app.footer(kExit);
     auto* list = app.add_subcommand("list", "ids, kinds, requirements, and whether this build can run them");
     auto* run = app.add_subcommand("run", "runs the selection; writes report.json, report.md, report.html, junit.xml");
-    auto* account = app.add_subcommand("account", "the memory and latency ledger of a Hugging Face decoder config.json");
-    auto* compare = app.add_subcommand("compare", "what changed between two report.json: statuses, figures, benchmarks");
+    auto* account =
+        app.add_subcommand("account", "the memory and latency ledger of a Hugging Face decoder config.json");
+    auto* compare =
+        app.add_subcommand("compare", "what changed between two report.json: statuses, figures, benchmarks");
     auto* matrix = app.add_subcommand("matrix", "which claims hold on which machines: a matrix of report.json files");
     for (auto* sub : {list, run}) {
       repeated(sub, "--chapter", "chNN (alternatives when repeated)");
@@ -142,8 +146,9 @@ struct CommandLine {
     flag(compare, "--all",
          "also judge claims in one report only, and claims the two reports judged on different "
          "statements (a partial run); by default they are listed, not judged");
-    compare->footer("exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
-                    "slower beyond its noise); 2 bad input");
+    compare->footer(
+        "exit: 0 no regression; 1 a regression (a claim's status, a figure's comparison, a benchmark "
+        "slower beyond its noise); 2 bad input");
     matrix
         ->add_option_function<std::vector<std::string>>(
             "reports", [this](const std::vector<std::string>& v) { args.opts["reports"] = v; },
@@ -163,7 +168,9 @@ struct CommandLine {
   }
 
   CLI::Option* single(CLI::App* sub, const std::string& name, const std::string& type, const std::string& help) {
-    return sub->add_option_function<std::string>(name, [this, name](const std::string& v) { args.opts[name] = {v}; }, help)
+    return sub
+        ->add_option_function<std::string>(
+            name, [this, name](const std::string& v) { args.opts[name] = {v}; }, help)
         ->type_name(type);
   }
   void repeated(CLI::App* sub, const std::string& name, const std::string& help) {
@@ -174,7 +181,8 @@ struct CommandLine {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   }
   void flag(CLI::App* sub, const std::string& name, const std::string& help) {
-    sub->add_flag_callback(name, [this, name] { args.flags.insert(name); }, help);
+    sub->add_flag_callback(
+        name, [this, name] { args.flags.insert(name); }, help);
   }
 
   const Args& parse(int argc, char** argv) {
@@ -205,8 +213,7 @@ std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
   auto cat = load_expected_dir(dir);
   for (const auto& c : registry())
     if (!cat.count(c.id))
-      throw InputError(location(c) + ": check '" + c.id + "' has no expected file in " +
-                       dir.string());
+      throw InputError(location(c) + ": check '" + c.id + "' has no expected file in " + dir.string());
   require_from_expected(cat);
   refuse_selectors_under_test(cat);
   return cat;
@@ -267,10 +274,12 @@ int cmd_list(const Args& a) {
     } else {
       runnable = "error: no check registered";
     }
-    out.push_back({{"id", id}, {"kind", e.kinds}, {"requires", e.requirements}, {"runnable", runnable}, {"title", e.title}});
+    out.push_back(
+        {{"id", id}, {"kind", e.kinds}, {"requires", e.requirements}, {"runnable", runnable}, {"title", e.title}});
   }
   if (a.flags.count("--json")) {
-    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";  // a non-UTF-8 argument echoed: replaced, not thrown
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace)
+              << "\n";  // a non-UTF-8 argument echoed: replaced, not thrown
     return 0;
   }
   for (const auto& o : out) {
@@ -338,12 +347,16 @@ int cmd_run(const Args& a) {
   if (fault && *fault) run_config["planted_fault"] = fault;
   json records_cache;
   RecordInputs rin{root, expected_dir, run_config, seed, &hw, logs};
-  RunContextInputs in{root, seed, &hw,
+  RunContextInputs in{root,
+                      seed,
+                      &hw,
                       [&]() {
                         if (records_cache.is_null()) records_cache = build_records(rin);
                         return records_cache;
                       },
-                      fault ? fault : "", sel.labels, staging};
+                      fault ? fault : "",
+                      sel.labels,
+                      staging};
 
   std::vector<ClaimResult> results;
   std::ostringstream log;
@@ -450,7 +463,8 @@ int cmd_run(const Args& a) {
     if (r.details.contains("kept_files")) {
       for (auto& k : r.details["kept_files"]) {
         if (!staging.empty())  // where it will be once the report is written, relative to the report
-          k["path"] = ("artifacts" / fs::path(k["path"].get<std::string>()).lexically_relative(staging)).generic_string();
+          k["path"] =
+              ("artifacts" / fs::path(k["path"].get<std::string>()).lexically_relative(staging)).generic_string();
         json entry = k;
         entry["claim"] = r.id;
         rin.logs["checkpoints"].push_back(entry);

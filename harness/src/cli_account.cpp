@@ -69,43 +69,70 @@ int cmd_account(const Args& a) {
   const double act_ckpt = ref::checkpointed_activation_bytes(c, batch, tokens, 2);
   const std::int64_t kv = ref::kv_cache_bytes_per_token(c, 2);
 
-  json j = {
-      {"config", config},
-      {"model_type", c.model_type},
-      {"params", params},
-      {"params_active", active},
-      {"params_breakdown",
-       {{"embedding", p.embedding}, {"lm_head", p.lm_head}, {"tied_embeddings", c.tie_embeddings},
-        {"per_layer", p.per_layer()}, {"attention_per_layer", p.attention_per_layer},
-        {"mlp_per_layer", p.mlp_per_layer}, {"norms_per_layer", p.norms_per_layer}, {"layers", p.layers},
-        {"final_norm", p.final_norm}}},
-      {"lora", {{"r", r}, {"targets", spelling}, {"modules", lc.modules}, {"adapted_modules", lc.adapted_modules},
-                {"unmatched_targets", lc.unmatched},
-                {"trainable", lora},
-                {"fraction_of_base", static_cast<double>(lora) / params},
-                {"fraction_of_total", static_cast<double>(lora) / (params + lora)}}},
-      {"training_bytes",
-       {{"bytes_per_trainable_param", full_bpp},
-        {"full_finetune", full},
-        {"lora", lora_bytes},
-        {"lora_bytes_per_trainable_param", lora_bpp},
-        {"qlora", qbase + static_cast<double>(lora) * lora_bpp},
-        {"qlora_base", qbase},
-        {"quant_format", {{"file", qpath}, {"name", q.name}, {"bits", q.bits}, {"block_size", q.block_size},
-                          {"scale_bytes", q.scale_bytes}, {"double_quant", q.double_quant},
-                          {"keep_bf16", q.keep_bf16}, {"bits_per_param", q.bits_per_param()}}},
-        {"excludes", "activations, KV cache, framework overhead"}}},
-      {"kv_cache_bytes_per_token", kv},
-      {"kv_cache_dtype", "bf16"},
-      {"activations", {{"batch", batch}, {"tokens", tokens}, {"bytes", act}, {"checkpointed_bytes", act_ckpt},
-                       {"model", "FlashAttention-style, bf16, saved tensors per layer per token (see reference/ledger.h)"}}},
-      {"hardware", {{"file", hw.file}, {"name", hw.name}, {"bandwidth_bytes_per_s", hw.bandwidth},
-                    {"bf16_dense_flops", hw.peak_flops}}},
-      {"decode", {{"bytes_per_token", decode_bytes}, {"ms_per_token", decode_s * 1e3}, {"tokens_per_s", 1 / decode_s},
-                  {"intensity_flop_per_byte", 2.0 * active / decode_bytes}}},
-      {"prefill", {{"tokens", tokens}, {"flops", pf}, {"ms", pf / hw.peak_flops * 1e3},
-                   {"intensity_flop_per_byte", pf / base_bf16}}},
-      {"ridge_flop_per_byte", hw.ridge()}};
+  json j = {{"config", config},
+            {"model_type", c.model_type},
+            {"params", params},
+            {"params_active", active},
+            {"params_breakdown",
+             {{"embedding", p.embedding},
+              {"lm_head", p.lm_head},
+              {"tied_embeddings", c.tie_embeddings},
+              {"per_layer", p.per_layer()},
+              {"attention_per_layer", p.attention_per_layer},
+              {"mlp_per_layer", p.mlp_per_layer},
+              {"norms_per_layer", p.norms_per_layer},
+              {"layers", p.layers},
+              {"final_norm", p.final_norm}}},
+            {"lora",
+             {{"r", r},
+              {"targets", spelling},
+              {"modules", lc.modules},
+              {"adapted_modules", lc.adapted_modules},
+              {"unmatched_targets", lc.unmatched},
+              {"trainable", lora},
+              {"fraction_of_base", static_cast<double>(lora) / params},
+              {"fraction_of_total", static_cast<double>(lora) / (params + lora)}}},
+            {"training_bytes",
+             {{"bytes_per_trainable_param", full_bpp},
+              {"full_finetune", full},
+              {"lora", lora_bytes},
+              {"lora_bytes_per_trainable_param", lora_bpp},
+              {"qlora", qbase + static_cast<double>(lora) * lora_bpp},
+              {"qlora_base", qbase},
+              {"quant_format",
+               {{"file", qpath},
+                {"name", q.name},
+                {"bits", q.bits},
+                {"block_size", q.block_size},
+                {"scale_bytes", q.scale_bytes},
+                {"double_quant", q.double_quant},
+                {"keep_bf16", q.keep_bf16},
+                {"bits_per_param", q.bits_per_param()}}},
+              {"excludes", "activations, KV cache, framework overhead"}}},
+            {"kv_cache_bytes_per_token", kv},
+            {"kv_cache_dtype", "bf16"},
+            {"activations",
+             {{"batch", batch},
+              {"tokens", tokens},
+              {"bytes", act},
+              {"checkpointed_bytes", act_ckpt},
+              {"model", "FlashAttention-style, bf16, saved tensors per layer per token (see reference/ledger.h)"}}},
+            {"hardware",
+             {{"file", hw.file},
+              {"name", hw.name},
+              {"bandwidth_bytes_per_s", hw.bandwidth},
+              {"bf16_dense_flops", hw.peak_flops}}},
+            {"decode",
+             {{"bytes_per_token", decode_bytes},
+              {"ms_per_token", decode_s * 1e3},
+              {"tokens_per_s", 1 / decode_s},
+              {"intensity_flop_per_byte", 2.0 * active / decode_bytes}}},
+            {"prefill",
+             {{"tokens", tokens},
+              {"flops", pf},
+              {"ms", pf / hw.peak_flops * 1e3},
+              {"intensity_flop_per_byte", pf / base_bf16}}},
+            {"ridge_flop_per_byte", hw.ridge()}};
   j["config_keys"] = {{"defaults", json::array()}, {"ignored", json::array()}};
   for (const auto& d : c.defaults)
     j["config_keys"]["defaults"].push_back({{"key", d.key}, {"value", d.value}, {"from", d.why}});
@@ -114,9 +141,13 @@ int cmd_account(const Args& a) {
   j["kv_heads"] = c.kv_heads;
   j["head_dim"] = c.head_dim;
   if (p.sparse_layers > 0)
-    j["moe"] = {{"experts", p.experts}, {"experts_per_token", p.experts_per_token}, {"sparse_layers", p.sparse_layers},
-                {"expert_params", p.expert_params}, {"router_per_layer", p.router_per_layer},
-                {"shared_expert_per_layer", p.shared_expert_per_layer}, {"sparse_block", p.sparse_block()},
+    j["moe"] = {{"experts", p.experts},
+                {"experts_per_token", p.experts_per_token},
+                {"sparse_layers", p.sparse_layers},
+                {"expert_params", p.expert_params},
+                {"router_per_layer", p.router_per_layer},
+                {"shared_expert_per_layer", p.shared_expert_per_layer},
+                {"sparse_block", p.sparse_block()},
                 {"sparse_block_active", p.sparse_block_active()}};
   if (a.flags.count("--json")) {
     std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
@@ -137,13 +168,15 @@ int cmd_account(const Args& a) {
               << " per sparse layer)\n";
   std::string lora_modules;
   for (const auto& m : lc.modules) lora_modules += (lora_modules.empty() ? "" : ",") + m;
-  std::cout << "LoRA r=" << r << "        " << lora << " trainable (" << fmt(100.0 * lora / params)
-            << "% of the base; " << spelling << " -> " << lora_modules
-            << (lc.unmatched.empty() ? "" : "; matching nothing, skipped as peft does: " + [&] {
-                 std::string u;
-                 for (const auto& n : lc.unmatched) u += (u.empty() ? "" : ",") + n;
-                 return u;
-               }())
+  std::cout << "LoRA r=" << r << "        " << lora << " trainable (" << fmt(100.0 * lora / params) << "% of the base; "
+            << spelling << " -> " << lora_modules
+            << (lc.unmatched.empty() ? ""
+                                     : "; matching nothing, skipped as peft does: " +
+                                           [&] {
+                                             std::string u;
+                                             for (const auto& n : lc.unmatched) u += (u.empty() ? "" : ",") + n;
+                                             return u;
+                                           }())
             << ")\n"
             << "full fine-tune    " << gb(full) << "  (" << full_bpp << " B/param, without activations)\n"
             << "LoRA              " << gb(lora_bytes) << "  (bf16 base " << gb(base_bf16) << " + " << lora_bpp
@@ -160,9 +193,11 @@ int cmd_account(const Args& a) {
             << "ridge             " << fmt(hw.ridge()) << " FLOP/byte\n";
   std::string defaults, known, unknown;
   for (const auto& d : c.defaults) defaults += (defaults.empty() ? "" : ", ") + d.key + "=" + d.value;
-  for (const auto& k : c.ignored) (k.known ? known : unknown) += ((k.known ? known : unknown).empty() ? "" : ", ") + k.key;
+  for (const auto& k : c.ignored)
+    (k.known ? known : unknown) += ((k.known ? known : unknown).empty() ? "" : ", ") + k.key;
   std::cout << "defaults          "
-            << (defaults.empty() ? "none (every key given)" : defaults + " (transformers' " + c.model_type + " defaults)")
+            << (defaults.empty() ? "none (every key given)"
+                                 : defaults + " (transformers' " + c.model_type + " defaults)")
             << "\n"
             << "ignored, harmless " << (known.empty() ? "none" : known) << "\n"
             << "ignored, unknown  " << (unknown.empty() ? "none" : unknown) << "\n";

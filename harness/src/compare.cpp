@@ -22,8 +22,7 @@ std::string type_of(const json& v) { return v.type_name(); }
 
 // A figure is a number, a bool, or null (a NaN, or a check that measured nothing).
 void need_figure(const std::string& f, const std::string& path, const json& v) {
-  if (!v.is_number() && !v.is_boolean() && !v.is_null())
-    input_error(f, path, "expected a number, got " + type_of(v));
+  if (!v.is_number() && !v.is_boolean() && !v.is_null()) input_error(f, path, "expected a number, got " + type_of(v));
 }
 void need_string(const std::string& f, const std::string& path, const json& o, const char* key, bool required) {
   if (!o.contains(key)) {
@@ -107,7 +106,8 @@ json side(const json& r, const std::string& name) {
     return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
   };
   const json& rec = r.contains("records") ? r["records"] : json();
-  return {{"file", name}, {"generated_at", text(r, "generated_at")},
+  return {{"file", name},
+          {"generated_at", text(r, "generated_at")},
           {"commit", rec.is_object() && rec.contains("commit") ? text(rec["commit"], "sha") : ""}};
 }
 
@@ -136,11 +136,13 @@ json load_report_for_compare(const fs::path& p) {
     if (!c.is_object()) input_error(f, at, "expected an object, got " + type_of(c));
     need_string(f, at + ".", c, "id", true);
     if (!seen.emplace(c["id"].get<std::string>(), i).second)
-      input_error(f, at + ".id", "'" + c["id"].get<std::string>() + "' also at claims[" +
-                                     std::to_string(seen[c["id"].get<std::string>()]) + "]");
+      input_error(f, at + ".id",
+                  "'" + c["id"].get<std::string>() + "' also at claims[" +
+                      std::to_string(seen[c["id"].get<std::string>()]) + "]");
     need_string(f, at + ".", c, "status", true);
     Status s;
-    if (!parse_status(c["status"].get<std::string>(), &s)) input_error(f, at + ".status", "unknown status " + c["status"].dump());
+    if (!parse_status(c["status"].get<std::string>(), &s))
+      input_error(f, at + ".status", "unknown status " + c["status"].dump());
     need_bool(f, at + ".", c, "not_implemented");
     need_string(f, at + ".", c, "reason", false);
     if (!c.contains("measured")) input_error(f, at + ".measured", "missing");
@@ -257,14 +259,19 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       note = "the reports judged different statements (" + std::to_string(jo.size()) + " in OLD, " +
              std::to_string(jn.size()) + " in NEW: a partial run; --all judges it)";
     } else if (!o)
-      change = bad(ns) ? "regression" : "added";               // a new claim failing
-    else if (!n) change = "regression";                        // a claim disappearing
-    else if (os == ns) change = "unchanged";
-    else if (bad(ns) && !bad(os)) change = "regression";       // pass -> fail, xfail -> xpass, skip -> error, ...
+      change = bad(ns) ? "regression" : "added";  // a new claim failing
+    else if (!n)
+      change = "regression";  // a claim disappearing
+    else if (os == ns)
+      change = "unchanged";
+    else if (bad(ns) && !bad(os))
+      change = "regression";  // pass -> fail, xfail -> xpass, skip -> error, ...
     else if (os == "pass" && (ns == "xfail" || ns == "partial"))
       change = "regression";  // a hatch opened
-    else if (good(ns) && !good(os)) change = "improvement";
-    else change = "changed";                                   // pass <-> skip, fail <-> error, pass <-> xfail
+    else if (good(ns) && !good(os))
+      change = "improvement";
+    else
+      change = "changed";  // pass <-> skip, fail <-> error, pass <-> xfail
     // A hatch opening under a status that did not move: a statement judged by another variant, moving onto an
     // expected failure, or left pending in a run that selected every kind of work.
     std::vector<std::string> hatches;
@@ -308,14 +315,22 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       auto it = fo.find(name);
       if (it == fo.end() || it->second.value.is_null() || b.value.is_null()) continue;
       const Figure& a = it->second;
-      json e = {{"claim", id}, {"figure", name}, {"unit", b.unit}, {"old", a.value}, {"new", b.value},
-                {"move", nullptr}, {"beyond_tolerance", false}, {"regression", false}};
+      json e = {{"claim", id},
+                {"figure", name},
+                {"unit", b.unit},
+                {"old", a.value},
+                {"new", b.value},
+                {"move", nullptr},
+                {"beyond_tolerance", false},
+                {"regression", false}};
       bool moved = a.value != b.value;
-      if (a.unit != b.unit) e["note"] = "unit changed from " + a.unit.dump() + " to " + b.unit.dump();
+      if (a.unit != b.unit)
+        e["note"] = "unit changed from " + a.unit.dump() + " to " + b.unit.dump();
       else if (a.value.is_number() && b.value.is_number()) {
         const double x = a.value.get<double>(), y = b.value.get<double>();
         if (x != 0) e["move"] = (y - x) / std::fabs(x);
-      } else if (a.value.type() != b.value.type()) e["note"] = "not comparable: " + type_of(a.value) + " then " + type_of(b.value);
+      } else if (a.value.type() != b.value.type())
+        e["note"] = "not comparable: " + type_of(a.value) + " then " + type_of(b.value);
       // The tolerance a report records is its comparison around the stated figure (ok); there is no run-to-run one.
       std::string tol = "no tolerance recorded";
       if (a.compared && b.compared) {
@@ -330,8 +345,10 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
         if (b.expected_failure) tol += " (an expected failure)";
       }
       e["tolerance"] = tol;
-      if (moved) figures.push_back(e);
-      else ++figures_still;
+      if (moved)
+        figures.push_back(e);
+      else
+        ++figures_still;
     }
   };
   for (const auto& c : newr["claims"]) {
@@ -408,7 +425,9 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   for (const auto& r : ob)
     if (!nrow.count(r["name"].get<std::string>())) add_bench(r["name"], &r, nullptr);
 
-  json summary = {{"claims", counts}, {"benchmarks", bcounts}, {"figures_moved", figures.size()},
+  json summary = {{"claims", counts},
+                  {"benchmarks", bcounts},
+                  {"figures_moved", figures.size()},
                   {"figures_unmoved", figures_still}};
   return {{"schema", kCompareSchema},
           {"old", side(oldr, old_name)},
@@ -452,28 +471,32 @@ std::string compare_markdown(const json& c) {
   int changed = 0;
   for (const auto& e : c["claims"]) {
     if (e["change"] == "unchanged") {
-      same += (same.empty() ? "" : ", ") + ("`" + e["id"].get<std::string>() + "` (" + e["new"].get<std::string>() + ")");
+      same +=
+          (same.empty() ? "" : ", ") + ("`" + e["id"].get<std::string>() + "` (" + e["new"].get<std::string>() + ")");
       continue;
     }
     if (!changed++) o << "| claim | OLD | NEW | change | reason |\n|---|---|---|---|---|\n";
     o << "| `" << e["id"].get<std::string>() << "` | " << e["old"].get<std::string>() << " | "
-      << e["new"].get<std::string>() << " | " << (e["change"] == "regression" ? "**regression**" : e["change"].get<std::string>())
-      << " | " << md_cell_short(e["reason"].get<std::string>()) << " |\n";
+      << e["new"].get<std::string>() << " | "
+      << (e["change"] == "regression" ? "**regression**" : e["change"].get<std::string>()) << " | "
+      << md_cell_short(e["reason"].get<std::string>()) << " |\n";
   }
   o << (changed ? "\n" : "None.\n\n");
   if (!same.empty()) o << "Unchanged (" << count("claims", "unchanged") << "): " << same << "\n\n";
 
   o << "## Figures that moved\n\nThe move is (NEW - OLD) / |OLD|. The tolerance is the comparison each report "
        "records around the stated figure (whether it held); a report records no run-to-run tolerance.\n\n";
-  if (c["figures"].empty()) o << "None.\n\n";
-  else o << "| claim | figure | OLD | NEW | move | tolerance |\n|---|---|---|---|---|---|\n";
+  if (c["figures"].empty())
+    o << "None.\n\n";
+  else
+    o << "| claim | figure | OLD | NEW | move | tolerance |\n|---|---|---|---|---|---|\n";
   for (const auto& f : c["figures"]) {
     std::string tol = md_cell_short(f["tolerance"].get<std::string>());
     if (f["regression"].get<bool>()) tol = "**" + tol + "**";
     o << "| `" << f["claim"].get<std::string>() << "` | " << md_cell_short(f["figure"].get<std::string>()) << " | "
       << figure_text(f["old"], f["unit"]) << " | " << figure_text(f["new"], f["unit"]) << " | "
-      << (f["move"].is_number() ? signed_percent(f["move"].get<double>()) : md_cell_short(f.value("note", "—"))) << " | "
-      << tol << " |\n";
+      << (f["move"].is_number() ? signed_percent(f["move"].get<double>()) : md_cell_short(f.value("note", "—")))
+      << " | " << tol << " |\n";
   }
   if (!c["figures"].empty()) o << "\n";
   o << c["summary"]["figures_unmoved"].get<int>() << " figures present in both reports did not move.\n\n";

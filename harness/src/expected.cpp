@@ -329,7 +329,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   if (!std::regex_match(e.id, m, id_re)) input_error(file, "id", "'" + e.id + "' is not of the form chNN.name");
   e.chapter = m[1];
   const std::string stem = path.stem().string(), dir = path.parent_path().filename().string();
-  if (dir + "." + stem != e.id) input_error(file, "id", "'" + e.id + "' does not match the file's place " + dir + "/" + stem + ".json");
+  if (dir + "." + stem != e.id)
+    input_error(file, "id", "'" + e.id + "' does not match the file's place " + dir + "/" + stem + ".json");
   e.title = get_string(j, file, "", "title");
   e.source = get_string(j, file, "", "source");
   e.source_en = get_string(j, file, "", "source_en", false);

@@ -53,22 +53,22 @@ struct Variant {
   // "derived:nf4_predicted_time_over_bytes>1.25", "default" (the last variant); its text is the file's `when`.
   FeatureExpr condition;
   Comparison compare;
-  bool xfail = false;         // "expect": "xfail": on machines of this variant the evidence refutes the statement
-  std::string xfail_reason;   // its measured reason (on such a machine); "{NAME}" stands for a figure of this run
+  bool xfail = false;        // "expect": "xfail": on machines of this variant the evidence refutes the statement
+  std::string xfail_reason;  // its measured reason (on such a machine); "{NAME}" stands for a figure of this run
 };
 
 struct Statement {
-  std::string name;       // "value" for the primary figure, else the key under "also"
-  nlohmann::json value;   // number or bool
+  std::string name;      // "value" for the primary figure, else the key under "also"
+  nlohmann::json value;  // number or bool
   std::string unit;
-  Comparison compare;     // or, when the expectation depends on the machine, the first matching variant
+  Comparison compare;  // or, when the expectation depends on the machine, the first matching variant
   std::vector<Variant> variants;
   bool measured_part = false;  // "part": "measured" — may be missing while the check lists it as pending
   // "applies": where the statement is judged, a feature expression of the machine alone (no derived values): a
   // statement about a form of the check that runs elsewhere (the CPU form's threads on a GPU host). Empty: always.
   FeatureExpr applies;
-  bool xfail = false;          // "expect": "xfail" on an `also` statement: the evidence refutes this part
-  std::string xfail_reason;    // its measured reason
+  bool xfail = false;        // "expect": "xfail" on an `also` statement: the evidence refutes this part
+  std::string xfail_reason;  // its measured reason
 };
 
 struct Expected {

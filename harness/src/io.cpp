@@ -58,7 +58,8 @@ std::vector<T> read_npy_impl(const fs::path& p, const char* descr, std::vector<l
   if (!in) throw std::runtime_error(p.string() + ": field '(file)': cannot be read");
   char magic[8];
   in.read(magic, 8);
-  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(p.string() + ": field '(magic)': not an .npy file");
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    throw std::runtime_error(p.string() + ": field '(magic)': not an .npy file");
   std::uint32_t hlen = 0;
   if (magic[6] == 1) {
     std::uint16_t h16;
@@ -74,7 +75,8 @@ std::vector<T> read_npy_impl(const fs::path& p, const char* descr, std::vector<l
   if (header.find("'fortran_order': False") == std::string::npos)
     throw std::runtime_error(p.string() + ": field 'fortran_order': expected C order");
   const auto a = header.find("'shape': ("), b = header.find(')', a);
-  if (a == std::string::npos || b == std::string::npos) throw std::runtime_error(p.string() + ": field 'shape': missing");
+  if (a == std::string::npos || b == std::string::npos)
+    throw std::runtime_error(p.string() + ": field 'shape': missing");
   std::vector<long> shape;
   std::stringstream ss(header.substr(a + 10, b - a - 10));
   long n = 1;
@@ -150,7 +152,8 @@ void forward_driver_result(Context& ctx, const json& r) {
 
 ScratchDir::ScratchDir(const std::string& tag) {
   std::random_device rd;
-  path_ = fs::temp_directory_path() / ("claimcheck_" + tag + "_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
+  path_ =
+      fs::temp_directory_path() / ("claimcheck_" + tag + "_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
   fs::create_directories(path_);
 }
 ScratchDir::~ScratchDir() {

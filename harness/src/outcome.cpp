@@ -5,14 +5,20 @@ using nlohmann::json;
 
 const char* to_string(Status s) {
   switch (s) {
-    case Status::pass: return "pass";
+    case Status::pass:
+      return "pass";
     case Status::partial:
       return "partial";
-    case Status::fail: return "fail";
-    case Status::skip: return "skip";
-    case Status::xfail: return "xfail";
-    case Status::xpass: return "xpass";
-    case Status::error: return "error";
+    case Status::fail:
+      return "fail";
+    case Status::skip:
+      return "skip";
+    case Status::xfail:
+      return "xfail";
+    case Status::xpass:
+      return "xpass";
+    case Status::error:
+      return "error";
   }
   return "?";
 }
@@ -52,7 +58,7 @@ int exit_status(const std::vector<ClaimResult>& results) {
 }
 
 void fold_outcome(ClaimResult& r) {
-  bool all_ok = true;  // every comparison not marked as an expected failure held
+  bool all_ok = true;                          // every comparison not marked as an expected failure held
   std::string first_bad, xfails, first_xpass;  // every expected failure is named, each with the variant that chose it
   int compared = 0;
   for (const auto& m : r.measurements) {
@@ -60,7 +66,8 @@ void fold_outcome(ClaimResult& r) {
     ++compared;
     const std::string label = (m.name == "value" ? "" : m.name + ": ") + m.verdict;
     if (m.expected_failure) {  // a part the evidence refutes: it must fail, with its measured reason
-      if (m.ok && first_xpass.empty()) first_xpass = m.name + " was expected to fail (" + m.xfail_reason + ") but held: " + m.verdict;
+      if (m.ok && first_xpass.empty())
+        first_xpass = m.name + " was expected to fail (" + m.xfail_reason + ") but held: " + m.verdict;
       if (!m.ok)
         xfails += (xfails.empty() ? "" : "; ") +
                   ("expected failure of " + m.name + ": " + m.xfail_reason + " — " + m.verdict +

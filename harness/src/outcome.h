@@ -21,19 +21,19 @@ std::string headline_basis(const ClaimResult& r);
 bool parse_status(const std::string& s, Status* out);
 
 struct Measurement {
-  std::string name;            // "value" for the primary figure
-  nlohmann::json value;        // number or bool
+  std::string name;      // "value" for the primary figure
+  nlohmann::json value;  // number or bool
   std::string unit;
-  bool compared = false;       // an expected statement judged it
+  bool compared = false;  // an expected statement judged it
   bool ok = false;
-  std::string verdict;         // one line: the comparison and its result
-  std::string against;         // what the figure was held to (tolerance.h Verdict::against), when compared
+  std::string verdict;                      // one line: the comparison and its result
+  std::string against;                      // what the figure was held to (tolerance.h Verdict::against), when compared
   double accept_lo = NAN, accept_hi = NAN;  // the values it accepts, in the stated unit (Verdict::accept_lo / _hi)
-  std::string part;            // "analytic" / "measured" where the claim has both parts (the statement's), else ""
-  nlohmann::json stated;       // the stated value (when compared)
-  std::string why;             // the tolerance's why (when compared)
-  std::string evidence;        // the measurements behind the tolerance, where its expected file gives them
-  std::string basis;           // a figure no bug in a model or kernel can move (tolerance.h): its kind, else ""
+  std::string part;               // "analytic" / "measured" where the claim has both parts (the statement's), else ""
+  nlohmann::json stated;          // the stated value (when compared)
+  std::string why;                // the tolerance's why (when compared)
+  std::string evidence;           // the measurements behind the tolerance, where its expected file gives them
+  std::string basis;              // a figure no bug in a model or kernel can move (tolerance.h): its kind, else ""
   bool expected_failure = false;  // its statement is an expected failure ("expect": "xfail")
   std::string xfail_reason;
   std::string variant;          // the `when` of the variant that applied ("" where the statement has none)
@@ -47,7 +47,7 @@ struct ClaimResult {
   bool setup_specific = false;
   Status status = Status::error;
   std::string reason;
-  bool not_implemented = false;       // skip because the check has not arrived yet
+  bool not_implemented = false;                        // skip because the check has not arrived yet
   nlohmann::json stated = nlohmann::json::object();    // {value, unit}
   nlohmann::json measured = nlohmann::json::object();  // {value, unit} of the primary, or null
   std::vector<Measurement> measurements;
@@ -55,7 +55,7 @@ struct ClaimResult {
   nlohmann::json alternatives = nlohmann::json::array();
   nlohmann::json details = nlohmann::json::object();
   std::vector<std::string> pending_parts;
-  std::string check_location;          // file:line of the registration
+  std::string check_location;  // file:line of the registration
   double seconds = 0;
 };
 

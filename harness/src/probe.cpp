@@ -52,7 +52,8 @@ std::string emulation_reason(const ref::CpuIdentity& c, const std::string& build
     return "an x86-64 build on an Arm CPU (implementer " + c.implementer + ", part " + c.part +
            "): a user-mode emulator (qemu-user, box64, FEX) runs it" + tail;
   if (build_arch == "aarch64" && c.implementer == "0x00" && c.part == "0x051")
-    return "qemu: /proc/cpuinfo is QEMU's own (its 'max' CPU: implementer 0x00, reserved for software, part 0x051)" + tail;
+    return "qemu: /proc/cpuinfo is QEMU's own (its 'max' CPU: implementer 0x00, reserved for software, part 0x051)" +
+           tail;
   if (build_arch == "aarch64" && c.model_name.rfind("ARMv", 0) == 0)
     return "qemu-user: /proc/cpuinfo is QEMU's own (\"model name: " + c.model_name +
            "\", which an arm64 kernel shows only to 32-bit processes)" + tail;
@@ -77,10 +78,10 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
     h.microarchitecture = m.name;
     h.microarchitecture_by = m.identified_by;
   }
-  static const char* interesting[] = {"sse4_2",      "avx",       "avx2",     "fma",      "f16c",        "avx512f",
-                                      "avx512bw",    "avx512vl",  "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
-                                      "amx_bf16",    "amx_int8",  "asimd",    "asimddp",  "sve",         "sve2",
-                                      "bf16",        "i8mm"};
+  static const char* interesting[] = {"sse4_2",      "avx",      "avx2",     "fma",         "f16c",
+                                      "avx512f",     "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                                      "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",    "asimd",
+                                      "asimddp",     "sve",      "sve2",     "bf16",        "i8mm"};
   for (const char* f : interesting)
     if (cpu.has(f)) h.isa.push_back(f);
   h.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
@@ -98,20 +99,26 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   h.gpu = probe_gpu(&h.gpu_absent_reason);
   h.gpu_on_host = nvidia_gpu_on_host();
   if (!h.gpu && !h.gpu_on_host.empty())
-    h.gpu_absent_reason += "; this host has a GPU (" + h.gpu_on_host + ") that this build does not use: configure with "
+    h.gpu_absent_reason += "; this host has a GPU (" + h.gpu_on_host +
+                           ") that this build does not use: configure with "
                            "the cuda preset to measure it";
   return h;
 }
 
 nlohmann::json to_json(const HardwareInfo& h) {
-  nlohmann::json j = {{"cpu_model", h.cpu_model},   {"cpu_vendor", h.cpu_vendor},
-                      {"cpu_family", h.cpu_family}, {"cpu_model_number", h.cpu_model_number},
-                      {"microarchitecture", h.microarchitecture.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture)},
-                      {"microarchitecture_by", h.microarchitecture_by.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture_by)},
-                      {"libcpuinfo_uarch", h.libcpuinfo_uarch.empty() ? nlohmann::json() : nlohmann::json(h.libcpuinfo_uarch)},
-                      {"logical_cpus", h.logical_cpus},
-                      {"usable_cpus", h.usable_cpus}, {"isa", h.isa},
-                      {"memory_bytes", h.memory_bytes}};
+  nlohmann::json j = {
+      {"cpu_model", h.cpu_model},
+      {"cpu_vendor", h.cpu_vendor},
+      {"cpu_family", h.cpu_family},
+      {"cpu_model_number", h.cpu_model_number},
+      {"microarchitecture", h.microarchitecture.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture)},
+      {"microarchitecture_by",
+       h.microarchitecture_by.empty() ? nlohmann::json() : nlohmann::json(h.microarchitecture_by)},
+      {"libcpuinfo_uarch", h.libcpuinfo_uarch.empty() ? nlohmann::json() : nlohmann::json(h.libcpuinfo_uarch)},
+      {"logical_cpus", h.logical_cpus},
+      {"usable_cpus", h.usable_cpus},
+      {"isa", h.isa},
+      {"memory_bytes", h.memory_bytes}};
   if (h.gpu) {
     const auto& g = *h.gpu;
     j["gpu"] = {{"name", g.name},

@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "claimcheck/io.h"
 #include "claimcheck/base/process.h"
 #include "claimcheck/base/sha256.h"
+#include "claimcheck/io.h"
 
 #ifndef CLAIMCHECK_BUILD_TYPE
 #define CLAIMCHECK_BUILD_TYPE "unknown"
@@ -74,11 +74,12 @@ json environment_record() {
   env["claimcheck_version"] = CLAIMCHECK_VERSION;
   env["compiler"] = std::string(
 #if defined(__clang__)
-      "clang "
+                        "clang "
 #elif defined(__GNUC__)
-      "g++ "
+                        "g++ "
 #endif
-      ) + __VERSION__;
+                        ) +
+                    __VERSION__;
   env["cxx_standard"] = static_cast<long>(__cplusplus);
   env["build_type"] = CLAIMCHECK_BUILD_TYPE;
   const std::string tv = torch_version();
@@ -158,7 +159,9 @@ json environment_record() {
     std::istringstream ps(*pv);
     std::string version, torch_v, numpy_v;
     ps >> version >> torch_v >> numpy_v;
-    env["python"] = {{"interpreter", py}, {"version", version}, {"torch", torch_v == "-" ? json(nullptr) : json(torch_v)},
+    env["python"] = {{"interpreter", py},
+                     {"version", version},
+                     {"torch", torch_v == "-" ? json(nullptr) : json(torch_v)},
                      {"numpy", numpy_v == "-" ? json(nullptr) : json(numpy_v)}};
   } else {
     env["python"] = {{"interpreter", py}, {"version", nullptr}, {"error", "not found or does not run"}};

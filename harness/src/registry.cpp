@@ -46,10 +46,14 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 const char* to_string(Requirement r) {
   switch (r) {
-    case Requirement::libtorch: return "libtorch";
-    case Requirement::python: return "python";
-    case Requirement::gpu: return "gpu";
-    case Requirement::numpy: return "numpy";
+    case Requirement::libtorch:
+      return "libtorch";
+    case Requirement::python:
+      return "python";
+    case Requirement::gpu:
+      return "gpu";
+    case Requirement::numpy:
+      return "numpy";
   }
   return "?";
 }
@@ -90,8 +94,7 @@ std::vector<CheckInfo>& registry() {
   return checks;
 }
 
-CheckBuilder::CheckBuilder(CheckFn fn, const char* fn_name, const char* file, int line)
-    : index_(registry().size()) {
+CheckBuilder::CheckBuilder(CheckFn fn, const char* fn_name, const char* file, int line) : index_(registry().size()) {
   CheckInfo info;
   info.fn = fn;
   info.fn_name = fn_name;

@@ -9,14 +9,14 @@
 namespace claimcheck {
 
 struct CheckInfo {
-  std::string id;        // claim id, e.g. ch04.full_finetune_gb
+  std::string id;  // claim id, e.g. ch04.full_finetune_gb
   CheckFn fn = nullptr;
   std::string fn_name;
   std::string file;
   int line = 0;
   std::vector<Requirement> needs;  // from the claim's expected file (require_from_expected in expected.h)
-  bool in_module = false;  // a check of the LibTorch module (module.h): fn stays null until it is loaded
-  std::string part;        // "" for a claim's check; "measured" for its measured part registered apart (check.h)
+  bool in_module = false;          // a check of the LibTorch module (module.h): fn stays null until it is loaded
+  std::string part;  // "" for a claim's check; "measured" for its measured part registered apart (check.h)
   std::map<std::string, Source> derives;  // the values it derives and their sources (CheckBuilder::derives)
 };
 

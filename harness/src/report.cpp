@@ -19,9 +19,9 @@ using nlohmann::json;
 json report_to_json(const Report& r) {
   json claims = json::array();
   for (const auto& c : r.claims) claims.push_back(to_json(c));
-  return {{"schema", kReportSchema},       {"generated_at", r.generated_at},
-          {"records", r.records},          {"summary", to_json(summarize(r.claims))},
-          {"claims", claims},              {"benchmarks", r.benchmarks}};
+  return {{"schema", kReportSchema}, {"generated_at", r.generated_at},
+          {"records", r.records},    {"summary", to_json(summarize(r.claims))},
+          {"claims", claims},        {"benchmarks", r.benchmarks}};
 }
 
 Report report_from_json(const json& j) {
@@ -60,12 +60,23 @@ std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -74,8 +85,10 @@ std::string html_escape(const std::string& s) {
 std::string md_cell(const std::string& s, std::size_t max) {
   std::string o;
   for (char c : s) {
-    if (c == '|' || c == '*' || c == '_') o += std::string("\\") + c;  // table cell, no emphasis
-    else o += c == '\n' ? ' ' : c;
+    if (c == '|' || c == '*' || c == '_')
+      o += std::string("\\") + c;  // table cell, no emphasis
+    else
+      o += c == '\n' ? ' ' : c;
   }
   if (o.size() <= max) return o;
   while (max > 0 && (static_cast<unsigned char>(o[max]) & 0xC0) == 0x80) --max;  // not inside a UTF-8 character
@@ -97,7 +110,9 @@ std::string sig3(double v) {
     std::snprintf(b, sizeof b, "%.3g", v);
   return b;
 }
-std::string stated_text(const ClaimResult& c) { return value_text(c.stated.value("value", json()), c.stated.value("unit", "")); }
+std::string stated_text(const ClaimResult& c) {
+  return value_text(c.stated.value("value", json()), c.stated.value("unit", ""));
+}
 std::string measured_text(const ClaimResult& c) {
   if (!c.measured.is_object()) return "—";
   return value_text(c.measured.value("value", json()), c.measured.value("unit", ""));

@@ -188,7 +188,10 @@ std::string svg_curve(const json& c) {
     for (std::size_t i = 0; i < y.size() && i < x.size(); ++i) {
       const double v = y[i].get<double>();
       if (!std::isfinite(v)) continue;
-      x0 = std::min(x0, x[i]); x1 = std::max(x1, x[i]); y0 = std::min(y0, v); y1 = std::max(y1, v);
+      x0 = std::min(x0, x[i]);
+      x1 = std::max(x1, x[i]);
+      y0 = std::min(y0, v);
+      y1 = std::max(y1, v);
     }
   };
   const json series = c.value("series", json::array());
@@ -205,19 +208,25 @@ std::string svg_curve(const json& c) {
   }
   if (y1 == y0) y1 = y0 + 1;
   const double pad = (y1 - y0) * 0.05;
-  y0 -= pad; y1 += pad;
+  y0 -= pad;
+  y1 += pad;
   auto fx = [&](double x) {
     const double a = logx ? std::log10(x0) : x0, b = logx ? std::log10(x1) : x1, v = logx ? std::log10(x) : x;
     return L + (W - L - R) * (b > a ? (v - a) / (b - a) : 0.5);
   };
   auto fy = [&](double y) { return T + (H - T - B) * (1 - (y - y0) / (y1 - y0)); };
-  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", v);
+    return std::string(b);
+  };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
     << "\" height=\"" << H << "\" style=\"font:11px system-ui,sans-serif;background:#fff\">";
   o << "<text x=\"" << L << "\" y=\"16\" font-weight=\"600\">" << html_escape(c.value("title", "")) << "</text>";
   // axes and ticks
-  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+    << "\" stroke=\"#888\"/>";
   o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
   // Round ticks: decades on a log axis, multiples of 1, 2, 2.5 or 5 x 10^k on a linear one, each label distinct.
   std::vector<double> xt;
@@ -283,8 +292,12 @@ std::string svg_roofline(const json& c) {
   if (!c.contains("peak_flops") || !pos(c["peak_flops"]) || !c.contains("bandwidth") || !pos(c["bandwidth"])) return "";
   const double peak = c["peak_flops"].get<double>(), bw = c["bandwidth"].get<double>(), ridge = peak / bw;
   const double theory = c.contains("theoretical_peak_flops") && pos(c["theoretical_peak_flops"])
-                            ? c["theoretical_peak_flops"].get<double>() : 0;
-  struct Pt { std::string name; double x, y; };
+                            ? c["theoretical_peak_flops"].get<double>()
+                            : 0;
+  struct Pt {
+    std::string name;
+    double x, y;
+  };
   std::vector<Pt> pts;
   for (const auto& p : c.value("points", json::array()))
     if (p.is_object() && p.contains("intensity") && pos(p["intensity"]) && p.contains("flops") && pos(p["flops"]) &&
@@ -292,7 +305,10 @@ std::string svg_roofline(const json& c) {
         p["flops"].get<double>() > peak * 1e-9 && p["flops"].get<double>() < peak * 10)  // on the chart's decades
       pts.push_back({p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>() : std::string(),
                      p["intensity"].get<double>(), p["flops"].get<double>()});
-  struct Ceiling { std::string name; double flops; };
+  struct Ceiling {
+    std::string name;
+    double flops;
+  };
   std::vector<Ceiling> more;  // further engines' roofs, within three decades of the fp32 peak
   for (const auto& e : c.value("roofs", json::array()))
     if (e.is_object() && e.contains("flops") && pos(e["flops"]) && e["flops"].get<double>() < peak * 1e3 &&
@@ -304,24 +320,38 @@ std::string svg_roofline(const json& c) {
   double x0 = ridge / 10, x1 = ridge * 10, y0 = peak / 1000, y1 = top * 2;
   for (const auto& m : more) x1 = std::max(x1, m.flops / bw * 10);
   for (const auto& p : pts) {
-    x0 = std::min(x0, p.x / 2); x1 = std::max(x1, p.x * 2); y0 = std::min(y0, p.y / 2);
+    x0 = std::min(x0, p.x / 2);
+    x1 = std::max(x1, p.x * 2);
+    y0 = std::min(y0, p.y / 2);
   }
-  x0 = std::pow(10, std::floor(std::log10(x0))); x1 = std::pow(10, std::ceil(std::log10(x1)));
-  y0 = std::pow(10, std::floor(std::log10(y0))); y1 = std::pow(10, std::ceil(std::log10(y1)));
+  x0 = std::pow(10, std::floor(std::log10(x0)));
+  x1 = std::pow(10, std::ceil(std::log10(x1)));
+  y0 = std::pow(10, std::floor(std::log10(y0)));
+  y1 = std::pow(10, std::ceil(std::log10(y1)));
   if (!(x0 > 0) || !(y0 > 0) || !(x1 > x0) || !(y1 > y0) || !std::isfinite(x1) || !std::isfinite(y1) ||
       x1 / x0 > 1e12 || y1 / y0 > 1e12)  // at most 12 decades: a denormal point must not make a million ticks
     return "";
   // Tall enough for the legend: the roofs' three lines, each further engine's, and a line per point.
   const double W = 660, L = 64, R = 200, T = 30, B = 42;
   const double H = std::max(300.0, T + 6 + 14.0 * static_cast<double>(3 + more.size() + pts.size()) + 4 + 10);
-  auto fx = [&](double x) { return L + (W - L - R) * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)); };
-  auto fy = [&](double y) { return T + (H - T - B) * (1 - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0))); };
-  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  auto fx = [&](double x) {
+    return L + (W - L - R) * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0));
+  };
+  auto fy = [&](double y) {
+    return T + (H - T - B) * (1 - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)));
+  };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", v);
+    return std::string(b);
+  };
   auto eng = [](double v, const char* unit) {  // 1.2 G, 350 M ...
     const char* pre[] = {"", "k", "M", "G", "T", "P"};
     int i = 0;
     while (v >= 1000 && i < 5) v /= 1000, ++i;
-    char b[48]; std::snprintf(b, sizeof b, "%.3g %s%s", v, pre[i], unit); return std::string(b);
+    char b[48];
+    std::snprintf(b, sizeof b, "%.3g %s%s", v, pre[i], unit);
+    return std::string(b);
   };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
@@ -337,12 +367,14 @@ std::string svg_roofline(const json& c) {
     o << "<line x1=\"" << L << "\" y1=\"" << num(fy(y)) << "\" x2=\"" << W - R << "\" y2=\"" << num(fy(y))
       << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
       << eng(y, "") << "</text>";
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">intensity (FLOP/byte)</text>";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8
+    << "\" text-anchor=\"middle\">intensity (FLOP/byte)</text>";
   o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">FLOP/s</text>";
   // the roofs: bandwidth slope up to the ridge, then the peak
   const double xa = std::max(x0, y0 / bw);
-  o << "<polyline fill=\"none\" stroke=\"#2c5fa8\" stroke-width=\"2\" points=\"" << num(fx(xa)) << "," << num(fy(xa * bw))
-    << " " << num(fx(ridge)) << "," << num(fy(peak)) << " " << num(fx(x1)) << "," << num(fy(peak)) << "\"/>";
+  o << "<polyline fill=\"none\" stroke=\"#2c5fa8\" stroke-width=\"2\" points=\"" << num(fx(xa)) << ","
+    << num(fy(xa * bw)) << " " << num(fx(ridge)) << "," << num(fy(peak)) << " " << num(fx(x1)) << "," << num(fy(peak))
+    << "\"/>";
   o << "<line x1=\"" << num(fx(ridge)) << "\" y1=\"" << num(fy(peak)) << "\" x2=\"" << num(fx(ridge)) << "\" y2=\""
     << H - B << "\" stroke=\"#2c5fa8\" stroke-dasharray=\"2,3\"/>";
   if (theory > 0)
@@ -356,10 +388,12 @@ std::string svg_roofline(const json& c) {
       << "\"><title>" << html_escape(m.name + " " + eng(m.flops, "FLOP/s") + ", ridge " + fmt(r2) + " FLOP/byte")
       << "</title></polyline><line x1=\"" << num(fx(r2)) << "\" y1=\"" << num(fy(m.flops)) << "\" x2=\"" << num(fx(r2))
       << "\" y2=\"" << H - B << "\" stroke=\"#7d3c98\" stroke-dasharray=\"2,3\"/><text x=\"" << num(fx(x1) - 4)
-      << "\" y=\"" << num(fy(m.flops) - 4) << "\" text-anchor=\"end\" fill=\"#7d3c98\">" << html_escape(m.name) << "</text>";
+      << "\" y=\"" << num(fy(m.flops) - 4) << "\" text-anchor=\"end\" fill=\"#7d3c98\">" << html_escape(m.name)
+      << "</text>";
   }
   double ly = T + 6;
-  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">peak " << html_escape(eng(peak, "FLOP/s")) << "</text>";
+  o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">peak " << html_escape(eng(peak, "FLOP/s"))
+    << "</text>";
   ly += 14;
   o << "<text x=\"" << W - R + 12 << "\" y=\"" << num(ly) << "\">read " << html_escape(eng(bw, "B/s")) << "</text>";
   ly += 14;
@@ -394,7 +428,9 @@ std::string svg_roofline(const json& c) {
 // reference as a dashed line. Malformed entries are skipped; an empty or all-zero chart draws nothing.
 std::string svg_stacked(const json& c) {
   if (!c.is_object()) return "";
-  auto finite_nonneg = [](const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0; };
+  auto finite_nonneg = [](const json& v) {
+    return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0;
+  };
   struct Bar {
     std::string name;
     std::map<std::string, double> parts;  // by part name, repeated names summed
@@ -403,7 +439,8 @@ std::string svg_stacked(const json& c) {
   std::vector<std::string> names;  // part names, first-appearance order
   std::vector<Bar> bars;
   for (const auto& b : c.value("bars", json::array())) {
-    if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("parts") || !b["parts"].is_array())
+    if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("parts") ||
+        !b["parts"].is_array())
       continue;
     Bar bar;
     bar.name = b["name"].get<std::string>();
@@ -426,11 +463,15 @@ std::string svg_stacked(const json& c) {
   std::vector<std::string> legend;
   for (const auto& n : names)
     for (const auto& b : bars)
-      if (b.parts.count(n) && b.parts.at(n) > 0) { legend.push_back(n); break; }
+      if (b.parts.count(n) && b.parts.at(n) > 0) {
+        legend.push_back(n);
+        break;
+      }
   const json ref = c.value("reference", json());
   const bool has_ref = ref.is_object() && ref.contains("value") && finite_nonneg(ref["value"]);
   const double ref_v = has_ref ? ref["value"].get<double>() : 0;
-  const std::string ref_name = has_ref && ref.contains("name") && ref["name"].is_string() ? ref["name"].get<std::string>() : "";
+  const std::string ref_name =
+      has_ref && ref.contains("name") && ref["name"].is_string() ? ref["name"].get<std::string>() : "";
   if (has_ref) ymax = std::max(ymax, ref_v);
   const StatedMark mark = stated_mark(c);
   if (mark.on && mark.value >= 0) ymax = std::max(ymax, mark.value);
@@ -445,7 +486,11 @@ std::string svg_stacked(const json& c) {
   auto str = [&](const char* k) { return c.contains(k) && c[k].is_string() ? c[k].get<std::string>() : std::string(); };
   std::string y_label = str("y_label");
   if (y_label.empty()) y_label = unit;
-  auto num = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.1f", v); return std::string(b); };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", v);
+    return std::string(b);
+  };
   auto fy = [&](double y) { return T + (H - T - B) * (1 - y / top); };
   const char* const* colors = kPalette;
   const std::size_t ncol = kPaletteSize;
@@ -460,7 +505,8 @@ std::string svg_stacked(const json& c) {
       << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << num(fy(y) + 4) << "\" text-anchor=\"end\">"
       << tick_label(y, step) << "</text>";
   }
-  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
+  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+    << "\" stroke=\"#888\"/>";
   o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#888\"/>";
   o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
     << html_escape(y_label) << "</text>";

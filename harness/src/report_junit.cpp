@@ -22,20 +22,31 @@ std::string JunitWriter::render(const Report& r) const {
       e += c->status == Status::error;
       sk += c->status == Status::skip || c->status == Status::xfail || c->status == Status::partial;
     }
-    o << "  <testsuite name=\"" << ch << "\" tests=\"" << claims.size() << "\" failures=\"" << f << "\" errors=\""
-      << e << "\" skipped=\"" << sk << "\">\n";
+    o << "  <testsuite name=\"" << ch << "\" tests=\"" << claims.size() << "\" failures=\"" << f << "\" errors=\"" << e
+      << "\" skipped=\"" << sk << "\">\n";
     for (const auto* c : claims) {
       o << "    <testcase classname=\"claimcheck." << ch << "\" name=\"" << html_escape(c->id) << "\" time=\""
         << c->seconds << "\">";
       const std::string msg = html_escape(c->reason);
       switch (c->status) {
-        case Status::pass: break;
-        case Status::fail: o << "<failure message=\"" << msg << "\"/>"; break;
-        case Status::xpass: o << "<failure message=\"unexpected pass: " << msg << "\"/>"; break;
-        case Status::error: o << "<error message=\"" << msg << "\"/>"; break;
+        case Status::pass:
+          break;
+        case Status::fail:
+          o << "<failure message=\"" << msg << "\"/>";
+          break;
+        case Status::xpass:
+          o << "<failure message=\"unexpected pass: " << msg << "\"/>";
+          break;
+        case Status::error:
+          o << "<error message=\"" << msg << "\"/>";
+          break;
         // JUnit has no expected failure: an xfail is reported as skipped, never as a pass.
-        case Status::xfail: o << "<skipped message=\"xfail: " << msg << "\"/>"; break;
-        case Status::skip: o << "<skipped message=\"" << msg << "\"/>"; break;
+        case Status::xfail:
+          o << "<skipped message=\"xfail: " << msg << "\"/>";
+          break;
+        case Status::skip:
+          o << "<skipped message=\"" << msg << "\"/>";
+          break;
         // Partly judged: what held is no pass of the whole claim.
         case Status::partial:
           o << "<skipped message=\"partial: " << msg << "\"/>";

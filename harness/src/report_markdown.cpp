@@ -12,8 +12,7 @@ std::string MarkdownWriter::filename() const { return "report.md"; }
 std::string MarkdownWriter::render(const Report& r) const {
   std::ostringstream o;
   o << "# claimcheck report\n\n" << summary_line(summarize(r.claims)) << ".\n\n";
-  o << "Generated " << r.generated_at << ". Commit `" << commit_sha(r.records)
-    << "`.\n";
+  o << "Generated " << r.generated_at << ". Commit `" << commit_sha(r.records) << "`.\n";
   for (const auto& [ch, claims] : by_chapter(r)) {
     o << "\n## " << chapter_heading(ch, claims) << "\n\n";
     o << "| claim | source | stated | measured | verdict | why |\n|---|---|---|---|---|---|\n";

@@ -68,8 +68,7 @@ std::vector<std::string> select_claims(const std::map<std::string, Expected>& ca
   std::vector<std::string> out;
   for (const auto& [key, e] : cat) {
     const std::string& id = key;  // a lambda captures no structured binding before clang 16
-    if (!sel.chapters.empty() &&
-        std::find(sel.chapters.begin(), sel.chapters.end(), e.chapter) == sel.chapters.end())
+    if (!sel.chapters.empty() && std::find(sel.chapters.begin(), sel.chapters.end(), e.chapter) == sel.chapters.end())
       continue;
     if (!sel.claims.empty() && std::none_of(sel.claims.begin(), sel.claims.end(), [&](const std::string& p) {
           return fnmatch(p.c_str(), id.c_str(), 0) == 0;
@@ -92,7 +91,10 @@ std::optional<std::string> Capabilities::missing(Requirement r) {
   std::optional<std::string> why;
   switch (r) {
     case Requirement::libtorch:
-      if (torch_version().empty()) why = "not built with LibTorch (point CLAIMCHECK_PYTHON at a Python with torch >= 2.4 and reconfigure: see the README)";
+      if (torch_version().empty())
+        why =
+            "not built with LibTorch (point CLAIMCHECK_PYTHON at a Python with torch >= 2.4 and reconfigure: see the "
+            "README)";
       break;
     case Requirement::gpu:
       if (!hw_ || !hw_->gpu) why = hw_ ? hw_->gpu_absent_reason : "no hardware probe";
@@ -173,7 +175,8 @@ class ContextImpl final : public Context {
   fs::path keep_file(const std::string& name) override {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
       input_error(e_.id, "keep_file", "'" + name + "' is not a plain file name");
-    const fs::path base = in_.artifact_dir.empty() ? fs::temp_directory_path() / "claimcheck-artifacts" : in_.artifact_dir;
+    const fs::path base =
+        in_.artifact_dir.empty() ? fs::temp_directory_path() / "claimcheck-artifacts" : in_.artifact_dir;
     const fs::path dir = base / e_.id;
     fs::create_directories(dir);
     kept_.push_back(dir / name);
@@ -246,14 +249,16 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     for (std::size_t vi = 0; vi < s0.variants.size(); ++vi) {
       const auto& v = s0.variants[vi];
       if (!variant_matches(v.condition, hw, derived)) continue;
-      const std::string field = (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
+      const std::string field =
+          (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
       s.compare = v.compare;
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
       r.details["variant"][s.name] = v.condition.text;
       chosen = {v.condition.text, variant_because(v.condition, hw, derived)};
       if (v.xfail) {  // refuted on machines of this variant (a claim-level xfail would refute it everywhere)
         s.xfail = true;
-        s.xfail_reason = with_figures(v.xfail_reason, derived, r.measurements, e.file.string(), field + ".xfail_reason");
+        s.xfail_reason =
+            with_figures(v.xfail_reason, derived, r.measurements, e.file.string(), field + ".xfail_reason");
       }
       break;
     }
@@ -275,7 +280,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     m.expected_failure = s.xfail;
     m.variant = chosen.first;
     m.variant_because = chosen.second;
-    m.xfail_reason = s.xfail && !(r.details.contains("variant") && r.details["variant"].contains(s.name))  // a variant's reason has its figures already
+    m.xfail_reason = s.xfail && !(r.details.contains("variant") &&
+                                  r.details["variant"].contains(s.name))  // a variant's reason has its figures already
                          ? with_figures(s.xfail_reason, derived, r.measurements, e.file.string(),
                                         (s.name == "value" ? "" : "also." + s.name + ".") + std::string("xfail_reason"))
                          : s.xfail_reason;
@@ -579,7 +585,8 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
       else if (lacks)
         ctx.pending("the measured part " + *lacks);
       else if (!part->fn)
-        throw std::runtime_error("the measured part of '" + e.id + "' is in the LibTorch checks module, which is not loaded");
+        throw std::runtime_error("the measured part of '" + e.id +
+                                 "' is in the LibTorch checks module, which is not loaded");
       else
         part->fn(ctx);
     }

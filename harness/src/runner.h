@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "claimcheck/check.h"
 #include "expected.h"
 #include "outcome.h"
-#include "claimcheck/check.h"
 #include "probe.h"
 
 namespace claimcheck {
@@ -44,8 +44,8 @@ struct RunContextInputs {
   std::filesystem::path root;
   std::uint64_t seed = 0;
   const HardwareInfo* hardware = nullptr;
-  std::function<nlohmann::json()> records;  // the run's seven records, built on demand
-  std::string planted_fault;                // $CLAIMCHECK_FAULT (tests only)
+  std::function<nlohmann::json()> records;   // the run's seven records, built on demand
+  std::string planted_fault;                 // $CLAIMCHECK_FAULT (tests only)
   std::vector<std::string> selected_labels;  // --label values
   std::filesystem::path artifact_dir;        // where keep_file() puts files (report/artifacts); empty: a temp folder
 };

@@ -82,8 +82,8 @@ struct Judge {
     Verdict out;
     out.ok = m >= v && m < v + c.step;
     out.budget_used = c.step > 0 ? std::fabs(m - v) / c.step : 0;
-    out.text = fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " +
-               fmt(c.step);
+    out.text =
+        fmt(m) + u + (out.ok ? " truncates to " : " does not truncate to ") + fmt(v) + u + " at step " + fmt(c.step);
     out.against = "[" + fmt(v) + ", " + fmt(v + c.step) + ")" + u;
     out.accept_lo = v;
     out.accept_hi = v + c.step;
@@ -157,9 +157,10 @@ struct Judge {
     const bool adds_up = std::fabs(raw - m) <= 1e-9 * std::max(1.0, std::fabs(m));
     out.ok = adds_up && std::fabs(sum - v) < c.step / 2;
     out.budget_used = c.step / 2 > 0 ? std::fabs(sum - v) / (c.step / 2) : (sum == v ? 0 : INFINITY);
-    out.text = adds_up ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
-                             fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
-                       : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;
+    out.text = adds_up
+                   ? fmt(m) + u + " exactly; the parts rounded to " + fmt(c.part_step) + " (" + shown + " = " +
+                         fmt(rounded) + ") give " + fmt(sum) + u + (out.ok ? " as stated" : ", stated " + fmt(v) + u)
+                   : "the parts add up to " + fmt(raw) + u + ", not to the measured " + fmt(m) + u;
     out.against = fmt(v) + u + " (the parts rounded to " + fmt(c.part_step) + ", the sum to " + fmt(c.step) + ")";
     return out;
   }

@@ -49,8 +49,8 @@ const char* rule_name(const Rule& r);
 
 struct Comparison {
   Rule rule = rule::Equal{};
-  std::string why;                      // one line: why this tolerance
-  std::string evidence;                 // optional: the measurements behind it (machines, dates, runs)
+  std::string why;       // one line: why this tolerance
+  std::string evidence;  // optional: the measurements behind it (machines, dates, runs)
   // optional: what kind of figure this statement compares where no bug in a model or a kernel can move it (it
   // cannot fail from one, so the report labels it): "definition" (holds by construction: a sum of dtype sizes, a
   // ratio whose terms cancel), "arithmetic" (the series' own arithmetic redone), "read_back" (a value read from a
@@ -68,11 +68,11 @@ Tol dtype_default(const std::string& dtype);
 
 struct Verdict {
   bool ok = false;
-  std::string text;           // what was compared and how, one line
-  std::string against;        // what the figure was held to, in its unit ("4.8 ms +- 0.05", "14-26 ms: 0.8-1.8x
-                              // bytes_over_bandwidth"): the report's "held to" cell, not the series' figure
-  double budget_used = 0;     // the share of the tolerance used: 1 at its edge, above 1 outside (0..inf); for a
-                              // range, the distance from its centre over its half-width; one-sided, x / max or min / x
+  std::string text;        // what was compared and how, one line
+  std::string against;     // what the figure was held to, in its unit ("4.8 ms +- 0.05", "14-26 ms: 0.8-1.8x
+                           // bytes_over_bandwidth"): the report's "held to" cell, not the series' figure
+  double budget_used = 0;  // the share of the tolerance used: 1 at its edge, above 1 outside (0..inf); for a
+                           // range, the distance from its centre over its half-width; one-sided, x / max or min / x
   // The measured values the rule accepts, in the stated unit (the report draws them on a chart of that figure):
   // -inf / +inf for an open end; NaN where the rule judges something else (the stated figure inside a measured
   // interval, the series' rounded parts).

@@ -151,13 +151,15 @@ CC_INLINE void tiled_tile(const Args<T>& a, long bh, int qt) {
         for (int j = 0; j < kTileK; ++j) srow[j] += qd * KT[d][j];
       }
       const int last = last_key(a, i0 + r) - j0;  // keys beyond it are masked
-      for (int j = 0; j < kTileK; ++j) S[r][j] = (j <= last && j < cols) ? srow[j] : -std::numeric_limits<T>::infinity();
+      for (int j = 0; j < kTileK; ++j)
+        S[r][j] = (j <= last && j < cols) ? srow[j] : -std::numeric_limits<T>::infinity();
     }
     for (int r = 0; r < rows; ++r) {
       T mt = m[r];
       for (int j = 0; j < kTileK; ++j) mt = std::max(mt, S[r][j]);
       if (a.f.no_max_subtraction) mt = 0;
-      const T corr = (m[r] == -std::numeric_limits<T>::infinity() || a.f.no_max_subtraction) ? T(1) : exp_any(m[r] - mt);
+      const T corr =
+          (m[r] == -std::numeric_limits<T>::infinity() || a.f.no_max_subtraction) ? T(1) : exp_any(m[r] - mt);
       T sum = 0;
       for (int j = 0; j < kTileK; ++j) {
         const T p = exp_any(S[r][j] - mt);
@@ -367,8 +369,8 @@ enum V3Path { kV3None = 0, kV3Avx2 = 1, kV3Avx512 = 2, kV3Emulated512 = 3 };
 V3Path v3_detected() {
   static const V3Path p = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
       return kV3Avx512;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? kV3Avx2 : kV3None;
   }();
@@ -393,10 +395,14 @@ long v3_tiles(const AttentionShape& s, bool fp32) {
 void register_tile(const Args<float>& a, long bh, int qt) {
 #ifdef CC_HAVE_AVX2_PATH
   switch (v3_path()) {
-    case kV3Avx512: return v3_avx512::tile(a, bh, qt);
-    case kV3Emulated512: return v3_emulated512::tile(a, bh, qt);
-    case kV3Avx2: return v3_avx2::tile(a, bh, qt);
-    default: break;
+    case kV3Avx512:
+      return v3_avx512::tile(a, bh, qt);
+    case kV3Emulated512:
+      return v3_emulated512::tile(a, bh, qt);
+    case kV3Avx2:
+      return v3_avx2::tile(a, bh, qt);
+    default:
+      break;
   }
 #endif
   tiled_tile_f32(a, bh, qt);
@@ -422,7 +428,8 @@ void parallel_for(long n, int threads, Fn fn) {
 }
 
 template <typename T>
-void forward(int version, const T* q, const T* k, const T* v, T* out, const AttentionShape& s, const AttentionOptions& o) {
+void forward(int version, const T* q, const T* k, const T* v, T* out, const AttentionShape& s,
+             const AttentionOptions& o) {
   if (s.B < 1 || s.H < 1 || s.T < 1 || s.D < 1 || s.D > kMaxD)
     throw std::invalid_argument("attention: bad shape (B, H, T >= 1; 1 <= D <= 256)");
   const Args<T> a{q, k, v, out, s, o.faults};
@@ -451,15 +458,18 @@ void forward(int version, const T* q, const T* k, const T* v, T* out, const Atte
 
 const char* attention_version_name(int version) {
   switch (version) {
-    case kAttentionPlain: return "v1 plain";
-    case kAttentionTiled: return "v2 tiled online-softmax";
-    case kAttentionRegister: return "v3 register-blocked";
+    case kAttentionPlain:
+      return "v1 plain";
+    case kAttentionTiled:
+      return "v2 tiled online-softmax";
+    case kAttentionRegister:
+      return "v3 register-blocked";
   }
   return "unknown";
 }
 
-void attention_forward(int version, const float* q, const float* k, const float* v, float* out,
-                       const AttentionShape& s, const AttentionOptions& o) {
+void attention_forward(int version, const float* q, const float* k, const float* v, float* out, const AttentionShape& s,
+                       const AttentionOptions& o) {
   forward(version, q, k, v, out, s, o);
 }
 void attention_forward(int version, const double* q, const double* k, const double* v, double* out,
@@ -470,10 +480,14 @@ void attention_forward(int version, const double* q, const double* k, const doub
 std::string attention_v3_path() {
 #ifdef CC_HAVE_AVX2_PATH
   switch (v3_path()) {
-    case kV3Avx512: return "avx512";
-    case kV3Emulated512: return "avx512_emulated";
-    case kV3Avx2: return "avx2";
-    default: break;
+    case kV3Avx512:
+      return "avx512";
+    case kV3Emulated512:
+      return "avx512_emulated";
+    case kV3Avx2:
+      return "avx2";
+    default:
+      break;
   }
 #endif
   return "portable";
@@ -483,12 +497,18 @@ bool attention_v3_force_path(const std::string& name) {
 #ifdef CC_HAVE_AVX2_PATH
   const V3Path have = v3_detected();
   int want = -1;
-  if (name.empty()) want = -1;
-  else if (name == "avx512" && have == kV3Avx512) want = kV3Avx512;
-  else if (name == "avx512_emulated" && have != kV3None) want = kV3Emulated512;
-  else if (name == "avx2" && have != kV3None) want = kV3Avx2;
-  else if (name == "portable") want = kV3None;
-  else return false;
+  if (name.empty())
+    want = -1;
+  else if (name == "avx512" && have == kV3Avx512)
+    want = kV3Avx512;
+  else if (name == "avx512_emulated" && have != kV3None)
+    want = kV3Emulated512;
+  else if (name == "avx2" && have != kV3None)
+    want = kV3Avx2;
+  else if (name == "portable")
+    want = kV3None;
+  else
+    return false;
   g_v3_forced.store(want);
   return true;
 #else
@@ -509,10 +529,14 @@ std::string attention_simd_path() {
 bool parse_attention_fault(const std::string& name, AttentionFaults* f) {
   *f = {};
   if (name.empty()) return true;
-  if (name == "no_max_subtraction") f->no_max_subtraction = true;
-  else if (name == "scale_by_d") f->scale_by_d = true;
-  else if (name == "mask_off_by_one") f->mask_off_by_one = true;
-  else return false;
+  if (name == "no_max_subtraction")
+    f->no_max_subtraction = true;
+  else if (name == "scale_by_d")
+    f->scale_by_d = true;
+  else if (name == "mask_off_by_one")
+    f->mask_off_by_one = true;
+  else
+    return false;
   return true;
 }
 

@@ -58,27 +58,46 @@ struct alignas(64) TileConfig {
 // ---- the two tile units: AMX itself, and the same operations in C ----------------------------------------------
 #if CC_AMX_X86
 #define CC_TLOAD(t, p, s) asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"(static_cast<long>(s)) : "memory")
-#define CC_TSTORE(t, p, s) asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"(static_cast<long>(s)) : "memory")
+#define CC_TSTORE(t, p, s) \
+  asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"(static_cast<long>(s)) : "memory")
 #define CC_TDP(c, a, b) asm volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
 struct RealTiles {
   static void configure(const TileConfig* c) { asm volatile("ldtilecfg (%0)" ::"r"(c) : "memory"); }
   static void release() { asm volatile("tilerelease" ::: "memory"); }
-  static void zero_c() { asm volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory"); }
+  static void zero_c() {
+    asm volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+  }
   // C tile i (0..3: row block i / 2, column block i % 2) from / to fp32 rows of stride ld bytes.
   static void load_c(int i, const float* p, long ld) {
     switch (i) {
-      case 0: CC_TLOAD(0, p, ld); break;
-      case 1: CC_TLOAD(1, p, ld); break;
-      case 2: CC_TLOAD(2, p, ld); break;
-      default: CC_TLOAD(3, p, ld); break;
+      case 0:
+        CC_TLOAD(0, p, ld);
+        break;
+      case 1:
+        CC_TLOAD(1, p, ld);
+        break;
+      case 2:
+        CC_TLOAD(2, p, ld);
+        break;
+      default:
+        CC_TLOAD(3, p, ld);
+        break;
     }
   }
   static void store_c(int i, float* p, long ld) {
     switch (i) {
-      case 0: CC_TSTORE(0, p, ld); break;
-      case 1: CC_TSTORE(1, p, ld); break;
-      case 2: CC_TSTORE(2, p, ld); break;
-      default: CC_TSTORE(3, p, ld); break;
+      case 0:
+        CC_TSTORE(0, p, ld);
+        break;
+      case 1:
+        CC_TSTORE(1, p, ld);
+        break;
+      case 2:
+        CC_TSTORE(2, p, ld);
+        break;
+      default:
+        CC_TSTORE(3, p, ld);
+        break;
     }
   }
   // One K step of the 2 x 2 block: A tiles a0, a1 and B tiles b0, b1 (packed, 64-byte rows), four products.
@@ -272,7 +291,8 @@ void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, floa
   }
   const int mb = m0 / 16, nb = n0 / 16;
   if (drop_last_k && kb1 == p.Kt) --kb1;  // the planted fault: the last 32 of K never multiplied
-  for (int kb = kb0; kb < kb1; ++kb) T::step(p.a_tile(mb, kb), p.a_tile(mb + 1, kb), p.w_tile(nb, kb), p.w_tile(nb + 1, kb));
+  for (int kb = kb0; kb < kb1; ++kb)
+    T::step(p.a_tile(mb, kb), p.a_tile(mb + 1, kb), p.w_tile(nb, kb), p.w_tile(nb + 1, kb));
   for (int i = 0; i < 4; ++i) T::store_c(i, b.c + (i / 2) * 16 * b.ld + (i % 2) * 16, ld);
   b.finish();
 }
@@ -404,22 +424,30 @@ Engine engine() {
 
 std::string matmul_bf16_engine() {
   switch (engine()) {
-    case kAmx: return "amx_bf16";
-    case kAmxEmulated: return "amx_emulated";
+    case kAmx:
+      return "amx_bf16";
+    case kAmxEmulated:
+      return "amx_emulated";
     case kDot:
       return "avx512_bf16";
-    default: return "fp32_fma";
+    default:
+      return "fp32_fma";
   }
 }
 
 bool matmul_bf16_force(const std::string& name) {
-  if (name.empty()) g_forced = -1;
-  else if (name == "fp32_fma") g_forced = kFma;
-  else if (name == "amx_emulated") g_forced = kAmxEmulated;
-  else if (name == "amx_bf16" && has_amx()) g_forced = kAmx;
+  if (name.empty())
+    g_forced = -1;
+  else if (name == "fp32_fma")
+    g_forced = kFma;
+  else if (name == "amx_emulated")
+    g_forced = kAmxEmulated;
+  else if (name == "amx_bf16" && has_amx())
+    g_forced = kAmx;
   else if (name == "avx512_bf16" && has_dot())
     g_forced = kDot;
-  else return false;
+  else
+    return false;
   return true;
 }
 

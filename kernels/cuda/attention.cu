@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(tiles::kThreads, kMinBlocksPerSm<D>)
   const int q_end = causal ? min(m0 + BM, T) : T;  // keys 0 .. q_end - 1 can matter to this CTA
   const int n_tiles = (q_end + BN - 1) / BN;
 
-  const int wrow0 = m0 + warp * 16;          // first query row of this warp
+  const int wrow0 = m0 + warp * 16;                // first query row of this warp
   const int row_a = wrow0 + g, row_b = row_a + 8;  // the two rows this lane holds
   const bool warp_has_rows = wrow0 < T;
 
@@ -337,26 +337,28 @@ __global__ void __launch_bounds__(tiles::kThreads, kMinBlocksPerSm<D>)
     __nv_bfloat16* dst = oh + static_cast<std::size_t>(row_a) * D + 2 * t;
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt)
-      *reinterpret_cast<__nv_bfloat162*>(dst + dt * 8) = __floats2bfloat162_rn(o_acc[dt][0] * inv_a, o_acc[dt][1] * inv_a);
+      *reinterpret_cast<__nv_bfloat162*>(dst + dt * 8) =
+          __floats2bfloat162_rn(o_acc[dt][0] * inv_a, o_acc[dt][1] * inv_a);
   }
   if (row_b < T) {
     __nv_bfloat16* dst = oh + static_cast<std::size_t>(row_b) * D + 2 * t;
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt)
-      *reinterpret_cast<__nv_bfloat162*>(dst + dt * 8) = __floats2bfloat162_rn(o_acc[dt][2] * inv_b, o_acc[dt][3] * inv_b);
+      *reinterpret_cast<__nv_bfloat162*>(dst + dt * 8) =
+          __floats2bfloat162_rn(o_acc[dt][2] * inv_b, o_acc[dt][3] * inv_b);
   }
 }
 
 template <int D>
-void launch(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
-            const AttnDims& d, const AttnLaunch& L, bool causal, cudaStream_t stream) {
+void launch(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o, const AttnDims& d,
+            const AttnLaunch& L, bool causal, cudaStream_t stream) {
   static_assert(tiles::smem_bytes(D) <= 227 * 1024, "shared memory over the per-block limit");
   auto kernel = causal ? attention_fwd_kernel<D, true> : attention_fwd_kernel<D, false>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L.smem_bytes),
         "cudaFuncSetAttribute");
   const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(D)));
   kernel<<<dim3(L.grid_x, L.grid_y), L.threads, L.smem_bytes, stream>>>(q, k, v, o, d.T, scale_log2,
-                                                                         g_no_rescale.load() ? 1 : 0);
+                                                                        g_no_rescale.load() ? 1 : 0);
   check(cudaGetLastError(), "attention_fwd_kernel launch");
 }
 

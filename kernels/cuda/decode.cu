@@ -166,8 +166,10 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const void* __restrict__
     float s = warp_sum(row_partial<NF4>(W, scales, n, K, x, lane, lut));
     if (twice) s += 0.f * warp_sum(row_partial<NF4>(W, scales, n, K, x, lane, lut));
     if (lane == 0) {
-      if constexpr (OUT == kAccumulate) y[n] += s;
-      else y[n] = s;
+      if constexpr (OUT == kAccumulate)
+        y[n] += s;
+      else
+        y[n] = s;
     }
   }
 }
@@ -236,12 +238,12 @@ struct GpuDecodeChain::Impl {
   std::string format;
   GemvFaults faults;
   std::vector<MatShape> plan;
-  std::vector<DevMat> fused;           // per layer: qkv, o, gate_up, down; then lm_head
-  std::vector<Placement> where;        // per plan entry
-  DevBuf x_in, h, qkv, a, logits;      // fp32 activations
-  DevBuf hb, ab, gu;                   // the cuBLAS chain's bf16 inputs and its gate/up output
-  DevBuf scratch;                      // the dequant_whole_first fault's bf16 copy of a matrix
-  DevBuf workspace;                    // cuBLAS's, set before capture (no allocation inside a graph)
+  std::vector<DevMat> fused;       // per layer: qkv, o, gate_up, down; then lm_head
+  std::vector<Placement> where;    // per plan entry
+  DevBuf x_in, h, qkv, a, logits;  // fp32 activations
+  DevBuf hb, ab, gu;               // the cuBLAS chain's bf16 inputs and its gate/up output
+  DevBuf scratch;                  // the dequant_whole_first fault's bf16 copy of a matrix
+  DevBuf workspace;                // cuBLAS's, set before capture (no allocation inside a graph)
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cudaGraphExec_t graph[2] = {nullptr, nullptr};  // ours, cuBLAS's
@@ -268,14 +270,20 @@ struct GpuDecodeChain::Impl {
     const bool as_nf4 = nf4() && !faults.dequant_whole_first;
     const float* sc = m.scales.as<float>();
     if (OUT == kStore) {
-      if (as_nf4) launch_gemv<true, kStore>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
-      else launch_gemv<false, kStore>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
+      if (as_nf4)
+        launch_gemv<true, kStore>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
+      else
+        launch_gemv<false, kStore>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
     } else if (OUT == kAccumulate) {
-      if (as_nf4) launch_gemv<true, kAccumulate>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
-      else launch_gemv<false, kAccumulate>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
+      if (as_nf4)
+        launch_gemv<true, kAccumulate>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
+      else
+        launch_gemv<false, kAccumulate>(W, sc, m.rows, m.K, XPlain{x}, y, twice, st);
     } else {
-      if (as_nf4) launch_gemv<true, kSiluPair>(W, sc, m.rows / 2, m.K, XPlain{x}, y, twice, st);
-      else launch_gemv<false, kSiluPair>(W, sc, m.rows / 2, m.K, XPlain{x}, y, twice, st);
+      if (as_nf4)
+        launch_gemv<true, kSiluPair>(W, sc, m.rows / 2, m.K, XPlain{x}, y, twice, st);
+      else
+        launch_gemv<false, kSiluPair>(W, sc, m.rows / 2, m.K, XPlain{x}, y, twice, st);
     }
   }
   void gemv_o(const DevMat& m, const float* v, float* y, cudaStream_t st) {
@@ -311,8 +319,8 @@ struct GpuDecodeChain::Impl {
   // y (fp32, N) = W (bf16 [N, K] row-major) x (bf16, K), beta 0 or 1: cublasGemmEx with N = 1 column.
   void blas_gemv(const DevMat& m, const __nv_bfloat16* x, float* y, float beta) {
     const float alpha = 1.f;
-    check_blas(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, m.rows, 1, m.K, &alpha, m.w.as<void>(), CUDA_R_16BF, m.K,
-                            x, CUDA_R_16BF, m.K, &beta, y, CUDA_R_32F, m.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check_blas(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, m.rows, 1, m.K, &alpha, m.w.as<void>(), CUDA_R_16BF, m.K, x,
+                            CUDA_R_16BF, m.K, &beta, y, CUDA_R_32F, m.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
   }
   void enqueue_cublas(cudaStream_t st) {
@@ -342,13 +350,17 @@ struct GpuDecodeChain::Impl {
     if (g) return g;
     cudaGraph_t raw = nullptr;
     // One eager run first: every kernel and cuBLAS call meets the device (module loading, heuristics) outside capture.
-    if (cublas) enqueue_cublas(stream);
-    else enqueue_ours(stream);
+    if (cublas)
+      enqueue_cublas(stream);
+    else
+      enqueue_ours(stream);
     check(cudaStreamSynchronize(stream), "decode step before capture");
     check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     try {
-      if (cublas) enqueue_cublas(stream);
-      else enqueue_ours(stream);
+      if (cublas)
+        enqueue_cublas(stream);
+      else
+        enqueue_ours(stream);
     } catch (...) {
       cudaStreamEndCapture(stream, &raw);
       if (raw) cudaGraphDestroy(raw);
@@ -371,7 +383,8 @@ GpuDecodeChain::GpuDecodeChain(const DecodeShape& s, int vocab, const std::strin
   const int hd = std::min(s.head_dim, s.kv_dim);
   if (s.hidden < 1 || s.kv_dim < 1 || s.ffn < 1 || s.layers < 1 || hd < 8 || hd % 8 != 0 || s.kv_dim % hd != 0 ||
       s.hidden % s.kv_dim != 0 || s.hidden % hd != 0 || vocab < 0)
-    throw std::invalid_argument("GpuDecodeChain: bad shape (kv_dim must divide hidden, head_dim (a multiple of 8) kv_dim)");
+    throw std::invalid_argument(
+        "GpuDecodeChain: bad shape (kv_dim must divide hidden, head_dim (a multiple of 8) kv_dim)");
   std::string why;
   if (device_count(&why) == 0) throw std::runtime_error(why);
   m.s = s;
@@ -425,14 +438,17 @@ GpuDecodeChain::GpuDecodeChain(const DecodeShape& s, int vocab, const std::strin
     if (!nf4) {
       const std::size_t row = 2 * static_cast<std::size_t>(p.K);
       check(cudaMemcpy2D(d.w.as<std::uint8_t>() + w.first_row * row, row * w.row_step, host.data(), row, row, p.N,
-                         cudaMemcpyHostToDevice), "cudaMemcpy2D (weights)");
+                         cudaMemcpyHostToDevice),
+            "cudaMemcpy2D (weights)");
     } else {
       const Nf4Matrix q = quantize_nf4(host.data(), p.N, p.K, threads);
       const std::size_t row = p.K / 2, srow = p.K / 64 * sizeof(float);
       check(cudaMemcpy2D(d.w.as<std::uint8_t>() + w.first_row * row, row * w.row_step, q.packed.data(), row, row, p.N,
-                         cudaMemcpyHostToDevice), "cudaMemcpy2D (packed)");
+                         cudaMemcpyHostToDevice),
+            "cudaMemcpy2D (packed)");
       check(cudaMemcpy2D(d.scales.as<std::uint8_t>() + w.first_row * srow, srow * w.row_step, q.scales.data(), srow,
-                         srow, p.N, cudaMemcpyHostToDevice), "cudaMemcpy2D (scales)");
+                         srow, p.N, cudaMemcpyHostToDevice),
+            "cudaMemcpy2D (scales)");
     }
   }
   m.x_in = DevBuf(H * sizeof(float));
@@ -474,7 +490,8 @@ void GpuDecodeChain::step(const float* x, float* hidden_out, float* logits) {
   Impl& m = *impl_;
   const int H = m.s.hidden;
   // On the chain's stream: a non-blocking stream does not wait for the legacy stream's copies.
-  check(cudaMemcpyAsync(m.x_in.as<float>(), x, H * sizeof(float), cudaMemcpyHostToDevice, m.stream), "cudaMemcpyAsync (x)");
+  check(cudaMemcpyAsync(m.x_in.as<float>(), x, H * sizeof(float), cudaMemcpyHostToDevice, m.stream),
+        "cudaMemcpyAsync (x)");
   m.enqueue_ours(m.stream);
   check(cudaStreamSynchronize(m.stream), "decode step");
   check(cudaMemcpy(hidden_out, m.h.as<float>(), H * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy (h)");
@@ -492,7 +509,8 @@ std::vector<bf16_t> GpuDecodeChain::bf16_matrix(int i) const {
   std::vector<bf16_t> out(static_cast<std::size_t>(p.N) * p.K);
   const std::size_t row = 2 * static_cast<std::size_t>(p.K);
   check(cudaMemcpy2D(out.data(), row, m.fused[w.fused].w.as<std::uint8_t>() + w.first_row * row, row * w.row_step, row,
-                     p.N, cudaMemcpyDeviceToHost), "cudaMemcpy2D");
+                     p.N, cudaMemcpyDeviceToHost),
+        "cudaMemcpy2D");
   return out;
 }
 
@@ -510,9 +528,11 @@ Nf4Matrix GpuDecodeChain::nf4_matrix(int i) const {
   const std::size_t row = p.K / 2, srow = p.K / 64 * sizeof(float);
   const DevMat& d = m.fused[w.fused];
   check(cudaMemcpy2D(q.packed.data(), row, d.w.as<std::uint8_t>() + w.first_row * row, row * w.row_step, row, p.N,
-                     cudaMemcpyDeviceToHost), "cudaMemcpy2D");
+                     cudaMemcpyDeviceToHost),
+        "cudaMemcpy2D");
   check(cudaMemcpy2D(q.scales.data(), srow, d.scales.as<std::uint8_t>() + w.first_row * srow, srow * w.row_step, srow,
-                     p.N, cudaMemcpyDeviceToHost), "cudaMemcpy2D");
+                     p.N, cudaMemcpyDeviceToHost),
+        "cudaMemcpy2D");
   return q;
 }
 
@@ -520,15 +540,18 @@ double GpuDecodeChain::time_graph(int repeats, bool cublas) {
   Impl& m = *impl_;
   if (cublas && m.nf4()) throw std::invalid_argument("time_graph: the cuBLAS chain is bf16 only");
   cudaGraphExec_t g = m.captured(cublas);
-  return detail::median_event_seconds(m.stream, repeats, [&] { check(cudaGraphLaunch(g, m.stream), "cudaGraphLaunch"); });
+  return detail::median_event_seconds(m.stream, repeats,
+                                      [&] { check(cudaGraphLaunch(g, m.stream), "cudaGraphLaunch"); });
 }
 
 double GpuDecodeChain::time_eager(int repeats, bool cublas) {
   Impl& m = *impl_;
   if (cublas && m.nf4()) throw std::invalid_argument("time_eager: the cuBLAS chain is bf16 only");
   return detail::median_event_seconds(m.stream, repeats, [&] {
-    if (cublas) m.enqueue_cublas(m.stream);
-    else m.enqueue_ours(m.stream);
+    if (cublas)
+      m.enqueue_cublas(m.stream);
+    else
+      m.enqueue_ours(m.stream);
   });
 }
 
@@ -540,8 +563,8 @@ std::vector<float> gemv_bf16_host(const bf16_t* W, int N, int K, const float* x,
   DevBuf dw(2 * static_cast<std::size_t>(N) * K), dx(K * sizeof(float)), dy(N * sizeof(float));
   check(cudaMemcpy(dw.as<void>(), W, dw.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
   check(cudaMemcpy(dx.as<void>(), x, dx.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  launch_gemv<false, kStore>(dw.as<void>(), nullptr, N, K, XPlain{dx.as<float>()}, dy.as<float>(),
-                             f.read_weights_twice, nullptr);
+  launch_gemv<false, kStore>(dw.as<void>(), nullptr, N, K, XPlain{dx.as<float>()}, dy.as<float>(), f.read_weights_twice,
+                             nullptr);
   std::vector<float> y(N);
   check(cudaMemcpy(y.data(), dy.as<void>(), dy.bytes(), cudaMemcpyDeviceToHost), "gemv_bf16");
   return y;

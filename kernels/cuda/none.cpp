@@ -21,12 +21,16 @@ ReadResult read_bandwidth(std::size_t, int, bool) { none(); }
 CopyResult copy_bandwidth(std::size_t, int) { none(); }
 GemmResult gemm_bf16_cublas(int, int, int, int) { none(); }
 GemmResult gemm_peak_bf16(int, const RooflineFaults&) { none(); }
-std::vector<SweepPoint> layer_batch_sweep(const DecodeShape&, const std::vector<int>&, int, const GemvFaults&) { none(); }
+std::vector<SweepPoint> layer_batch_sweep(const DecodeShape&, const std::vector<int>&, int, const GemvFaults&) {
+  none();
+}
 std::vector<float> gemv_bf16_host(const bf16_t*, int, int, const float*, const GemvFaults&) { none(); }
 std::vector<float> gemv_nf4_host(const Nf4Matrix&, const float*, const GemvFaults&) { none(); }
 std::string device_summary() { none(); }
 void attention_fwd_bf16(const bf16_t*, const bf16_t*, const bf16_t*, bf16_t*, const AttnDims&, bool, void*) { none(); }
-std::vector<bf16_t> attention_fwd_bf16_host(const bf16_t*, const bf16_t*, const bf16_t*, const AttnDims&, bool) { none(); }
+std::vector<bf16_t> attention_fwd_bf16_host(const bf16_t*, const bf16_t*, const bf16_t*, const AttnDims&, bool) {
+  none();
+}
 double time_attention_fwd_bf16(const AttnDims&, bool, int) { none(); }
 void attention_plant_fault(bool) {}
 

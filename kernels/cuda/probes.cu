@@ -96,7 +96,6 @@ struct Blas {
 
 }  // namespace
 
-
 CopyResult copy_bandwidth(std::size_t bytes, int repeats) {
   need_device();
   const std::size_t n = bytes / sizeof(uint4);
@@ -137,23 +136,26 @@ GemmResult gemm_bf16_cublas(int M, int N, int K, int repeats) {
   need_device();
   if (M < 1 || N < 1 || K < 1) throw std::invalid_argument("gemm_bf16_cublas: M, N, K must be positive");
   Blas b;
-  DevBuf A(2 * static_cast<std::size_t>(M) * K), B(2 * static_cast<std::size_t>(K) * N), C(2 * static_cast<std::size_t>(M) * N);
+  DevBuf A(2 * static_cast<std::size_t>(M) * K), B(2 * static_cast<std::size_t>(K) * N),
+      C(2 * static_cast<std::size_t>(M) * N);
   detail::fill_uniform_bf16(A.as<__nv_bfloat16>(), static_cast<std::size_t>(M) * K, 1u, 1.f, b.s);
   detail::fill_uniform_bf16(B.as<__nv_bfloat16>(), static_cast<std::size_t>(K) * N, 2u, 1.f, b.s);
   GemmResult r;
   r.flops = 2.0 * M * N * K;
-  r.seconds = detail::median_event_seconds(b.s, repeats, [&] {
-    gemm(b.h, M, N, K, A.as<__nv_bfloat16>(), B.as<__nv_bfloat16>(), C.as<__nv_bfloat16>());
-  });
+  r.seconds = detail::median_event_seconds(
+      b.s, repeats, [&] { gemm(b.h, M, N, K, A.as<__nv_bfloat16>(), B.as<__nv_bfloat16>(), C.as<__nv_bfloat16>()); });
   // Validation: 16 sampled outputs against fp64 dot products of the same bf16 inputs.
   for (int t = 0; t < 16; ++t) {
     const int i = static_cast<int>((t * 2654435761u) % static_cast<unsigned>(M));
     const int j = static_cast<int>((t * 40503u + 7) % static_cast<unsigned>(N));
     std::vector<__nv_bfloat16> a(K), bb(K);
     __nv_bfloat16 c;
-    check(cudaMemcpy(a.data(), A.as<__nv_bfloat16>() + static_cast<std::size_t>(i) * K, 2 * K, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    check(cudaMemcpy(bb.data(), B.as<__nv_bfloat16>() + static_cast<std::size_t>(j) * K, 2 * K, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    check(cudaMemcpy(&c, C.as<__nv_bfloat16>() + static_cast<std::size_t>(j) * M + i, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpy(a.data(), A.as<__nv_bfloat16>() + static_cast<std::size_t>(i) * K, 2 * K, cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+    check(cudaMemcpy(bb.data(), B.as<__nv_bfloat16>() + static_cast<std::size_t>(j) * K, 2 * K, cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+    check(cudaMemcpy(&c, C.as<__nv_bfloat16>() + static_cast<std::size_t>(j) * M + i, 2, cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
     double ref = 0, mag = 0;
     for (int k = 0; k < K; ++k) {
       ref += static_cast<double>(host_bf16(a[k])) * host_bf16(bb[k]);

@@ -18,7 +18,8 @@ void check(cudaError_t e, const char* what) {
 
 // x[i] = (i % 7) - 3 (exact in fp32, sums exactly per block).
 __global__ void fill(float* x, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     x[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
 }
 

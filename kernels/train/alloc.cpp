@@ -21,7 +21,7 @@ std::atomic<std::int64_t> g_live{0}, g_peak{0}, g_cap{0};
 std::atomic<int> g_phase{0};
 std::mutex g_mu;
 std::unordered_map<void*, Allocation> g_sizes;  // live allocation -> bytes, phase
-std::vector<LiveAllocation> g_at_oom;              // the live allocations when the cap was last crossed
+std::vector<LiveAllocation> g_at_oom;           // the live allocations when the cap was last crossed
 std::int64_t g_oom_request = 0;
 c10::DeleterFnPtr g_inner_delete = nullptr;
 

@@ -84,9 +84,12 @@ std::vector<std::int64_t> encode_prompt(const Conversation& c) {
 std::string decode_bytes(const std::vector<std::int64_t>& tokens) {
   std::string s;
   for (auto t : tokens) {
-    if (t == kImStart) s += "<|im_start|>";
-    else if (t == kImEnd) s += "<|im_end|>";
-    else s += static_cast<char>(t);
+    if (t == kImStart)
+      s += "<|im_start|>";
+    else if (t == kImEnd)
+      s += "<|im_end|>";
+    else
+      s += static_cast<char>(t);
   }
   return s;
 }

@@ -47,7 +47,8 @@ inline torch::Tensor same_shape_add(const torch::Tensor& a, const torch::Tensor&
   return a + b;
 }
 
-// ---- the tiny character Transformer (TinyGPT): pre-LN GPT, learned positions, untied head --------------------------------------------------------------------
+// ---- the tiny character Transformer (TinyGPT): pre-LN GPT, learned positions, untied head
+// --------------------------------------------------------------------
 struct BlockImpl : torch::nn::Module {
   BlockImpl(int d, int heads, int ff)
       : heads_(heads),
@@ -78,13 +79,16 @@ struct TinyGPTImpl : torch::nn::Module {
         pos(register_module("pos", torch::nn::Embedding(c.context, c.d_model))),
         ln_f(register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
         head(register_module("head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab).bias(false)))) {
-    for (int i = 0; i < c.n_layer; ++i) blocks.push_back(register_module("block" + std::to_string(i), Block(c.d_model, c.n_head, c.d_ff)));
+    for (int i = 0; i < c.n_layer; ++i)
+      blocks.push_back(register_module("block" + std::to_string(i), Block(c.d_model, c.n_head, c.d_ff)));
     // GPT-2's initialisation: N(0, 0.02) weights, zero biases.
     torch::NoGradGuard ng;
     for (auto& p : named_parameters()) {
       if (p.key().find("ln") != std::string::npos) continue;
-      if (p.key().find("bias") != std::string::npos) p.value().zero_();
-      else p.value().normal_(0.0, c.init_std);
+      if (p.key().find("bias") != std::string::npos)
+        p.value().zero_();
+      else
+        p.value().normal_(0.0, c.init_std);
     }
   }
   torch::Tensor forward(torch::Tensor idx) {

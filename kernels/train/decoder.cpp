@@ -39,12 +39,14 @@ DecoderConfig read_decoder_config(const std::filesystem::path& file) {
   c.intermediate = need("intermediate_size");
   c.layers = need("num_hidden_layers");
   c.heads = need("num_attention_heads");
-  c.kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() ? need("num_key_value_heads")
-                                                                                        : c.heads;
+  c.kv_heads =
+      j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() ? need("num_key_value_heads") : c.heads;
   if (j.contains("head_dim") && !j["head_dim"].is_null()) {
     c.head_dim = need("head_dim");
   } else {
-    if (c.hidden % c.heads) bad("num_attention_heads", std::to_string(c.heads) + " heads do not divide hidden_size " + std::to_string(c.hidden));
+    if (c.hidden % c.heads)
+      bad("num_attention_heads",
+          std::to_string(c.heads) + " heads do not divide hidden_size " + std::to_string(c.hidden));
     c.head_dim = c.hidden / c.heads;
   }
   if (c.head_dim % 2) bad("head_dim", "RoPE needs an even head dimension, got " + std::to_string(c.head_dim));
@@ -59,7 +61,9 @@ DecoderConfig read_decoder_config(const std::filesystem::path& file) {
   } else if (c.model_type != "mistral") {
     bad("model_type", "'" + c.model_type + "' is not a decoder this code builds (qwen2, llama, mistral)");
   }
-  if (c.heads % c.kv_heads) bad("num_key_value_heads", std::to_string(c.kv_heads) + " must divide num_attention_heads " + std::to_string(c.heads));
+  if (c.heads % c.kv_heads)
+    bad("num_key_value_heads",
+        std::to_string(c.kv_heads) + " must divide num_attention_heads " + std::to_string(c.heads));
   return c;
 }
 

@@ -9,9 +9,9 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
-#include <string>
 
 #include "common.h"
 
@@ -59,8 +59,9 @@ struct DecoderRun {
 };
 // A decoder layer's segments, in order (the unit of DecoderRun::grad_segments).
 inline const std::vector<std::string>& decoder_segments() {
-  static const std::vector<std::string> s = {"input_rmsnorm", "q_k_v_proj", "rope",        "attention", "o_proj_residual",
-                                             "post_rmsnorm",  "gate_up_proj", "silu_times_up", "down_proj_residual"};
+  static const std::vector<std::string> s = {"input_rmsnorm", "q_k_v_proj",      "rope",
+                                             "attention",     "o_proj_residual", "post_rmsnorm",
+                                             "gate_up_proj",  "silu_times_up",   "down_proj_residual"};
   return s;
 }
 
@@ -76,8 +77,10 @@ struct ProjImpl : torch::nn::Module {
     A = register_parameter("lora_A", torch::empty({r, in}));
     {
       torch::NoGradGuard ng;
-      if (fault == "lora_a_zero_init") A.zero_();  // planted: then neither A nor B ever gets a gradient
-      else torch::nn::init::kaiming_uniform_(A, std::sqrt(5.0));
+      if (fault == "lora_a_zero_init")
+        A.zero_();  // planted: then neither A nor B ever gets a gradient
+      else
+        torch::nn::init::kaiming_uniform_(A, std::sqrt(5.0));
     }
     // A planted fault initialises B like A (then the adapter changes the model before any training).
     B = register_parameter("lora_B", fault == "lora_b_random_init"
@@ -95,7 +98,8 @@ struct ProjImpl : torch::nn::Module {
   // W + (alpha / r) B A: the merged weight, for inference without the adapter.
   torch::Tensor merged_weight() {
     // A planted fault merges B A without its alpha / r.
-    return base->weight + (A.defined() ? (merge_unscaled ? 1.0 : scale) * torch::matmul(B, A) : torch::zeros_like(base->weight));
+    return base->weight +
+           (A.defined() ? (merge_unscaled ? 1.0 : scale) * torch::matmul(B, A) : torch::zeros_like(base->weight));
   }
   torch::nn::Linear base;
   torch::Tensor A, B;
@@ -173,7 +177,7 @@ struct DecoderLayerImpl : torch::nn::Module {
     k = rope(k);
     segment(3);
     const auto rep = c.heads / c.kv_heads;  // grouped-query attention
-    if (c.fault == "gqa_tiled") {  // planted: query head h reads kv head h % kv_heads, not h / rep
+    if (c.fault == "gqa_tiled") {           // planted: query head h reads kv head h % kv_heads, not h / rep
       k = k.repeat({1, rep, 1, 1});
       v = v.repeat({1, rep, 1, 1});
     } else {
@@ -260,7 +264,8 @@ torch::Tensor checkpointed_layer(DecoderLayerImpl& layer, const torch::Tensor& x
 struct DecoderImpl : torch::nn::Module {
   explicit DecoderImpl(const DecoderConfig& c) : c(c) {
     embed = register_module("embed_tokens", torch::nn::Embedding(c.vocab, c.hidden));
-    for (int i = 0; i < c.layers; ++i) layers.push_back(register_module("layers_" + std::to_string(i), DecoderLayer(c)));
+    for (int i = 0; i < c.layers; ++i)
+      layers.push_back(register_module("layers_" + std::to_string(i), DecoderLayer(c)));
     norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps, c.fault));
     if (!c.tie)
       lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.vocab).bias(false)));
@@ -280,13 +285,15 @@ struct DecoderImpl : torch::nn::Module {
                                       : static_cast<int>(layers.size());
     for (int i = 0; i < n; ++i) {
       const int limit = run.grad_segments < 0 ? -1 : (i == 0 ? run.grad_segments : 0);
-      x = run.checkpoint ? checkpointed_layer(*layers[i], x, cos, sin, run) : layers[i]->forward(x, cos, sin, run, limit);
+      x = run.checkpoint ? checkpointed_layer(*layers[i], x, cos, sin, run)
+                         : layers[i]->forward(x, cos, sin, run, limit);
     }
     if (run.max_layers >= 0) return x;
     std::optional<c10::AutoGradMode> no_grad;
     if (run.grad_segments >= 0) no_grad.emplace(false);
     x = norm(x);
-    auto logits = c.tie ? torch::nn::functional::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
+    auto logits =
+        c.tie ? torch::nn::functional::linear(x, embed->weight) : lm_head(x);  // tied: the embedding is the head
     if (run.dtypes) (*run.dtypes)["logits (matmul)"] = std::string(c10::toString(logits.scalar_type()));
     return logits;
   }

@@ -24,14 +24,23 @@ void write_safetensors(const std::filesystem::path& file, const NamedTensors& te
     auto t = t0.detach().cpu().contiguous();
     std::string dtype;
     switch (t.scalar_type()) {
-      case torch::kFloat: dtype = "F32"; break;
-      case torch::kBFloat16: dtype = "BF16"; break;
-      case torch::kDouble: dtype = "F64"; break;
-      case torch::kLong: dtype = "I64"; break;
+      case torch::kFloat:
+        dtype = "F32";
+        break;
+      case torch::kBFloat16:
+        dtype = "BF16";
+        break;
+      case torch::kDouble:
+        dtype = "F64";
+        break;
+      case torch::kLong:
+        dtype = "I64";
+        break;
       case torch::kByte:
         dtype = "U8";
         break;
-      default: throw std::logic_error(name + ": no safetensors dtype for " + std::string(c10::toString(t.scalar_type())));
+      default:
+        throw std::logic_error(name + ": no safetensors dtype for " + std::string(c10::toString(t.scalar_type())));
     }
     const auto bytes = static_cast<std::uint64_t>(t.numel()) * static_cast<std::uint64_t>(t.element_size());
     header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
@@ -70,11 +79,14 @@ std::string hf_name(const std::string& key) {
   if (key == "lm_head.weight") return key;
   static const std::regex layer(R"(layers_(\d+)\.(\w+?)(?:\.base)?\.(weight|bias))");
   std::smatch m;
-  if (!std::regex_match(key, m, layer)) throw std::logic_error("decoder parameter '" + key + "' has no Hugging Face name");
+  if (!std::regex_match(key, m, layer))
+    throw std::logic_error("decoder parameter '" + key + "' has no Hugging Face name");
   const std::string module = m[2];
   std::string block;
-  if (module == "q_proj" || module == "k_proj" || module == "v_proj" || module == "o_proj") block = "self_attn.";
-  else if (module == "gate_proj" || module == "up_proj" || module == "down_proj") block = "mlp.";
+  if (module == "q_proj" || module == "k_proj" || module == "v_proj" || module == "o_proj")
+    block = "self_attn.";
+  else if (module == "gate_proj" || module == "up_proj" || module == "down_proj")
+    block = "mlp.";
   return "model.layers." + m[1].str() + "." + block + module + "." + m[3].str();
 }
 
@@ -82,7 +94,8 @@ std::string hf_name(const std::string& key) {
 
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
                                  int batch, int seq, const std::filesystem::path& dir, const std::string& fault) {
-  if (dtype != "fp32" && dtype != "bf16") throw std::invalid_argument("export_decoder_run: dtype '" + dtype + "' (fp32, bf16)");
+  if (dtype != "fp32" && dtype != "bf16")
+    throw std::invalid_argument("export_decoder_run: dtype '" + dtype + "' (fp32, bf16)");
   const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
@@ -203,13 +216,18 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
   return e;
 }
 
-void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault) {
+void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file,
+                     const std::string& fault) {
   torch::manual_seed(seed);
   const auto x = torch::randn({16, k.in}), g = torch::randn({16, k.out});  // inputs; the loss is sum(y * g)
   Proj p(k.in, k.out, true);
   p->enable_lora(k.r, k.alpha, fault, k.rslora);
-  Named t{{"x", x}, {"g", g}, {"base.weight", p->base->weight}, {"base.bias", p->base->bias},
-          {"lora_A", p->A.clone()}, {"lora_B.init", p->B.clone()}};
+  Named t{{"x", x},
+          {"g", g},
+          {"base.weight", p->base->weight},
+          {"base.bias", p->base->bias},
+          {"lora_A", p->A.clone()},
+          {"lora_B.init", p->B.clone()}};
   {
     torch::NoGradGuard ng;
     t.emplace_back("y.init", p->forward(x));

@@ -15,8 +15,9 @@
 namespace claimcheck::train {
 
 const std::vector<std::string>& memory_categories() {
-  static const std::vector<std::string> c = {"parameters",      "gradients",         "optimizer_state", "master_weights",
-                                             "autocast_copies", "saved_activations", "temporaries"};
+  static const std::vector<std::string> c = {"parameters",     "gradients",       "optimizer_state",
+                                             "master_weights", "autocast_copies", "saved_activations",
+                                             "temporaries"};
   return c;
 }
 
@@ -25,11 +26,16 @@ namespace {
 enum Phase { kBefore = 0, kLoad = 1, kForward = 2, kBackward = 3, kStep = 4 };
 const char* phase_name(int p) {
   switch (p) {
-    case kLoad: return "load";
-    case kForward: return "forward";
-    case kBackward: return "backward";
-    case kStep: return "step";
-    default: return "before";
+    case kLoad:
+      return "load";
+    case kForward:
+      return "forward";
+    case kBackward:
+      return "backward";
+    case kStep:
+      return "step";
+    default:
+      return "before";
   }
 }
 using base::seconds_since;
@@ -154,9 +160,12 @@ MemorySnapshot attribute(const std::string& phase, const std::vector<LiveAllocat
   for (const auto& a : live) {
     if (a.phase == kBefore) continue;
     std::string c;
-    if (auto it = owners.find(a.ptr); it != owners.end()) c = it->second;
-    else if (a.phase == kForward) c = autocast_copy(a) ? "autocast_copies" : "saved_activations";
-    else c = "temporaries";
+    if (auto it = owners.find(a.ptr); it != owners.end())
+      c = it->second;
+    else if (a.phase == kForward)
+      c = autocast_copy(a) ? "autocast_copies" : "saved_activations";
+    else
+      c = "temporaries";
     if (fault == "alloc_drops_optimizer_state" && c == "optimizer_state") continue;  // planted
     snap.bytes[c] += a.bytes;
     snap.live += a.bytes;
@@ -229,8 +238,10 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   // A planted fault: the series-table mode forgets to convert the model (weights and gradients stay fp32).
   if (mode == "bf16_master" && fault != "master_mode_model_fp32") s.model->to(torch::kBFloat16);
   s.trainable = s.model->parameters();
-  if (mode == "autocast") s.adamw = std::make_unique<torch::optim::AdamW>(s.trainable, torch::optim::AdamWOptions(1e-4));
-  else s.master = std::make_unique<MasterAdamW>(s.trainable, fault);
+  if (mode == "autocast")
+    s.adamw = std::make_unique<torch::optim::AdamW>(s.trainable, torch::optim::AdamWOptions(1e-4));
+  else
+    s.master = std::make_unique<MasterAdamW>(s.trainable, fault);
   StepMemory out;
   out.mode = mode;
   out.trainable = s.trainable_count();
@@ -248,8 +259,10 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   out.timeline.push_back(snapshot("backward", s, fault));
 
   set_allocation_phase(kStep);
-  if (s.adamw) s.adamw->step();
-  else s.master->step();
+  if (s.adamw)
+    s.adamw->step();
+  else
+    s.master->step();
   out.timeline.push_back(snapshot("step", s, fault));
   out.seconds = seconds_since(t0);
 
@@ -270,8 +283,11 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
     for (const auto& t : s.master->master) master += storage_bytes(t);
     for (const auto& t : s.master->m) m += storage_bytes(t);
     for (const auto& t : s.master->v) v += storage_bytes(t);
-    out.roles = {{"bf16 weights", weights}, {"bf16 gradients", grads}, {"fp32 master", master},
-                 {"Adam m (fp32)", m},      {"Adam v (fp32)", v}};
+    out.roles = {{"bf16 weights", weights},
+                 {"bf16 gradients", grads},
+                 {"fp32 master", master},
+                 {"Adam m (fp32)", m},
+                 {"Adam v (fp32)", v}};
   }
   return out;
 }
@@ -298,8 +314,10 @@ std::map<std::string, std::string> autocast_dtypes(const std::filesystem::path& 
     std::string d;
     for (const auto& p : model->parameters()) {
       const std::string x = c10::toString(get(p).scalar_type());
-      if (d.empty()) d = x;
-      else if (d != x) return std::string("mixed");
+      if (d.empty())
+        d = x;
+      else if (d != x)
+        return std::string("mixed");
     }
     return d;
   };
@@ -398,7 +416,9 @@ CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64
     compat::set_cpu_autocast(false);
     return out;
   };
-  auto forward = [&](bool ckpt) { return layers_out(ckpt, static_cast<int>(c.layers)).to(torch::kFloat).square().mean(); };
+  auto forward = [&](bool ckpt) {
+    return layers_out(ckpt, static_cast<int>(c.layers)).to(torch::kFloat).square().mean();
+  };
   int tag = 100;
   // Bytes the layers' forward leaves live, with autograd minus without (no weight copies), per token per layer:
   // the difference between all layers and one, so that what layers share (RoPE's cos, sin) drops out.
@@ -451,7 +471,8 @@ CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64
 
 OomRun oom_run(const std::filesystem::path& config, const std::string& scenario, std::int64_t cap_bytes,
                std::uint64_t seed, int tokens, const std::string& fault) {
-  if (cap_bytes <= 0) throw std::invalid_argument("memory cap " + std::to_string(cap_bytes) + " bytes: must be positive");
+  if (cap_bytes <= 0)
+    throw std::invalid_argument("memory cap " + std::to_string(cap_bytes) + " bytes: must be positive");
   if (scenario != "full" && scenario != "lora")
     throw std::invalid_argument("OOM scenario '" + scenario + "': expected full or lora");
   install_counting_allocator();

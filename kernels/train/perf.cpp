@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -49,7 +49,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
       timespec ts{};
       clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
       return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(ts.tv_sec) +
-                                                                            std::chrono::nanoseconds(ts.tv_nsec)));
+                                                                           std::chrono::nanoseconds(ts.tv_nsec)));
     }
     return Clock::now();
   };
@@ -91,7 +91,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_s() - c0;
     if (i == 0) continue;
     if (!on.cuda && wall > 0) busy.push_back(cpu / wall);
-    const double fwd = std::chrono::duration<double>(t1 - t0).count(), bwd = std::chrono::duration<double>(t2 - t1).count();
+    const double fwd = std::chrono::duration<double>(t1 - t0).count(),
+                 bwd = std::chrono::duration<double>(t2 - t1).count();
     ratios.push_back(bwd / fwd);
     r.forward_s = std::min(r.forward_s, fwd);
     r.backward_s = std::min(r.backward_s, bwd);

@@ -17,11 +17,16 @@ int main(int argc, char** argv) {
   std::string fault;  // tests only: a planted fault (--fault NAME)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--steps" && i + 1 < argc) steps = std::strtol(argv[++i], nullptr, 10);
-    else if (a == "--corpus" && i + 1 < argc) corpus = argv[++i];
-    else if (a == "--fault" && i + 1 < argc) fault = argv[++i];
-    else if (a == "--unseeded") seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (a == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--steps" && i + 1 < argc)
+      steps = std::strtol(argv[++i], nullptr, 10);
+    else if (a == "--corpus" && i + 1 < argc)
+      corpus = argv[++i];
+    else if (a == "--fault" && i + 1 < argc)
+      fault = argv[++i];
+    else if (a == "--unseeded")
+      seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     else {
       std::cerr << "claimcheck_seeded_run: unknown argument '" << a << "'\n";
       return 2;

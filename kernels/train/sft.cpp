@@ -56,8 +56,8 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
   }
   if (enc.empty()) throw std::invalid_argument("loss_mask: no conversations");
   // Every conversation in one batch, none cut: the shorter ones padded to the longest.
-  auto [x, y] = batch_of(enc, 0, static_cast<int>(enc.size()), static_cast<int>(longest),
-                         fault == "pad_targets_unshifted");
+  auto [x, y] =
+      batch_of(enc, 0, static_cast<int>(enc.size()), static_cast<int>(longest), fault == "pad_targets_unshifted");
   auto logits = torch::randn({y.size(0), y.size(1), kChatVocab}, torch::requires_grad());
   auto loss = lm_loss(logits, y, true);
   loss.backward();
@@ -84,7 +84,7 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   std::vector<Encoded> enc;
   for (const auto& conv : train) enc.push_back(encode_chat(conv, t));
   torch::optim::AdamW opt(model->parameters(),
-                         torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
+                          torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
   const bool mask_inputs = o.fault == "mask_inputs";
   SftResult r;
   const auto t0 = std::chrono::steady_clock::now();
@@ -125,9 +125,11 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
     if (o.fault == "length_limit_counts_as_stop") stop = true;
     stopped += stop;
     if (r.samples.size() < 3)
-      r.samples.push_back(decode_bytes(std::vector<std::int64_t>(ids.begin() + static_cast<long>(prompt_len), ids.end())));
+      r.samples.push_back(
+          decode_bytes(std::vector<std::int64_t>(ids.begin() + static_cast<long>(prompt_len), ids.end())));
   }
-  r.stop_rate = o.generate > 0 ? static_cast<double>(stopped) / std::min<int>(o.generate, static_cast<int>(held_out.size())) : 0;
+  r.stop_rate =
+      o.generate > 0 ? static_cast<double>(stopped) / std::min<int>(o.generate, static_cast<int>(held_out.size())) : 0;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

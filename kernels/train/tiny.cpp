@@ -142,7 +142,8 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       CharWindows(data.train, c.context, o.fault == "windows_half_stride").map(torch::data::transforms::Stack<>()),
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
-  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
+  torch::optim::AdamW opt(model->parameters(),
+                          torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
   WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one");
   const bool zero_grad = o.fault != "no_zero_grad";
 
@@ -170,12 +171,12 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       if (step >= o.steps) break;
       const double lr = o.fault == "frozen" ? 0.0 : sched.lr();  // a planted fault: nothing learns
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-      auto logits = model->forward(batch.data);                       // [B, T, V]
-      auto loss = lm_loss(logits, batch.target, /*fp32=*/true);        // loss in fp32, ignore_index=-100
+      auto logits = model->forward(batch.data);                  // [B, T, V]
+      auto loss = lm_loss(logits, batch.target, /*fp32=*/true);  // loss in fp32, ignore_index=-100
       if (o.fault == "loss_label_smoothing")  // a planted fault: the loss smoothed (label_smoothing = 0.1)
         loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), batch.target.reshape({-1}),
                                 F::CrossEntropyFuncOptions().ignore_index(-100).label_smoothing(0.1));
-      loss.backward();                                                 // gradients accumulate
+      loss.backward();  // gradients accumulate
       const bool recording = exporting && step < o.export_steps;
       if (recording) {
         run.emplace_back("x." + std::to_string(step), batch.data.clone());
@@ -191,10 +192,10 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
         for (auto& p : model->parameters()) norm = torch::nn::utils::clip_grad_norm_(p, o.clip);
       else
         norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
-      r.lrs.push_back(applied_lr(opt));                                // the rate this step will use
+      r.lrs.push_back(applied_lr(opt));                                         // the rate this step will use
       opt.step();
       sched.step();
-      if (zero_grad) compat::zero_grad_set_to_none(opt);               // so: clear them
+      if (zero_grad) compat::zero_grad_set_to_none(opt);  // so: clear them
       r.losses.push_back(loss.item<double>());
       ++step;
       if (recording) {
@@ -300,8 +301,10 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
         guard = std::make_unique<torch::NoGradGuard>();
       }
       auto loss = lm_loss(model->forward(x), y, true);
-      if (fault == "kept_overwritten" && !kept.empty()) kept.back() = loss;  // a planted fault: "total = loss"
-      else kept.push_back(loss);
+      if (fault == "kept_overwritten" && !kept.empty())
+        kept.back() = loss;  // a planted fault: "total = loss"
+      else
+        kept.push_back(loss);
       (no_grad ? r.no_grad_bytes : r.with_grad_bytes).push_back(static_cast<double>(live_bytes() - base));
     }
   }
@@ -372,7 +375,8 @@ LossPrecision loss_precision(std::uint64_t seed, const std::string& fault) {
   p.bf16_err = std::fabs(F::cross_entropy(bf16, targets).to(torch::kDouble).item<double>() - exact);
   // The project's helper on bf16 logits (what autocast hands it): it must compute in fp32.
   const auto exact_of_bf16 = F::cross_entropy(bf16.to(torch::kDouble), targets).item<double>();
-  p.project_err = std::fabs(lm_loss(bf16, targets, fault != "loss_in_bf16").to(torch::kDouble).item<double>() - exact_of_bf16);
+  p.project_err =
+      std::fabs(lm_loss(bf16, targets, fault != "loss_in_bf16").to(torch::kDouble).item<double>() - exact_of_bf16);
   return p;
 }
 

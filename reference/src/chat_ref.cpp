@@ -108,24 +108,25 @@ AnswerEntropy answer_entropy(const std::vector<ChatTargets>& convs) {
     ++answers[a];
   }
   e.answers = static_cast<std::int64_t>(convs.size());
-  if (e.tokens == 0) throw SpecError("answer_entropy: field 'targets': no target token in " + std::to_string(convs.size()) +
-                                     " conversations");
+  if (e.tokens == 0)
+    throw SpecError("answer_entropy: field 'targets': no target token in " + std::to_string(convs.size()) +
+                    " conversations");
   auto entropy = [](const auto& counts, double n) {
     double h = 0;
     for (const auto& [k, c] : counts) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
     return h;
   };
   e.unigram = entropy(tokens, static_cast<double>(e.tokens));
-  e.prompt_blind = entropy(answers, static_cast<double>(e.answers)) * static_cast<double>(e.answers) /
-                   static_cast<double>(e.tokens);
+  e.prompt_blind =
+      entropy(answers, static_cast<double>(e.answers)) * static_cast<double>(e.answers) / static_cast<double>(e.tokens);
   return e;
 }
 
-MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions, std::int64_t vocab,
-                          const std::vector<std::vector<std::int64_t>>& targets) {
+MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions,
+                          std::int64_t vocab, const std::vector<std::vector<std::int64_t>>& targets) {
   if (rows < 0 || positions < 0 || vocab <= 0 || static_cast<std::int64_t>(logits.size()) != rows * positions * vocab)
-    throw SpecError("masked_mean_nll: " + std::to_string(logits.size()) + " logits for " + std::to_string(rows) + " x " +
-                    std::to_string(positions) + " x " + std::to_string(vocab));
+    throw SpecError("masked_mean_nll: " + std::to_string(logits.size()) + " logits for " + std::to_string(rows) +
+                    " x " + std::to_string(positions) + " x " + std::to_string(vocab));
   if (static_cast<std::int64_t>(targets.size()) != rows)
     throw SpecError("masked_mean_nll: " + std::to_string(targets.size()) + " target rows for " + std::to_string(rows));
   MaskedNll r;
@@ -136,7 +137,8 @@ MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, s
       const auto next = static_cast<std::size_t>(t + 1);
       if (next >= targets[i].size() || targets[i][next] == kIgnore) continue;
       const std::int64_t y = targets[i][next];
-      if (y < 0 || y >= vocab) throw SpecError("masked_mean_nll: target " + std::to_string(y) + " outside the vocabulary");
+      if (y < 0 || y >= vocab)
+        throw SpecError("masked_mean_nll: target " + std::to_string(y) + " outside the vocabulary");
       const float* z = logits.data() + (i * positions + t) * vocab;
       double m = z[0];
       for (std::int64_t v = 1; v < vocab; ++v) m = std::max(m, static_cast<double>(z[v]));

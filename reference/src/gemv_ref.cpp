@@ -17,9 +17,12 @@ double bf16_value(std::uint16_t bits) {
   // sign, 8-bit exponent, 7-bit fraction, decoded by the definition (not by reinterpreting memory).
   const int sign = bits >> 15, exp = (bits >> 7) & 0xff, frac = bits & 0x7f;
   double v;
-  if (exp == 0xff) v = frac ? std::nan("") : INFINITY;
-  else if (exp == 0) v = std::ldexp(static_cast<double>(frac), -126 - 7);          // subnormal
-  else v = std::ldexp(static_cast<double>(128 + frac), exp - 127 - 7);             // 1.frac * 2^(exp-127)
+  if (exp == 0xff)
+    v = frac ? std::nan("") : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(static_cast<double>(frac), -126 - 7);  // subnormal
+  else
+    v = std::ldexp(static_cast<double>(128 + frac), exp - 127 - 7);  // 1.frac * 2^(exp-127)
   return sign ? -v : v;
 }
 
@@ -89,7 +92,9 @@ std::vector<double> load_nf4_levels(const std::filesystem::path& file) {
   } catch (const std::exception& e) {
     throw std::runtime_error(file.string() + ": not JSON: " + e.what());
   }
-  const auto bad = [&](const std::string& what) { return std::runtime_error(file.string() + ": field 'levels': " + what); };
+  const auto bad = [&](const std::string& what) {
+    return std::runtime_error(file.string() + ": field 'levels': " + what);
+  };
   if (!j.is_object() || !j.contains("levels")) throw bad("missing");
   const auto& l = j.at("levels");
   if (!l.is_array() || l.size() != 16) throw bad("expected 16 numbers");
@@ -166,7 +171,8 @@ Nf4QuantCheck check_nf4_quantization(const std::uint16_t* W, int N, int K, const
 void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double* x, double* out) {
   const int H = s.hidden, KV = s.kv_dim, F = s.ffn;
   const int hd = s.head_dim < KV ? s.head_dim : KV;
-  if (H <= 0 || KV <= 0 || F <= 0 || hd <= 0 || H % KV || KV % hd) throw std::invalid_argument("decode_step_fp64: shape");
+  if (H <= 0 || KV <= 0 || F <= 0 || hd <= 0 || H % KV || KV % hd)
+    throw std::invalid_argument("decode_step_fp64: shape");
   const int group = H / KV;
   std::vector<double> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
   for (int l = 0; l < s.layers; ++l) {

@@ -108,16 +108,53 @@ const TypedKey kTypedKeys[] = {
 
 // Keys that change no count here: PreTrainedConfig's own, generation defaults transformers drops, and the
 // families' fields for RoPE, norms' epsilon, dropout, tokens, caching and the router's training loss.
-const char* const kHarmless[] = {
-    "architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path", "name_or_path", "use_cache",
-    "bos_token_id", "eos_token_id", "pad_token_id", "rms_norm_eps", "initializer_range", "rope_theta",
-    "rope_scaling", "rope_parameters", "attention_dropout", "output_hidden_states", "output_attentions",
-    "return_dict", "chunk_size_feed_forward", "id2label", "label2id", "problem_type", "num_labels",
-    "attn_implementation", "_attn_implementation", "pretraining_tp", "output_router_logits",
-    "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob", "use_bidirectional_attention", "auto_map",
-    "bos_token", "eos_token", "temperature", "top_p", "top_k", "do_sample", "max_length", "num_beams",
-    "repetition_penalty", "_commit_hash", "tokenizer_class", "prefix", "task_specific_params",
-    "cache_implementation"};
+const char* const kHarmless[] = {"architectures",
+                                 "transformers_version",
+                                 "torch_dtype",
+                                 "dtype",
+                                 "_name_or_path",
+                                 "name_or_path",
+                                 "use_cache",
+                                 "bos_token_id",
+                                 "eos_token_id",
+                                 "pad_token_id",
+                                 "rms_norm_eps",
+                                 "initializer_range",
+                                 "rope_theta",
+                                 "rope_scaling",
+                                 "rope_parameters",
+                                 "attention_dropout",
+                                 "output_hidden_states",
+                                 "output_attentions",
+                                 "return_dict",
+                                 "chunk_size_feed_forward",
+                                 "id2label",
+                                 "label2id",
+                                 "problem_type",
+                                 "num_labels",
+                                 "attn_implementation",
+                                 "_attn_implementation",
+                                 "pretraining_tp",
+                                 "output_router_logits",
+                                 "router_aux_loss_coef",
+                                 "router_jitter_noise",
+                                 "norm_topk_prob",
+                                 "use_bidirectional_attention",
+                                 "auto_map",
+                                 "bos_token",
+                                 "eos_token",
+                                 "temperature",
+                                 "top_p",
+                                 "top_k",
+                                 "do_sample",
+                                 "max_length",
+                                 "num_beams",
+                                 "repetition_penalty",
+                                 "_commit_hash",
+                                 "tokenizer_class",
+                                 "prefix",
+                                 "task_specific_params",
+                                 "cache_implementation"};
 // Keys that bound the KV cache of sliding-window layers at the window: the per-token figure holds up to it.
 const char* const kWindow[] = {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"};
 
@@ -130,8 +167,8 @@ const Family& family_of(const json& j, const std::string& file) {
   std::string list, keys;
   for (const auto& f : kFamilies) list += (list.empty() ? "" : ", ") + std::string(f.type);
   for (auto it = j.begin(); it != j.end() && keys.size() < 200; ++it) keys += (keys.empty() ? "" : ", ") + it.key();
-  fail(file, "model_type", "'" + t + "' is not a supported decoder-only model (supported: " + list + "; keys read: " +
-                               keys + ")");
+  fail(file, "model_type",
+       "'" + t + "' is not a supported decoder-only model (supported: " + list + "; keys read: " + keys + ")");
 }
 
 // transformers' config classes are strict dataclasses: an int field given 4096.0 or true is refused.
@@ -187,18 +224,21 @@ struct ConfigReader {
     read.emplace_back(key);
     if (!j.contains(key)) return dflt;
     if (!j.at(key).is_boolean())
-      fail(file, key, std::string("expected true or false, got ") + j.at(key).dump() + " (" + f.cls + " accepts bool only)");
+      fail(file, key,
+           std::string("expected true or false, got ") + j.at(key).dump() + " (" + f.cls + " accepts bool only)");
     return j.at(key).get<bool>();
   }
 };
 
 // An encoder-decoder, or a checkpoint quantised already: not what the ledger counts.
 void refuse_other_models(const json& j, const std::string& file) {
-  if (j.contains("is_encoder_decoder") && j.at("is_encoder_decoder").is_boolean() && j.at("is_encoder_decoder").get<bool>())
+  if (j.contains("is_encoder_decoder") && j.at("is_encoder_decoder").is_boolean() &&
+      j.at("is_encoder_decoder").get<bool>())
     fail(file, "is_encoder_decoder", "true: not a decoder-only model");
   if (present(j, "quantization_config"))
-    fail(file, "quantization_config", "a pre-quantised checkpoint: the ledger counts unquantised weights (use the "
-                                      "unquantised model's config and --quant for the format)");
+    fail(file, "quantization_config",
+         "a pre-quantised checkpoint: the ledger counts unquantised weights (use the "
+         "unquantised model's config and --quant for the format)");
 }
 
 // vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads: required.
@@ -209,7 +249,9 @@ void read_dimensions(ConfigReader& r) {
   c.intermediate = r.required("intermediate_size");
   c.layers = r.required("num_hidden_layers");
   c.heads = r.required("num_attention_heads");
-  if (c.layers > (1 << 16)) fail(r.file, "num_hidden_layers", "implausibly large, got " + std::to_string(c.layers) + " (the ledger accepts up to 65536)");
+  if (c.layers > (1 << 16))
+    fail(r.file, "num_hidden_layers",
+         "implausibly large, got " + std::to_string(c.layers) + " (the ledger accepts up to 65536)");
 }
 
 // num_key_value_heads and head_dim: given, null or absent, each family its own way.
@@ -227,23 +269,25 @@ void read_heads(ConfigReader& r) {
   null_refused("num_key_value_heads", f.kv_nullable);
   null_refused("head_dim", f.head_dim_nullable);
   const bool kv_null = j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null();
-  c.kv_heads = r.optional("num_key_value_heads", f.kv_absent > 0 && !kv_null ? f.kv_absent : c.heads, 1,
-                          f.kv_absent > 0 && !kv_null ? cls + "'s default"
-                                                      : cls + ": num_attention_heads" + (kv_null ? " (null)" : ""));
+  c.kv_heads = r.optional(
+      "num_key_value_heads", f.kv_absent > 0 && !kv_null ? f.kv_absent : c.heads, 1,
+      f.kv_absent > 0 && !kv_null ? cls + "'s default" : cls + ": num_attention_heads" + (kv_null ? " (null)" : ""));
   if (c.heads % c.kv_heads != 0)
     fail(file, "num_key_value_heads",
          std::to_string(c.kv_heads) + (present(j, "num_key_value_heads") ? "" : " (" + cls + "'s default)") +
              " does not divide num_attention_heads " + std::to_string(c.heads));
   if (f.hidden_divisible && c.hidden % c.heads != 0)
-    fail(file, "hidden_size", std::to_string(c.hidden) + " is not a multiple of num_attention_heads " +
-                                  std::to_string(c.heads) + " (" + cls + " refuses it, head_dim or not)");
+    fail(file, "hidden_size",
+         std::to_string(c.hidden) + " is not a multiple of num_attention_heads " + std::to_string(c.heads) + " (" +
+             cls + " refuses it, head_dim or not)");
   const bool explicit_head_dim = present(j, "head_dim");
   if (!explicit_head_dim && f.head_dim_absent < 0 && c.hidden / c.heads == 0)
     fail(file, "hidden_size", "smaller than num_attention_heads and no head_dim is given");
-  c.head_dim = r.optional("head_dim", f.head_dim_absent > 0 ? f.head_dim_absent : c.hidden / c.heads, 1,
-                          f.head_dim_absent > 0 ? cls + "'s default"
-                                                : cls + ": hidden_size // num_attention_heads" +
-                                                      (c.hidden % c.heads ? " (rounded down, as transformers does)" : ""));
+  c.head_dim =
+      r.optional("head_dim", f.head_dim_absent > 0 ? f.head_dim_absent : c.hidden / c.heads, 1,
+                 f.head_dim_absent > 0 ? cls + "'s default"
+                                       : cls + ": hidden_size // num_attention_heads" +
+                                             (c.hidden % c.heads ? " (rounded down, as transformers does)" : ""));
 }
 
 // transformers 5's validate_rope (RotaryEmbeddingConfigMixin) refuses a fully rotated head of odd width above 4
@@ -270,7 +314,8 @@ void check_rope_width(const ConfigReader& r) {
   if (held && h > 4 && h % 2 != 0 && static_cast<std::int64_t>(static_cast<double>(h) * prf) == h)
     fail(r.file, "head_dim",
          std::to_string(h) + (explicit_head_dim ? "" : " (" + cls + ": hidden_size // num_attention_heads)") +
-             " is odd: RoPE rotates pairs, and " + cls + " (transformers 5's validate_rope) refuses a fully "
+             " is odd: RoPE rotates pairs, and " + cls +
+             " (transformers 5's validate_rope) refuses a fully "
              "rotated head of odd width above 4");
 }
 
@@ -278,7 +323,8 @@ void check_rope_width(const ConfigReader& r) {
 void read_embeddings(ConfigReader& r) {
   const json& j = r.j;
   ModelConfig& c = r.c;
-  c.max_position = present(j, "max_position_embeddings") ? int_field(j, r.file, "max_position_embeddings", 1, r.f.cls) : 0;
+  c.max_position =
+      present(j, "max_position_embeddings") ? int_field(j, r.file, "max_position_embeddings", 1, r.f.cls) : 0;
   r.read.emplace_back("max_position_embeddings");
   c.tie_embeddings = r.flag("tie_word_embeddings", r.f.tie_default);
   if (!present(j, "tie_word_embeddings"))
@@ -289,14 +335,21 @@ void read_embeddings(ConfigReader& r) {
 void read_biases(ConfigReader& r) {
   ModelConfig& c = r.c;
   switch (r.f.bias) {
-    case Family::attention_bias_all: c.qkv_bias = c.o_bias = r.flag("attention_bias", false); break;
-    case Family::qkv_always: c.qkv_bias = true; break;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
-    case Family::qkv_key: c.qkv_bias = r.flag("qkv_bias", true); break;
+    case Family::attention_bias_all:
+      c.qkv_bias = c.o_bias = r.flag("attention_bias", false);
+      break;
+    case Family::qkv_always:
+      c.qkv_bias = true;
+      break;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+    case Family::qkv_key:
+      c.qkv_bias = r.flag("qkv_bias", true);
+      break;
     case Family::use_bias_all:  // Starcoder2: every Linear of the layer (attention and MLP), not lm_head
       c.qkv_bias = c.o_bias = c.mlp_bias = r.flag("use_bias", true);
       if (!r.j.contains("use_bias")) r.note_default("use_bias", "true", r.cls + "'s default");
       break;
-    case Family::none: break;
+    case Family::none:
+      break;
   }
   if (c.model_type == "qwen2" && ledger_fault("ledger_qwen2_no_bias")) c.qkv_bias = false;
   if (r.f.mlp_bias_read) c.mlp_bias = r.flag("mlp_bias", false);
@@ -314,10 +367,28 @@ void read_activation(ConfigReader& r) {
   if (j.contains(act)) {
     if (!j.at(act).is_string()) fail(file, act, "expected a string, got " + j.at(act).dump());
     c.hidden_act = j.at(act).get<std::string>();
-    static const std::vector<std::string> acts = {
-        "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
-        "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
-        "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh"};
+    static const std::vector<std::string> acts = {"gelu",
+                                                  "gelu_10",
+                                                  "gelu_accurate",
+                                                  "gelu_fast",
+                                                  "gelu_new",
+                                                  "gelu_python",
+                                                  "gelu_python_tanh",
+                                                  "gelu_pytorch_tanh",
+                                                  "hardswish",
+                                                  "laplace",
+                                                  "leaky_relu",
+                                                  "linear",
+                                                  "mish",
+                                                  "quick_gelu",
+                                                  "relu",
+                                                  "relu2",
+                                                  "relu6",
+                                                  "sigmoid",
+                                                  "silu",
+                                                  "sqrtsoftplus",
+                                                  "swish",
+                                                  "tanh"};
     if (c.hidden_act == "prelu" || c.hidden_act == "xielu")
       fail(file, act, "'" + c.hidden_act + "' has learnable parameters the ledger does not count");
     if (std::find(acts.begin(), acts.end(), c.hidden_act) == acts.end())
@@ -333,7 +404,8 @@ void set_block_shape(ConfigReader& r) {
   c.fused_qkv = r.f.fused_qkv;
   c.mlp = r.f.mlp;
   switch (r.f.norm) {
-    case Family::rms: break;
+    case Family::rms:
+      break;
     case Family::rms_four:  // Gemma2DecoderLayer: a norm after attention and one each side of the MLP
       c.layer_norms = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                        "post_feedforward_layernorm"};
@@ -362,12 +434,13 @@ void check_pad_token(ConfigReader& r) {
       fail(file, "pad_token_id", "expected an integer or null, got " + v.dump() + " (" + cls + " accepts int only)");
     if (v.is_number_unsigned() ? v.get<std::uint64_t>() >= static_cast<std::uint64_t>(c.vocab)
                                : (v.get<std::int64_t>() >= c.vocab || v.get<std::int64_t>() < -c.vocab))
-      fail(file, "pad_token_id", v.dump() + " is outside the embedding's " + std::to_string(c.vocab) +
-                                     " rows (nn.Embedding's padding_idx must lie in [-vocab_size, vocab_size))");
+      fail(file, "pad_token_id",
+           v.dump() + " is outside the embedding's " + std::to_string(c.vocab) +
+               " rows (nn.Embedding's padding_idx must lie in [-vocab_size, vocab_size))");
   } else if (!j.contains("pad_token_id") && r.f.pad_default >= c.vocab) {
-    fail(file, "pad_token_id", "absent: " + cls + "'s default " + std::to_string(r.f.pad_default) +
-                                   " is outside the embedding's " + std::to_string(c.vocab) +
-                                   " rows (nn.Embedding's padding_idx; give pad_token_id)");
+    fail(file, "pad_token_id",
+         "absent: " + cls + "'s default " + std::to_string(r.f.pad_default) + " is outside the embedding's " +
+             std::to_string(c.vocab) + " rows (nn.Embedding's padding_idx; give pad_token_id)");
   }
 }
 
@@ -406,31 +479,34 @@ void read_experts(ConfigReader& r) {
     if (present(j, "mlp_only_layers")) {
       if (!j.at("mlp_only_layers").is_array()) fail(file, "mlp_only_layers", "expected a list of layer indices");
       for (const auto& v : j.at("mlp_only_layers")) {
-        if (v.is_boolean() || !v.is_number_integer()) fail(file, "mlp_only_layers", "expected integers, got " + v.dump());
+        if (v.is_boolean() || !v.is_number_integer())
+          fail(file, "mlp_only_layers", "expected integers, got " + v.dump());
         mlp_only.push_back(v.get<std::int64_t>());
       }
     }
     c.sparse_layer.resize(static_cast<std::size_t>(c.layers));
     for (std::int64_t i = 0; i < c.layers; ++i)  // Qwen2MoeDecoderLayer
-      c.sparse_layer[i] = std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && c.experts > 0 &&
-                          (i + 1) % step == 0;
+      c.sparse_layer[i] =
+          std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && c.experts > 0 && (i + 1) % step == 0;
     if (c.experts == 0) c.experts_per_token = 0;
   }
   if (c.experts > 0 && c.experts_per_token > c.experts)
-    fail(file, "num_experts_per_tok", std::to_string(c.experts_per_token) + " is more than the " +
-                                          std::to_string(c.experts) + " experts");
+    fail(file, "num_experts_per_tok",
+         std::to_string(c.experts_per_token) + " is more than the " + std::to_string(c.experts) + " experts");
 }
 
 // Every count below is an int64 and every byte count a double: a model past 2^50 parameters (a thousand times
 // the largest published) is a typo, not a config.
 void check_size(const ModelConfig& c, const std::string& file) {
-  const double rough = 2.0 * c.vocab * c.hidden +
-                       static_cast<double>(c.layers) * (2.0 * c.hidden * (c.heads + c.kv_heads) * c.head_dim +
-                                                        3.0 * c.hidden * c.intermediate +
-                                                        3.0 * c.hidden * c.moe_intermediate * c.experts +
-                                                        3.0 * c.hidden * c.shared_expert_intermediate);
+  const double rough =
+      2.0 * c.vocab * c.hidden +
+      static_cast<double>(c.layers) *
+          (2.0 * c.hidden * (c.heads + c.kv_heads) * c.head_dim + 3.0 * c.hidden * c.intermediate +
+           3.0 * c.hidden * c.moe_intermediate * c.experts + 3.0 * c.hidden * c.shared_expert_intermediate);
   if (!(rough < std::ldexp(1.0, 50)))
-    fail(file, "num_hidden_layers", "implausibly large model: about " + std::to_string(static_cast<long long>(rough / 1e12)) + " trillion parameters (more than 2^50)");
+    fail(file, "num_hidden_layers",
+         "implausibly large model: about " + std::to_string(static_cast<long long>(rough / 1e12)) +
+             " trillion parameters (more than 2^50)");
 }
 
 // The keys not read: harmless ones by name, the biases this family's modeling code never builds, the rest unknown.
@@ -452,13 +528,16 @@ void list_ignored_keys(ConfigReader& r) {
     else if (in(kHarmless, k))
       c.ignored.push_back({k, true, "read by transformers for nothing counted here"});
     else if (in(kWindow, k))
-      c.ignored.push_back({k, true, "sliding-window attention: bounds the KV cache of such layers at the window; "
-                                    "the per-token figure holds up to it"});
+      c.ignored.push_back({k, true,
+                           "sliding-window attention: bounds the KV cache of such layers at the window; "
+                           "the per-token figure holds up to it"});
     else if (k == "attention_bias" || k == "mlp_bias" || k == "qkv_bias" || k == "use_bias")
-      c.ignored.push_back({k, true, cls + " has no such field: " + c.model_type + "'s modeling code builds no such bias"});
+      c.ignored.push_back(
+          {k, true, cls + " has no such field: " + c.model_type + "'s modeling code builds no such bias"});
     else
-      c.ignored.push_back({k, false, "unknown to the ledger (transformers keeps it as an attribute " + cls +
-                                         "'s modeling code does not read)"});
+      c.ignored.push_back(
+          {k, false,
+           "unknown to the ledger (transformers keeps it as an attribute " + cls + "'s modeling code does not read)"});
   }
 }
 

@@ -89,7 +89,8 @@ LoraTargets parse_lora_targets(const std::string& s) {
     while (!x.empty() && x.back() == ' ') x.pop_back();
     if (!x.empty()) t.names.push_back(x);
   }
-  if (t.names.empty()) throw SpecError("lora: field 'target_modules': empty (give module names, all-linear or a regex)");
+  if (t.names.empty())
+    throw SpecError("lora: field 'target_modules': empty (give module names, all-linear or a regex)");
   return t;
 }
 
@@ -99,7 +100,8 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
   if (ledger_fault("ledger_lora_qv_only")) t = LoraTargets{false, {"q_proj", "v_proj"}, ""};
   for (const auto& n : t.names)
     if (n == "all-linear")
-      throw SpecError("lora: field 'target_modules': 'all-linear' is a spelling of its own, not a module name in a list");
+      throw SpecError(
+          "lora: field 'target_modules': 'all-linear' is a spelling of its own, not a module name in a list");
   std::regex re;
   if (!t.regex.empty()) {
     try {
@@ -182,8 +184,10 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
     throw SpecError("lora: field 'target_modules': no name matches a module of this " + c.model_type +
                     " model (names such as q_proj, self_attn.q_proj, layers.0.self_attn.q_proj, lm_head)");
   if (!t.regex.empty() && out.adapted_modules == 0)
-    throw SpecError("lora: field 'target_modules': the regex '" + t.regex + "' matches no full module name (e.g. model.layers.0.self_attn.q_proj)");
-  if (t.all_linear && out.adapted_modules == 0) throw SpecError("lora: field 'target_modules': all-linear selects nothing");
+    throw SpecError("lora: field 'target_modules': the regex '" + t.regex +
+                    "' matches no full module name (e.g. model.layers.0.self_attn.q_proj)");
+  if (t.all_linear && out.adapted_modules == 0)
+    throw SpecError("lora: field 'target_modules': all-linear selects nothing");
   return out;
 }
 

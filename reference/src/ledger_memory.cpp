@@ -42,9 +42,9 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
 std::int64_t gpt_params(const GptShape& s) {
   using I = __int128;
   const I d = s.d_model, ff = s.d_ff;
-  const I layer_norm = 2 * d;                                   // weight and bias
-  const I attention = (d * 3 * d + 3 * d) + (d * d + d);        // qkv, output projection
-  const I mlp = (d * ff + ff) + (ff * d + d);                   // fc1, fc2
+  const I layer_norm = 2 * d;                             // weight and bias
+  const I attention = (d * 3 * d + 3 * d) + (d * d + d);  // qkv, output projection
+  const I mlp = (d * ff + ff) + (ff * d + d);             // fc1, fc2
   const I per_layer = 2 * layer_norm + attention + mlp;
   const I total = I{s.vocab} * d + I{s.context} * d + I{s.n_layer} * per_layer + layer_norm + d * I{s.vocab};
   if (total >= (I{1} << 62)) fail("gpt shape", "(sizes)", "the parameter count passes 2^62");
@@ -55,7 +55,8 @@ ParamCount count_params(const ModelConfig& c) {
   ParamCount p;
   p.embedding = c.vocab * c.hidden;
   p.lm_head = c.tie_embeddings && !ledger_fault("ledger_tied_counted_twice") ? 0 : c.vocab * c.hidden;
-  for (const auto& l : layer_linears(c)) (l.block == "self_attn" ? p.attention_per_layer : p.mlp_per_layer) += l.params();
+  for (const auto& l : layer_linears(c))
+    (l.block == "self_attn" ? p.attention_per_layer : p.mlp_per_layer) += l.params();
   p.norms_per_layer = static_cast<std::int64_t>(c.layer_norms.size()) * c.norm_params_per_unit * c.hidden +
                       (c.qk_norm ? 2 * c.head_dim : 0);
   p.final_norm = c.norm_params_per_unit * c.hidden;
@@ -65,8 +66,8 @@ ParamCount count_params(const ModelConfig& c) {
     p.experts = c.experts;
     p.experts_per_token = c.experts_per_token;
     p.expert_params = 3 * c.hidden * c.moe_intermediate;  // gate and up fused (2I x h), down (h x I); no bias
-    p.router_per_layer = c.experts * c.hidden;           // the top-k router: experts x hidden, no bias
-    if (c.model_type == "qwen2_moe")                     // shared expert (SwiGLU) + its sigmoid gate (hidden -> 1)
+    p.router_per_layer = c.experts * c.hidden;            // the top-k router: experts x hidden, no bias
+    if (c.model_type == "qwen2_moe")                      // shared expert (SwiGLU) + its sigmoid gate (hidden -> 1)
       p.shared_expert_per_layer = 3 * c.hidden * c.shared_expert_intermediate + c.hidden;
   }
   return p;

@@ -115,7 +115,8 @@ QuantFormat parse_quant_format(const std::string& text, const std::string& where
   q.block_size = j.contains("block_size") && !j.at("block_size").is_null() ? positive_int(j, where, "block_size") : 0;
   if (q.block_size > 0) {
     const std::int64_t scale_bytes = positive_int(j, where, "scale_bytes");
-    if (scale_bytes > std::numeric_limits<int>::max()) fail(where, "scale_bytes", "implausibly large, got " + j.at("scale_bytes").dump());
+    if (scale_bytes > std::numeric_limits<int>::max())
+      fail(where, "scale_bytes", "implausibly large, got " + j.at("scale_bytes").dump());
     q.scale_bytes = static_cast<int>(scale_bytes);
   }
   q.double_quant = get_bool(j, where, "double_quant", false);
@@ -128,7 +129,8 @@ QuantFormat parse_quant_format(const std::string& text, const std::string& where
     for (const auto& m : j.at("keep_bf16")) {
       if (!m.is_string()) fail(where, "keep_bf16", "expected module names");
       const auto s = m.get<std::string>();
-      if (s != "embed_tokens" && s != "lm_head") fail(where, "keep_bf16", "unknown module '" + s + "' (embed_tokens, lm_head)");
+      if (s != "embed_tokens" && s != "lm_head")
+        fail(where, "keep_bf16", "unknown module '" + s + "' (embed_tokens, lm_head)");
       q.keep_bf16.push_back(s);
     }
   }

@@ -43,7 +43,8 @@ BucketTable load_bucket_table(const std::filesystem::path& file) {
     const auto& b = j["buckets"][name];
     BucketRule r;
     r.bucket = name;
-    if (b.contains("frame_contains")) r.frame_contains = strings(b["frame_contains"], "buckets." + name + ".frame_contains");
+    if (b.contains("frame_contains"))
+      r.frame_contains = strings(b["frame_contains"], "buckets." + name + ".frame_contains");
     if (b.contains("operator")) r.operators = strings(b["operator"], "buckets." + name + ".operator");
     if (r.frame_contains.empty() && r.operators.empty())
       throw SpecError(where + ": field 'buckets." + name + "': neither frame_contains nor operator");

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <regex>
 #include <set>
-#include <utility>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #ifdef CLAIMCHECK_HAS_LIBCPUINFO
@@ -44,20 +44,29 @@ CpuIdentity parse_cpuinfo(std::istream& in, const std::string& where) {
     }
     const std::string key = trim(line.substr(0, colon)), val = trim(line.substr(colon + 1));
     any = any || key == "processor";
-    if (key == "vendor_id") c.vendor = val;
-    else if (key == "cpu family") c.family = std::atoi(val.c_str());
-    else if (key == "model") c.model = std::atoi(val.c_str());
-    else if (key == "model name") c.model_name = val;
-    else if (key == "cpu MHz") mhz = std::atof(val.c_str());
-    else if (key == "CPU implementer") c.implementer = val;
-    else if (key == "CPU part") c.part = val;
+    if (key == "vendor_id")
+      c.vendor = val;
+    else if (key == "cpu family")
+      c.family = std::atoi(val.c_str());
+    else if (key == "model")
+      c.model = std::atoi(val.c_str());
+    else if (key == "model name")
+      c.model_name = val;
+    else if (key == "cpu MHz")
+      mhz = std::atof(val.c_str());
+    else if (key == "CPU implementer")
+      c.implementer = val;
+    else if (key == "CPU part")
+      c.part = val;
     else if (key == "flags" || key == "Features") {
       std::istringstream fs(val);
       for (std::string f; fs >> f;) c.flags.push_back(f);
     }
   }
   if (c.vendor.empty() && !c.implementer.empty()) c.vendor = "ARM";
-  if (c.vendor.empty()) throw std::runtime_error(where + ": field 'vendor_id': no CPU is described (neither vendor_id nor CPU implementer)");
+  if (c.vendor.empty())
+    throw std::runtime_error(where +
+                             ": field 'vendor_id': no CPU is described (neither vendor_id nor CPU implementer)");
   if (mhz > 0) {
     c.clock_hz = mhz * 1e6;
     c.clock_source = "/proc/cpuinfo cpu MHz (no cpufreq in this machine: a VM's nominal clock)";
@@ -83,19 +92,32 @@ std::string library_uarch_name() {
     auto core = reinterpret_cast<const cpuinfo_core* (*)(std::uint32_t)>(dlsym(h, "cpuinfo_get_core"));
     if (!init || !count || !core || !init() || count() == 0) return std::string();
     switch (static_cast<std::uint32_t>(core(0)->uarch)) {
-      case 0x00100208: return std::string("haswell");  // the enum's values, stable across the library's versions
-      case 0x00100209: return std::string("broadwell");
-      case 0x0010020A: return std::string("sky_lake");
-      case 0x0010020C: return std::string("sunny_cove");
-      case 0x00200109: return std::string("zen");
-      case 0x0020010A: return std::string("zen2");
-      case 0x0020010B: return std::string("zen3");
-      case 0x0020010C: return std::string("zen4");
-      case 0x00300400: return std::string("neoverse_n1");
-      case 0x00300402: return std::string("neoverse_v1");
-      case 0x00300403: return std::string("neoverse_n2");
-      case 0x00300404: return std::string("neoverse_v2");
-      default: return std::string();
+      case 0x00100208:
+        return std::string("haswell");  // the enum's values, stable across the library's versions
+      case 0x00100209:
+        return std::string("broadwell");
+      case 0x0010020A:
+        return std::string("sky_lake");
+      case 0x0010020C:
+        return std::string("sunny_cove");
+      case 0x00200109:
+        return std::string("zen");
+      case 0x0020010A:
+        return std::string("zen2");
+      case 0x0020010B:
+        return std::string("zen3");
+      case 0x0020010C:
+        return std::string("zen4");
+      case 0x00300400:
+        return std::string("neoverse_n1");
+      case 0x00300402:
+        return std::string("neoverse_v1");
+      case 0x00300403:
+        return std::string("neoverse_n2");
+      case 0x00300404:
+        return std::string("neoverse_v2");
+      default:
+        return std::string();
     }
   }();
   return name;
@@ -129,7 +151,8 @@ bool in_model_range(const std::string& spec, int model, const std::string& where
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != t.size() || v < 0) throw std::runtime_error(where + "': expected a model or a range of models, got '" + spec + "'");
+    if (used != t.size() || v < 0)
+      throw std::runtime_error(where + "': expected a model or a range of models, got '" + spec + "'");
     return v;
   };
   const auto dash = spec.find('-');
@@ -162,9 +185,11 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
   }
   if (!j.contains("rules") || !j["rules"].is_array())
     throw std::runtime_error(table.string() + ": field 'rules': expected a list");
-  static const std::set<std::string> keys = {"name",       "vendor", "family",              "models", "implementer",
-                                             "parts",      "isa",    "model_name",          "fp32_flop_per_cycle",
-                                             "bf16_dot",   "amx_bf16", "why", "cpuinfo_uarch"};
+  static const std::set<std::string> keys = {"name",         "vendor",      "family",
+                                             "models",       "implementer", "parts",
+                                             "isa",          "model_name",  "fp32_flop_per_cycle",
+                                             "bf16_dot",     "amx_bf16",    "why",
+                                             "cpuinfo_uarch"};
   Microarch by_numbers, by_library;
   for (std::size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
@@ -220,7 +245,8 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
     match = match && (!r.contains("family") || r["family"].get<int>() == cpu.family);
     if (models) {  // every range parsed, matching or not
       bool any = false;
-      for (const auto& spec : *models) any = in_model_range(spec.get<std::string>(), cpu.model, where + ".models") || any;
+      for (const auto& spec : *models)
+        any = in_model_range(spec.get<std::string>(), cpu.model, where + ".models") || any;
       match = match && any;
     }
     match = match && (!r.contains("implementer") || r["implementer"].get<std::string>() == cpu.implementer);

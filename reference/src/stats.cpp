@@ -26,7 +26,8 @@ Interval wilson_interval(double p, std::int64_t n, double z) {
 
 namespace {
 bool covers(std::int64_t k, std::int64_t n, double p, bool wilson, double z) {
-  const double ph = answer_key_fault("stats_integer_division") ? static_cast<double>(k / n) : static_cast<double>(k) / n;
+  const double ph =
+      answer_key_fault("stats_integer_division") ? static_cast<double>(k / n) : static_cast<double>(k) / n;
   const Interval i = wilson ? wilson_interval(ph, n, z) : wald_interval(ph, n, z);
   return i.lo <= p && p <= i.hi;
 }

@@ -21,7 +21,8 @@ fs::path write(const std::string& name, const std::string& text) {
 
 std::string valid(const std::string& name, const std::string& tweak = "") {
   return R"({"schema": 1, "id": "ch04.)" + name + R"(", "title": "t", "source": "s", "kind": ["analytic"],
-  "requires": [], "value": 128.5, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1, "why": "w"})" + tweak + "}";
+  "requires": [], "value": 128.5, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1, "why": "w"})" +
+         tweak + "}";
 }
 
 // The error message names the file and the field.
@@ -82,25 +83,32 @@ TEST(Expected, ClaimLevelXfailIsTheStatedValues) {
 TEST(Expected, BadInputNamesFileAndField) {
   expect_error("trunc", valid("trunc").substr(0, 40), "(json)");
   expect_error("nounit", R"({"schema": 1, "id": "ch04.nounit", "title": "t", "source": "s", "kind": ["analytic"],
-    "requires": [], "value": 1, "compare": {"rule": "equal", "why": "w"}})", "unit");
+    "requires": [], "value": 1, "compare": {"rule": "equal", "why": "w"}})",
+               "unit");
   expect_error("badunit", valid("badunit").replace(valid("badunit").find("\"GB\""), 4, "\"gigs\""), "unit");
   expect_error("nowhy", R"({"schema": 1, "id": "ch04.nowhy", "title": "t", "source": "s", "kind": ["analytic"],
-    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1}})", "compare.why");
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "rounded", "step": 0.1}})",
+               "compare.why");
   expect_error("strval", R"({"schema": 1, "id": "ch04.strval", "title": "t", "source": "s", "kind": ["analytic"],
-    "requires": [], "value": "NaN", "unit": "GB", "compare": {"rule": "equal", "why": "w"}})", "value");
+    "requires": [], "value": "NaN", "unit": "GB", "compare": {"rule": "equal", "why": "w"}})",
+               "value");
   expect_error("negtol", R"({"schema": 1, "id": "ch04.negtol", "title": "t", "source": "s", "kind": ["analytic"],
-    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "close", "rtol": -0.1, "why": "w"}})", "compare.rtol");
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "close", "rtol": -0.1, "why": "w"}})",
+               "compare.rtol");
   expect_error("rule", R"({"schema": 1, "id": "ch04.rule", "title": "t", "source": "s", "kind": ["analytic"],
-    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "approx", "why": "w"}})", "compare.rule");
+    "requires": [], "value": 1, "unit": "GB", "compare": {"rule": "approx", "why": "w"}})",
+               "compare.rule");
   expect_error("schema", valid("schema").replace(11, 1, "2"), "schema");
   expect_error("wrongid", valid("other"), "id");
   expect_error("kind", valid("kind").replace(valid("kind").find("analytic"), 8, "vibes"), "kind");
   expect_error("req", valid("req").replace(valid("req").find("[]"), 2, "[\"tpu\"]"), "requires");
   expect_error("xf", valid("xf", R"(, "expect": "xfail")"), "xfail_reason");
-  expect_error("alsounit", valid("alsounit", R"(, "also": {"p": {"value": 1, "compare": {"rule": "equal", "why": "w"}}})"),
+  expect_error("alsounit",
+               valid("alsounit", R"(, "also": {"p": {"value": 1, "compare": {"rule": "equal", "why": "w"}}})"),
                "also.p.unit");
   expect_error("boolrule", R"({"schema": 1, "id": "ch04.boolrule", "title": "t", "source": "s", "kind": ["phenomenon"],
-    "requires": [], "value": true, "unit": "bool", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}})", "compare.rule");
+    "requires": [], "value": true, "unit": "bool", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}})",
+               "compare.rule");
 }
 
 TEST(Expected, TheShippedCatalogueLoads) {

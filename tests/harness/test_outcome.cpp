@@ -139,7 +139,8 @@ TEST(Outcome, ReasonsCarryThisRunsFigures) {
   m.value = 28.4567;
   EXPECT_EQ(with_figures("reads {gb_s} GB/s, predicted {ratio}", {{"ratio", 0.40123}}, {m}, "f.json", "why"),
             "reads 28.5 GB/s, predicted 0.401");
-  EXPECT_EQ(with_figures("no figures; an unmatched { stays", {}, {}, "f.json", "why"), "no figures; an unmatched { stays");
+  EXPECT_EQ(with_figures("no figures; an unmatched { stays", {}, {}, "f.json", "why"),
+            "no figures; an unmatched { stays");
   try {
     with_figures("{missing}", {}, {m}, "f.json", "also.x.xfail_reason");
     FAIL() << "a reason naming a figure the check did not give was accepted";

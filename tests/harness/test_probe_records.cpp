@@ -54,10 +54,11 @@ TEST(Probe, TellsAnEmulatedCpuFromTheBuildAndCpuinfo) {
   EXPECT_NE(on_x86.find("no CPU implementer"), std::string::npos) << on_x86;
   EXPECT_NE(emulation_reason(v1, "x86_64").find("implementer 0x41, part 0xd40"), std::string::npos);
   // qemu-user 8.1+'s own text for its default ("max") CPU, as linux-user/arm/target_proc.h prints it
-  const auto qemu_max = cpuinfo_of("processor\t: 0\nmodel name\t: ARMv8 Processor rev 0 (v8l)\nBogoMIPS\t: 100.00\n"
-                                   "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp\n"
-                                   "CPU implementer\t: 0x00\nCPU architecture: 8\nCPU variant\t: 0x0\n"
-                                   "CPU part\t: 0x051\nCPU revision\t: 0\n\n");
+  const auto qemu_max = cpuinfo_of(
+      "processor\t: 0\nmodel name\t: ARMv8 Processor rev 0 (v8l)\nBogoMIPS\t: 100.00\n"
+      "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp\n"
+      "CPU implementer\t: 0x00\nCPU architecture: 8\nCPU variant\t: 0x0\n"
+      "CPU part\t: 0x051\nCPU revision\t: 0\n\n");
   EXPECT_NE(emulation_reason(qemu_max, "aarch64").find("QEMU's own"), std::string::npos);
   // with -cpu neoverse-v1 the MIDR is real, the model name line still gives it away
   auto qemu_v1 = qemu_max;
@@ -84,7 +85,7 @@ TEST(Sha256, KnownVectors) {
 
 TEST(Records, TheSevenAreBuiltAndCounted) {
   const HardwareInfo h = probe_hardware();
-  RecordInputs in{CLAIMCHECK_SOURCE_DIR, fs::path(CLAIMCHECK_SOURCE_DIR) / "expected", {{"command", "test"}}, 7, &h,
+  RecordInputs in{CLAIMCHECK_SOURCE_DIR,  fs::path(CLAIMCHECK_SOURCE_DIR) / "expected", {{"command", "test"}}, 7, &h,
                   {{"run_log", "stdout"}}};
   nlohmann::json r = build_records(in);
   for (const auto& n : record_names()) EXPECT_TRUE(r.contains(n)) << n;
@@ -128,14 +129,24 @@ TEST(Checks, SevenRecordsFailsWhenARecordIsMissing) {
   Capabilities caps(&h);
   RunContextInputs in = inputs_for(&h);
   in.records = [] {
-    return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
-                          {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}}, {"logs", nullptr}};
+    return nlohmann::json{{"commit", {{"sha", "abc"}}},
+                          {"data_revision", "x"},
+                          {"config", {{"a", 1}}},
+                          {"environment", {{"b", 1}}},
+                          {"seed", 1},
+                          {"hardware", {{"c", 1}}},
+                          {"logs", nullptr}};
   };
   ClaimResult r = run_claim(catalogue().at("ch06.seven_records"), in, caps);
   EXPECT_EQ(r.status, Status::fail) << r.reason;
   in.records = [] {
-    return nlohmann::json{{"commit", {{"sha", "abc"}}}, {"data_revision", "x"}, {"config", {{"a", 1}}},
-                          {"environment", {{"b", 1}}}, {"seed", 1}, {"hardware", {{"c", 1}}}, {"logs", {{"run_log", "x"}}}};
+    return nlohmann::json{{"commit", {{"sha", "abc"}}},
+                          {"data_revision", "x"},
+                          {"config", {{"a", 1}}},
+                          {"environment", {{"b", 1}}},
+                          {"seed", 1},
+                          {"hardware", {{"c", 1}}},
+                          {"logs", {{"run_log", "x"}}}};
   };
   r = run_claim(catalogue().at("ch06.seven_records"), in, caps);
   EXPECT_EQ(r.status, Status::pass) << r.reason;
@@ -147,8 +158,8 @@ TEST(Checks, BadMeasurementsAreErrorsNamingTheField) {
   RunContextInputs in = inputs_for(&h);
   Expected e = catalogue().at("ch04.full_finetune_gb");
   e.statements.resize(1);
-  for (const char* id : {"test.measures_nan", "test.measures_without_unit", "test.measures_wrong_unit",
-                         "test.forgets_to_measure"}) {
+  for (const char* id :
+       {"test.measures_nan", "test.measures_without_unit", "test.measures_wrong_unit", "test.forgets_to_measure"}) {
     e.id = id;
     ClaimResult r = run_claim(e, in, caps);
     EXPECT_EQ(r.status, Status::error) << id << ": " << r.reason;

@@ -112,10 +112,10 @@ TEST(Process, ExtraEnvironment) {
   ScopedEnv replaced("CLAIMCHECK_TEST_REPLACED", "old");
   ProcessOptions o;
   o.env = {{"CLAIMCHECK_TEST_EXTRA", "it's $(x); y"}, {"CLAIMCHECK_TEST_REPLACED", "new"}};
-  const ProcessResult r = run_process(
-      {"/bin/sh", "-c", "printf '%s|%s|%s' \"$CLAIMCHECK_TEST_EXTRA\" \"$CLAIMCHECK_TEST_REPLACED\" "
-                        "\"$CLAIMCHECK_TEST_PARENT\""},
-      o);
+  const ProcessResult r = run_process({"/bin/sh", "-c",
+                                       "printf '%s|%s|%s' \"$CLAIMCHECK_TEST_EXTRA\" \"$CLAIMCHECK_TEST_REPLACED\" "
+                                       "\"$CLAIMCHECK_TEST_PARENT\""},
+                                      o);
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.out, "it's $(x); y|new|from the parent");
   // Without extra variables the child sees the parent's environment as it is.
@@ -125,10 +125,11 @@ TEST(Process, ExtraEnvironment) {
   ProcessOptions u;
   u.unset = {"CLAIMCHECK_TEST_REPLACED", "CLAIMCHECK_TEST_EXTRA"};
   u.env = {{"CLAIMCHECK_TEST_EXTRA", "x"}};
-  const ProcessResult gone = run_process(
-      {"/bin/sh", "-c", "printf '%s|%s|%s' \"${CLAIMCHECK_TEST_REPLACED-unset}\" \"${CLAIMCHECK_TEST_EXTRA-unset}\" "
-                        "\"$CLAIMCHECK_TEST_PARENT\""},
-      u);
+  const ProcessResult gone =
+      run_process({"/bin/sh", "-c",
+                   "printf '%s|%s|%s' \"${CLAIMCHECK_TEST_REPLACED-unset}\" \"${CLAIMCHECK_TEST_EXTRA-unset}\" "
+                   "\"$CLAIMCHECK_TEST_PARENT\""},
+                  u);
   EXPECT_EQ(gone.out, "unset|unset|from the parent");
 }
 

@@ -121,21 +121,23 @@ std::vector<std::string> svgs_of(const std::string& html) {
 TEST(Report, StackedBarChartsDrawTitleLegendTotalsAndReference) {
   using nlohmann::json;
   auto part = [](const char* n, double v) { return json{{"name", n}, {"value", v}}; };
-  json chart = {
-      {"title", "Bytes per trainable parameter <AdamW & bf16>"},
-      {"unit", "B"},
-      {"y_label", "bytes / param"},
-      {"bars",
-       {{{"name", "series table (stated)"},
-         {"parts", {part("bf16 weights", 2), part("fp32 weights", 0), part("gradients", 2), part("fp32 master", 4),
-                    part("Adam m", 4), part("Adam v", 4)}}},
-        {{"name", "autocast (measured)"},
-         {"parts", {part("bf16 weights", 0), part("fp32 weights", 0), part("gradients", 4), part("Adam m", 4),
-                    part("Adam v", 4)}}},
-        {{"name", "bf16 + fp32 master (measured)"},
-         {"parts", {part("gradients", 2), part("bf16 weights", 2), part("fp32 master", 4), part("Adam m", 4),
-                    part("Adam v", 4)}}}}},
-      {"reference", {{"name", "series: 2 + 2 + 4 + 4 + 4"}, {"value", 16}}}};
+  json chart = {{"title", "Bytes per trainable parameter <AdamW & bf16>"},
+                {"unit", "B"},
+                {"y_label", "bytes / param"},
+                {"bars",
+                 {{{"name", "series table (stated)"},
+                   {"parts",
+                    {part("bf16 weights", 2), part("fp32 weights", 0), part("gradients", 2), part("fp32 master", 4),
+                     part("Adam m", 4), part("Adam v", 4)}}},
+                  {{"name", "autocast (measured)"},
+                   {"parts",
+                    {part("bf16 weights", 0), part("fp32 weights", 0), part("gradients", 4), part("Adam m", 4),
+                     part("Adam v", 4)}}},
+                  {{"name", "bf16 + fp32 master (measured)"},
+                   {"parts",
+                    {part("gradients", 2), part("bf16 weights", 2), part("fp32 master", 4), part("Adam m", 4),
+                     part("Adam v", 4)}}}}},
+                {"reference", {{"name", "series: 2 + 2 + 4 + 4 + 4"}, {"value", 16}}}};
   // "fp32 weights" is 0 in every bar: it is left out of the legend.
   Report r = sample();
   r.claims[0].details["stacked"] = json::array({chart});
@@ -154,7 +156,7 @@ TEST(Report, StackedBarChartsDrawTitleLegendTotalsAndReference) {
   EXPECT_NE(svg.find("font-weight=\"600\">16</text>"), std::string::npos);
   EXPECT_NE(svg.find("font-weight=\"600\">12</text>"), std::string::npos);
   EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);  // the reference line
-  EXPECT_NE(svg.find("series: 2 + 2"), std::string::npos);  // its label (wrapped to the legend)
+  EXPECT_NE(svg.find("series: 2 + 2"), std::string::npos);     // its label (wrapped to the legend)
   // one colour per part name across bars
   std::map<std::string, std::set<std::string>> fills;
   const std::regex seg("fill=\"(#[0-9a-f]{6})\"[^>]*><title>[^<]* · ([^:<]*):");
@@ -187,10 +189,14 @@ TEST(Report, ChartsDrawTheStatedFigureAndWhatItsRuleAccepts) {
   ppl.accept_lo = -INFINITY;
   ppl.accept_hi = 20;
   a.measurements.push_back(ppl);
-  a.details["stacked"] = json::array(
-      {{{"title", "B per param"}, {"unit", "B"}, {"statement", "value"},
-        {"bars", {{{"name", "measured"}, {"parts", {{{"name", "weights"}, {"value", 16.0}}}}}}}}});
-  a.details["curve"] = {{"title", "loss"}, {"statement", "ppl"}, {"map", "ln"},
+  a.details["stacked"] =
+      json::array({{{"title", "B per param"},
+                    {"unit", "B"},
+                    {"statement", "value"},
+                    {"bars", {{{"name", "measured"}, {"parts", {{{"name", "weights"}, {"value", 16.0}}}}}}}}});
+  a.details["curve"] = {{"title", "loss"},
+                        {"statement", "ppl"},
+                        {"map", "ln"},
                         {"series", {{{"name", "training"}, {"y", {5.0, 3.0, 2.5}}}}}};
   std::string html = render_html(r);
   auto svgs = svgs_of(html);
@@ -254,22 +260,26 @@ TEST(Report, MalformedStackedChartsDoNotCrashOrDrawNaN) {
   const double nan = std::nan(""), inf = HUGE_VAL;
   json bad_parts = json::array({json{{"name", "ok"}, {"value", 3}}, json{{"name", "neg"}, {"value", -1}},
                                 json{{"name", "text"}, {"value", "x"}}, json{{"name", "nan"}, {"value", nan}},
-                                json{{"name", "inf"}, {"value", inf}}, json{{"value", 2}}, json{{"name", 7}, {"value", 2}},
-                                json("not a part"), json(nullptr)});
-  json partly = {{"title", "Malformed chart"},
-                 {"bars", json::array({json{{"name", "good"}, {"parts", bad_parts}}, json{{"parts", bad_parts}},
-                                       json{{"name", "no parts"}}, json{{"name", "parts not array"}, {"parts", 5}},
-                                       json(42)})},
-                 {"reference", {{"name", "nan ref"}, {"value", nan}}}};
-  json all_zero = {{"title", "All zero chart"},
-                   {"bars", json::array({json{{"name", "a"}, {"parts", json::array({json{{"name", "p"}, {"value", 0}}})}}})}};
+                                json{{"name", "inf"}, {"value", inf}}, json{{"value", 2}},
+                                json{{"name", 7}, {"value", 2}}, json("not a part"), json(nullptr)});
+  json partly = {
+      {"title", "Malformed chart"},
+      {"bars", json::array({json{{"name", "good"}, {"parts", bad_parts}}, json{{"parts", bad_parts}},
+                            json{{"name", "no parts"}}, json{{"name", "parts not array"}, {"parts", 5}}, json(42)})},
+      {"reference", {{"name", "nan ref"}, {"value", nan}}}};
+  json all_zero = {
+      {"title", "All zero chart"},
+      {"bars", json::array({json{{"name", "a"}, {"parts", json::array({json{{"name", "p"}, {"value", 0}}})}}})}};
   json empty = {{"title", "Empty chart"}, {"bars", json::array()}};
   json no_bars = {{"title", "No bars at all"}};
   Report r = sample();
   r.claims[0].details["stacked"] = json::array({partly, all_zero, empty, no_bars, json("x"), json(nullptr), json(3.5)});
   r.claims[1].details["stacked"] = "not an array";
-  r.claims[2].details["stacked"] = json::array({json{{"title", "Huge"}, {"bars", json::array({json{
-      {"name", "h"}, {"parts", json::array({json{{"name", "a"}, {"value", 1e308}}, json{{"name", "b"}, {"value", 1e308}}})}}})}}});
+  r.claims[2].details["stacked"] = json::array(
+      {json{{"title", "Huge"},
+            {"bars", json::array({json{{"name", "h"},
+                                       {"parts", json::array({json{{"name", "a"}, {"value", 1e308}},
+                                                              json{{"name", "b"}, {"value", 1e308}}})}}})}}});
   std::string html;
   ASSERT_NO_THROW(html = render_html(r));
   const auto svgs = svgs_of(html);
@@ -317,7 +327,9 @@ TEST(Report, ChartsLegendsFitAndTicksAreRound) {
 
 TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
   using nlohmann::json;
-  json roof = {{"title", "a decode step <CPU>"}, {"peak_flops", 190e9}, {"bandwidth", 19e9},
+  json roof = {{"title", "a decode step <CPU>"},
+               {"peak_flops", 190e9},
+               {"bandwidth", 19e9},
                {"theoretical_peak_flops", 192e9},
                {"points", json::array({json{{"name", "bf16 GEMV chain"}, {"intensity", 1.0}, {"flops", 17e9}},
                                        json{{"name", "B=512"}, {"intensity", 480.0}, {"flops", 120e9}}})}};
@@ -342,7 +354,9 @@ TEST(Report, RooflineDrawsRoofsRidgeAndPointsOnLogAxes) {
 TEST(Report, RooflineDrawsEveryEnginesRoofAndRidge) {
   using nlohmann::json;
   // Emerald Rapids' figures (../shared/machines): fp32 FMA 350 GFLOP/s, AMX 1.75 TFLOP/s, read 28 GB/s
-  json roof = {{"title", "engines"}, {"peak_flops", 350e9}, {"bandwidth", 28e9},
+  json roof = {{"title", "engines"},
+               {"peak_flops", 350e9},
+               {"bandwidth", 28e9},
                {"roofs", json::array({json{{"name", "AMX bf16 tiles"}, {"flops", 1750e9}},
                                       json{{"name", "bad"}, {"flops", -1}}, json("x")})},
                {"points", json::array({json{{"name", "p"}, {"intensity", 1.0}, {"flops", 20e9}}})}};
@@ -364,7 +378,9 @@ TEST(Report, MalformedRooflinesDoNotCrashOrDrawNaN) {
   r.claims[0].details["roofline"] = {{"peak_flops", -1}, {"bandwidth", 1e9}};
   r.claims[1].details["roofline"] = {{"peak_flops", 1e308}, {"bandwidth", 1e-300}, {"points", 3}};
   r.claims[2].details["roofline"] = {
-      {"title", 5}, {"peak_flops", 1e11}, {"bandwidth", 1e10},
+      {"title", 5},
+      {"peak_flops", 1e11},
+      {"bandwidth", 1e10},
       {"points", json::array({json{{"name", 7}, {"intensity", nan}, {"flops", 1e9}}, json("x"),
                               json{{"name", "denormal"}, {"intensity", 5e-324}, {"flops", 1e9}},
                               json{{"name", "ok"}, {"intensity", 2.0}, {"flops", 1e10}}})}};

@@ -20,7 +20,7 @@ Comparison with(Rule r) {
 
 TEST(Tolerance, CloseIsAtolPlusRtolTimesRef) {
   Comparison c = with(rule::Close{"", 0.1, 0.01});
-  EXPECT_TRUE(compare_scalar(c, 10.2, 10.0, kNone, "").ok);   // allowed 0.2
+  EXPECT_TRUE(compare_scalar(c, 10.2, 10.0, kNone, "").ok);  // allowed 0.2
   EXPECT_FALSE(compare_scalar(c, 10.21, 10.0, kNone, "").ok);
   EXPECT_NEAR(compare_scalar(c, 10.1, 10.0, kNone, "").budget_used, 0.5, 1e-9);
 }
@@ -184,10 +184,10 @@ TEST(Tolerance, IntervalHoldsTheStatedValueInTheMeasuredInterval) {
 TEST(Tolerance, RoundedPartsIsTheSeriesArithmetic) {
   Comparison c = with(rule::RoundedParts{0.1, 0.01, {"base", "adapter"}});
   const std::map<std::string, double> parts = {{"base", 16.0602}, {"adapter", 0.5878}};  // 16.648 exactly
-  EXPECT_TRUE(compare_scalar(c, 16.648, 16.7, parts, "GB").ok);    // 16.06 + 0.59 = 16.65 -> 16.7
-  EXPECT_FALSE(compare_scalar(c, 16.648, 16.6, parts, "GB").ok);   // the exact sum's rounding is not the series'
-  EXPECT_FALSE(compare_scalar(c, 16.7, 16.7, parts, "GB").ok);     // the parts do not add up to the figure
-  EXPECT_FALSE(compare_scalar(c, 16.648, 16.7, kNone, "GB").ok);   // no parts derived
+  EXPECT_TRUE(compare_scalar(c, 16.648, 16.7, parts, "GB").ok);                          // 16.06 + 0.59 = 16.65 -> 16.7
+  EXPECT_FALSE(compare_scalar(c, 16.648, 16.6, parts, "GB").ok);  // the exact sum's rounding is not the series'
+  EXPECT_FALSE(compare_scalar(c, 16.7, 16.7, parts, "GB").ok);    // the parts do not add up to the figure
+  EXPECT_FALSE(compare_scalar(c, 16.648, 16.7, kNone, "GB").ok);  // no parts derived
   const std::map<std::string, double> fewer = {{"base", 16.0602}, {"adapter", 0.0958}};  // LoRA on q, v only
   EXPECT_FALSE(compare_scalar(c, 16.156, 16.7, fewer, "GB").ok);
 }

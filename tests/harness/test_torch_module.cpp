@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "claimcheck/train/perf.h"
 #include "module.h"
 #include "records.h"
 #include "registry.h"
-#include "claimcheck/train/perf.h"
 
 namespace claimcheck {
 const std::vector<ModuleCheck>& torch_module_manifest();
@@ -46,7 +46,8 @@ TEST(TorchModule, LibTorchFactsComeWithItsCode) {
 // dtype half runs here, on the CPU, so that a GPU host never meets it first; the device half says why it cannot run.
 TEST(TorchModule, BlockStepRunsInBf16AndSaysWhyNotOnCuda) {
   namespace train = claimcheck::train;
-  const std::filesystem::path config = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/configs/llama-scaled-ch04.json";
+  const std::filesystem::path config =
+      std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/configs/llama-scaled-ch04.json";
   const auto f32 = train::time_block_step(config, 3, 1, 16, 1, "", {false, false, 1});
   const auto b16 = train::time_block_step(config, 3, 1, 16, 1, "", {false, true, 1});
   EXPECT_EQ(b16.dtype, "bfloat16");

@@ -34,8 +34,8 @@ TEST(CudaAttentionPlan, LaunchCoversTheShape) {
       EXPECT_GT(L.block_n, 0);
       EXPECT_EQ(L.block_m % 16, 0);
       EXPECT_EQ(L.block_n % 16, 0);
-      EXPECT_GE(static_cast<long long>(L.grid_x) * L.block_m, T);           // covers T
-      EXPECT_LT(static_cast<long long>(L.grid_x - 1) * L.block_m, T);       // and no empty query tile
+      EXPECT_GE(static_cast<long long>(L.grid_x) * L.block_m, T);      // covers T
+      EXPECT_LT(static_cast<long long>(L.grid_x - 1) * L.block_m, T);  // and no empty query tile
       EXPECT_EQ(L.grid_y, d.B * d.H);
       EXPECT_EQ(L.threads, 32 * (L.block_m / 16));
       EXPECT_GT(L.smem_bytes, 0);
@@ -93,9 +93,9 @@ TEST(CudaAttentionPlan, RejectsUnsupportedShapes) {
 // ---- Device: against the fp64 answer key ----------------------------------------------------------------------
 
 struct Inputs {
-  std::vector<K::bf16_t> q, k, v;   // what the kernel gets
-  std::vector<double> qd, kd, vd;   // the same values (bf16-exact) for the answer key
-  std::vector<float> qf, kf, vf;    // and for LibTorch's fp32 SDPA
+  std::vector<K::bf16_t> q, k, v;  // what the kernel gets
+  std::vector<double> qd, kd, vd;  // the same values (bf16-exact) for the answer key
+  std::vector<float> qf, kf, vf;   // and for LibTorch's fp32 SDPA
 };
 
 Inputs random_inputs(const KC::AttnDims& d, unsigned seed) {
@@ -158,7 +158,8 @@ Verdict judge(const KC::AttnDims& d, bool causal, const Inputs& in, const std::v
       const std::size_t i = r * d.D + c;
       const double got = K::from_bf16(out[i]);
       if (!std::isfinite(got)) v.finite = false;
-      const double rounding = std::fabs(static_cast<double>(K::from_bf16(K::to_bf16(static_cast<float>(want[i])))) - want[i]);
+      const double rounding =
+          std::fabs(static_cast<double>(K::from_bf16(K::to_bf16(static_cast<float>(want[i])))) - want[i]);
       const double lib_i = t.empty() ? 0.0 : std::fabs(t[i] - want[i]);
       err = std::max(err, std::fabs(got - want[i]));
       lib = std::max(lib, rounding + lib_i);
@@ -193,7 +194,8 @@ TEST(CudaAttention, MatchesFp64AnswerKey) {
           const KC::AttnDims d{B, 2, T, D};
           SCOPED_TRACE(describe(d, causal));
           const Inputs in = random_inputs(d, seed++);
-          const std::vector<K::bf16_t> out = KC::attention_fwd_bf16_host(in.q.data(), in.k.data(), in.v.data(), d, causal);
+          const std::vector<K::bf16_t> out =
+              KC::attention_fwd_bf16_host(in.q.data(), in.k.data(), in.v.data(), d, causal);
           ASSERT_EQ(out.size(), in.q.size());
           const Verdict v = judge(d, causal, in, out);
           EXPECT_TRUE(v.finite);

@@ -29,10 +29,10 @@ using gemv_test::random_bf16;
 using gemv_test::random_f32;
 using gemv_test::tol32;
 
-#define NEED_DEVICE()                                     \
-  do {                                                    \
-    std::string why;                                      \
-    if (C::device_count(&why) == 0) GTEST_SKIP() << why;  \
+#define NEED_DEVICE()                                    \
+  do {                                                   \
+    std::string why;                                     \
+    if (C::device_count(&why) == 0) GTEST_SKIP() << why; \
   } while (0)
 
 }  // namespace
@@ -155,21 +155,26 @@ TEST(CudaDevice, DecodeChainMatchesFp64AndTheCpuWeights) {
     std::vector<K::Nf4Matrix> q;
     std::vector<std::vector<K::bf16_t>> w;
     for (int i = 0; i < static_cast<int>(plan.size()); ++i) {
-      if (nf4) q.push_back(chain.nf4_matrix(i));
-      else w.push_back(chain.bf16_matrix(i));
+      if (nf4)
+        q.push_back(chain.nf4_matrix(i));
+      else
+        w.push_back(chain.bf16_matrix(i));
     }
     if (!nf4) {  // the CPU stack's weights for the same seed (the device layout interleaves gate and up)
       for (int l = 0; l < s.layers; ++l)
         for (int m = 0; m < 7; ++m)
-          ASSERT_EQ(0, std::memcmp(w[l * 7 + m].data(), cpu.bf16_weights(l)[m], w[l * 7 + m].size() * 2)) << l << " " << m;
+          ASSERT_EQ(0, std::memcmp(w[l * 7 + m].data(), cpu.bf16_weights(l)[m], w[l * 7 + m].size() * 2))
+              << l << " " << m;
     }
     auto mv = [&](int i, const double* in, double* out) {
-      if (nf4) ref::gemv_nf4_fp64(q[i].packed.data(), q[i].scales.data(), plan[i].N, plan[i].K, L, in, out);
-      else ref::gemv_bf16_fp64(w[i].data(), plan[i].N, plan[i].K, in, out);
+      if (nf4)
+        ref::gemv_nf4_fp64(q[i].packed.data(), q[i].scales.data(), plan[i].N, plan[i].K, L, in, out);
+      else
+        ref::gemv_bf16_fp64(w[i].data(), plan[i].N, plan[i].K, in, out);
     };
     std::vector<double> h(s.hidden), logits(vocab);
-    ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* out) { mv(l * 7 + m, in, out); }, xd.data(),
-                          h.data());
+    ref::decode_step_fp64(
+        rs, [&](int l, int m, const double* in, double* out) { mv(l * 7 + m, in, out); }, xd.data(), h.data());
     mv(static_cast<int>(plan.size()) - 1, h.data(), logits.data());
     std::vector<float> gh(s.hidden), gl(vocab);
     chain.step(x.data(), gh.data(), gl.data());
@@ -179,8 +184,10 @@ TEST(CudaDevice, DecodeChainMatchesFp64AndTheCpuWeights) {
     for (int i = 0; i < vocab; ++i) ASSERT_NEAR(gl[i], logits[i], 2e-5 * scale) << "logit " << i;
     EXPECT_GT(chain.time_graph(3), 0);
     EXPECT_GT(chain.time_eager(3), 0);
-    if (!nf4) EXPECT_GT(chain.time_graph(3, /*cublas=*/true), 0);
-    else EXPECT_THROW(chain.time_graph(3, true), std::invalid_argument);
+    if (!nf4)
+      EXPECT_GT(chain.time_graph(3, /*cublas=*/true), 0);
+    else
+      EXPECT_THROW(chain.time_graph(3, true), std::invalid_argument);
   }
   K::GemvFaults f;
   f.bytes_as_elements = true;  // the planted fault the check's kernel_bytes_match_shape must see

@@ -42,7 +42,6 @@ K::DecodeShape small_stack() {
   return s;
 }
 
-
 // Runs body once per SIMD path this CPU can run, that path forced ("avx512_emulated": the AVX-512 panel tile's source
 // on two ymm per register, so that its 16-lane, 12 x 32 indexing runs on every AVX2 machine; "neon": AArch64's).
 template <typename Fn>
@@ -102,7 +101,7 @@ TEST(Gemv, PathsAreKnown) {
   const std::string d = K::gemv_detected_path();
   EXPECT_TRUE(d == "avx512" || d == "avx2" || d == "neon" || d == "portable");
 #if defined(__aarch64__)
-  EXPECT_EQ(d, "neon");  // every AArch64 core has NEON
+  EXPECT_EQ(d, "neon");                        // every AArch64 core has NEON
   EXPECT_EQ(K::roofline_simd_path(), "neon");  // and the FMA probe runs it too
   EXPECT_FALSE(K::gemv_force_path("avx2"));
 #else
@@ -117,8 +116,8 @@ TEST(Gemv, PathsAreKnown) {
 
 TEST(Gemv, Bf16MatchesFp64OnOddShapes) {
   // 1003 x 64 at 2 threads: chunks of 128 rows read as four 32-row streams, a last chunk of 107 (26 each, 3 left).
-  const std::vector<Shape> shapes = {{1, 1},      {5, 17},    {13, 31}, {4, 16},  {37, 100}, {64, 256},
-                                     {130, 1001}, {7, 4099}, {9, 33},  {1003, 64}};
+  const std::vector<Shape> shapes = {{1, 1},    {5, 17},     {13, 31},  {4, 16}, {37, 100},
+                                     {64, 256}, {130, 1001}, {7, 4099}, {9, 33}, {1003, 64}};
   for_each_path([&](const std::string&) {
     for (const auto& s : shapes) {
       SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
@@ -171,7 +170,7 @@ TEST(Gemv, Nf4QuantisationPicksTheNearestLevel) {
     SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
     auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 11 + s.N, 0.02f);
     for (int i = 0; i < 64 && s.N > 1; ++i) W[64 + i] = 0;  // an all-zero block
-    W[3] = K::to_bf16(-1.0f);  // exact extremes and ties with the midpoints' neighbourhood
+    W[3] = K::to_bf16(-1.0f);                               // exact extremes and ties with the midpoints' neighbourhood
     W[5] = K::to_bf16(1.0f);
     const K::Nf4Matrix m1 = K::quantize_nf4(W.data(), s.N, s.K);
     const K::Nf4Matrix m2 = K::quantize_nf4(W.data(), s.N, s.K, 2);
@@ -304,13 +303,19 @@ TEST(Gemv, DecodeStackMatchesFp64) {
   const auto xd = widen(x.data(), x.size());
   const auto L = levels();
   std::vector<double> rb(s.hidden), rn(s.hidden);
-  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* out) {
-    ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
-  }, xd.data(), rb.data());
-  ref::decode_step_fp64(rs, [&](int l, int m, const double* in, double* out) {
-    const K::Nf4Matrix* q = nf.nf4_weight(l, m);
-    ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out);
-  }, xd.data(), rn.data());
+  ref::decode_step_fp64(
+      rs,
+      [&](int l, int m, const double* in, double* out) {
+        ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
+      },
+      xd.data(), rb.data());
+  ref::decode_step_fp64(
+      rs,
+      [&](int l, int m, const double* in, double* out) {
+        const K::Nf4Matrix* q = nf.nf4_weight(l, m);
+        ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out);
+      },
+      xd.data(), rn.data());
   double scale = 0;
   for (double v : rb) scale = std::max(scale, std::fabs(v));
   EXPECT_GT(scale, 0.5);  // activations stay O(1) through the layers
@@ -356,9 +361,12 @@ TEST(Gemv, LibTorchCompetitorMatchesFp64) {
   const auto x = random_f32(s.hidden, 12);
   const auto xd = widen(x.data(), x.size());
   std::vector<double> r(s.hidden);
-  ref::decode_step_fp64({s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim}, [&](int l, int m, const double* in, double* out) {
-    ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
-  }, xd.data(), r.data());
+  ref::decode_step_fp64(
+      {s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim},
+      [&](int l, int m, const double* in, double* out) {
+        ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
+      },
+      xd.data(), r.data());
   std::vector<float> y(s.hidden);
   chain.step(x.data(), y.data());
   double scale = 0, err = 0;
@@ -450,7 +458,8 @@ TEST(Matmul, DroppedKTailIsSeen) {
   K::matmul_bf16(A.data(), M, Kd, W.data(), N, bad.data(), fault);
   K::matmul_bf16_force("");
   double worst = 0;
-  for (std::size_t i = 0; i < good.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(good[i] - bad[i])));
+  for (std::size_t i = 0; i < good.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(good[i] - bad[i])));
   EXPECT_GT(worst, 1.0);  // 32 products of unit-variance values are missing from every element
 }
 
@@ -473,7 +482,8 @@ TEST(Attention, RandomShapesReachEveryTailAndMatchFp64) {
                  " T=" + std::to_string(T) + " D=" + std::to_string(D));
     const ref::AttnShape rs{1, H, T, D};
     const K::AttentionShape ks{1, H, T, D};
-    const auto q = random_f32(rs.elements(), rng()), k = random_f32(rs.elements(), rng()), v = random_f32(rs.elements(), rng());
+    const auto q = random_f32(rs.elements(), rng()), k = random_f32(rs.elements(), rng()),
+               v = random_f32(rs.elements(), rng());
     const auto q64 = widen(q.data(), q.size()), k64 = widen(k.data(), k.size()), v64 = widen(v.data(), v.size());
     std::vector<double> want(rs.elements());
     ref::attention_fp64(q64.data(), k64.data(), v64.data(), want.data(), rs);

@@ -42,7 +42,7 @@ TEST(Ledger, LoraCountsPerTarget) {
   const auto q = cfg("reference/data/configs/qwen2.5-0.5b.json");
   EXPECT_EQ(ref::lora_trainable(q, 16, ref::all_linear_targets()), 8798208);  // PEFT's count for r=16, all linear
   const auto l = cfg("reference/data/configs/llama-3-8b.json");
-  EXPECT_EQ(ref::lora_trainable(l, 8, {"q_proj", "v_proj"}), 3407872);       // PEFT default targets, r=8
+  EXPECT_EQ(ref::lora_trainable(l, 8, {"q_proj", "v_proj"}), 3407872);  // PEFT default targets, r=8
   EXPECT_THROW(ref::lora_trainable(l, 8, {"qkv"}), ref::SpecError);
   EXPECT_THROW(ref::lora_trainable(l, 0, {"q_proj"}), ref::SpecError);
 }
@@ -124,7 +124,8 @@ std::string field_of(const std::string& json_text) {
   }
   return "(accepted)";
 }
-const char* kDims = R"("vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4)";
+const char* kDims =
+    R"("vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4)";
 std::string cfg_of(const std::string& type, const std::string& extra = "") {
   return "{\"model_type\": \"" + type + "\", " + kDims + (extra.empty() ? "" : ", " + extra) + "}";
 }
@@ -164,7 +165,8 @@ TEST(Ledger, TransformersDefaultsOfAbsentKeys) {
   EXPECT_EQ(parse(cfg_of("qwen3", R"("num_key_value_heads": 2)")).head_dim, 128);
   // num_key_value_heads absent: Mistral 8, Qwen2 / Qwen3 32, Gemma and Qwen2-MoE 16, Llama the head count.
   EXPECT_EQ(parse(cfg_of("llama")).kv_heads, 4);
-  const std::string heads32 = R"({"vocab_size": 100, "hidden_size": 256, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 32, "model_type": ")";
+  const std::string heads32 =
+      R"({"vocab_size": 100, "hidden_size": 256, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 32, "model_type": ")";
   EXPECT_EQ(parse(heads32 + "mistral\"}").kv_heads, 8);
   EXPECT_EQ(parse(heads32 + "qwen2\"}").kv_heads, 32);
   EXPECT_EQ(parse(heads32 + "gemma\"}").kv_heads, 16);
@@ -175,7 +177,8 @@ TEST(Ledger, TransformersDefaultsOfAbsentKeys) {
   // Biases the family's modeling code never builds are ignored (and said to be).
   const auto mi = parse(cfg_of("mistral", R"("num_key_value_heads": 2, "mlp_bias": true, "attention_bias": true)"));
   EXPECT_FALSE(mi.mlp_bias || mi.qkv_bias || mi.o_bias);
-  EXPECT_EQ(ref::count_params(mi).total(), ref::count_params(parse(cfg_of("mistral", R"("num_key_value_heads": 2)"))).total());
+  EXPECT_EQ(ref::count_params(mi).total(),
+            ref::count_params(parse(cfg_of("mistral", R"("num_key_value_heads": 2)"))).total());
   int known = 0;
   for (const auto& k : mi.ignored) known += k.known && (k.key == "mlp_bias" || k.key == "attention_bias");
   EXPECT_EQ(known, 2);
@@ -188,19 +191,27 @@ TEST(Ledger, TransformersDefaultsOfAbsentKeys) {
 
 TEST(Ledger, TransformersRefusalsAreRefused) {
   // LlamaConfig.validate_architecture: heads must divide hidden_size, head_dim or not.
-  EXPECT_EQ(field_of(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 16})"),
-            "hidden_size");
-  EXPECT_EQ(field_of(R"({"model_type": "llama", "vocab_size": 1000, "hidden_size": 64.0, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4})"),
-            "hidden_size");  // strict dataclass: an int field given a float
+  EXPECT_EQ(
+      field_of(
+          R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 16})"),
+      "hidden_size");
+  EXPECT_EQ(
+      field_of(
+          R"({"model_type": "llama", "vocab_size": 1000, "hidden_size": 64.0, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4})"),
+      "hidden_size");  // strict dataclass: an int field given a float
   EXPECT_EQ(field_of(cfg_of("llama", R"("tie_word_embeddings": "yes")")), "tie_word_embeddings");
   EXPECT_EQ(field_of(cfg_of("llama", R"("hidden_act": "foo")")), "hidden_act");
   EXPECT_EQ(field_of(cfg_of("llama", R"("hidden_act": "prelu")")), "hidden_act");  // learnable: changes the count
   EXPECT_EQ(field_of(cfg_of("llama", R"("quantization_config": {"quant_method": "awq"})")), "quantization_config");
-  EXPECT_EQ(field_of(cfg_of("mixtral", R"("num_key_value_heads": 2, "num_local_experts": 2, "num_experts_per_tok": 3)")), "num_experts_per_tok");
+  EXPECT_EQ(
+      field_of(cfg_of("mixtral", R"("num_key_value_heads": 2, "num_local_experts": 2, "num_experts_per_tok": 3)")),
+      "num_experts_per_tok");
   EXPECT_EQ(field_of(cfg_of("phi9")), "model_type");
   // Mistral (unlike Llama) accepts a hidden size that heads do not divide when head_dim is given.
-  EXPECT_EQ(field_of(R"({"model_type": "mistral", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16})"),
-            "(accepted)");
+  EXPECT_EQ(
+      field_of(
+          R"({"model_type": "mistral", "vocab_size": 10, "hidden_size": 66, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16})"),
+      "(accepted)");
 }
 
 TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
@@ -224,7 +235,7 @@ TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
   EXPECT_EQ(ref::lora_trainable(mx, 16, {"all-linear"}), 32 * (attn + router + experts));
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"experts"}), ref::SpecError);
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"gate_proj"}), ref::SpecError);  // no such Linear in Mixtral
-  EXPECT_EQ(ref::lora_trainable(mx, 16, {"gate"}), 32 * router);              // peft converts Mixtral's router
+  EXPECT_EQ(ref::lora_trainable(mx, 16, {"gate"}), 32 * router);             // peft converts Mixtral's router
   // Mixtral's transformers-4 names, as peft 0.21.2 converts them: w1 + w3 the fused gate_up_proj (rank doubled), w2
   // down_proj, each in every layer (a layer prefix too: the name becomes a parameter name); w1 alone refused.
   const std::int64_t gate_up = 16 * 8 * 2 * (4096 + 2 * 14336), down = 16 * 8 * (14336 + 4096);
@@ -237,7 +248,7 @@ TEST(Ledger, LoraTargetsAsPeftSpellsThem) {
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"w1"}), ref::SpecError);
   EXPECT_THROW(ref::lora_trainable(mx, 16, {"q_proj", "w3"}), ref::SpecError);
   const auto qm = cfg("reference/data/configs/qwen1.5-moe-a2.7b.json");
-  EXPECT_THROW(ref::lora_trainable(qm, 16, {"gate"}), ref::SpecError);  // peft refuses Qwen2MoeTopKRouter
+  EXPECT_THROW(ref::lora_trainable(qm, 16, {"gate"}), ref::SpecError);                // peft refuses Qwen2MoeTopKRouter
   const auto partly = ref::lora_count(qm, 16, ref::parse_lora_targets("q_proj,w1"));  // peft skips w1, keeps q_proj
   EXPECT_EQ(partly.unmatched, std::vector<std::string>{"w1"});
   EXPECT_EQ(partly.trainable, 24 * 16 * (2048 + 2048));
@@ -260,7 +271,7 @@ TEST(Ledger, Gemma2Phi3OlmoStarcoder2AsTransformersBuildThem) {
   EXPECT_EQ(ref::lora_trainable(p, 16, {"all-linear"}), 25165824);  // qkv_proj, o_proj, gate_up_proj, down_proj
   EXPECT_EQ(ref::lora_trainable(p, 8, {"qkv_proj"}), 32 * 8 * (3072 + 3 * 3072));
   EXPECT_EQ(ref::lora_trainable(p, 8, {"mlp.gate_up_proj", "q_proj"}), 32 * 8 * (3072 + 2 * 8192));  // q_proj: none
-  EXPECT_THROW(ref::lora_trainable(p, 8, {"q_proj", "v_proj"}), ref::SpecError);  // Phi-3 fuses them
+  EXPECT_THROW(ref::lora_trainable(p, 8, {"q_proj", "v_proj"}), ref::SpecError);                     // Phi-3 fuses them
 
   const auto o = cfg("tests/data/configs/olmo-1b.json");
   const auto op = ref::count_params(o);
@@ -285,7 +296,8 @@ TEST(Ledger, Gemma2Phi3OlmoStarcoder2AsTransformersBuildThem) {
 TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
   // Defaults of absent keys: Gemma2 4 key/value heads and head_dim 256, tied; Starcoder2 2 key/value heads, tied,
   // biases on; Phi-3 and OLMo the head count.
-  const std::string heads8 = R"({"vocab_size": 40000, "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 8, "model_type": ")";
+  const std::string heads8 =
+      R"({"vocab_size": 40000, "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 8, "model_type": ")";
   const auto g = parse(heads8 + "gemma2\"}");
   EXPECT_EQ(g.kv_heads, 4);
   EXPECT_EQ(g.head_dim, 256);
@@ -304,13 +316,16 @@ TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
   // num_key_value_heads null: Qwen2Config's __post_init__ makes it the head count (absent: 32); Mistral refuses.
   EXPECT_EQ(parse(heads8 + R"(qwen2", "num_key_value_heads": null})").kv_heads, 8);
   EXPECT_EQ(field_of(heads8 + R"(mistral", "num_key_value_heads": null})"), "num_key_value_heads");
-  EXPECT_EQ(field_of(heads8 + R"(phi3", "head_dim": null})"), "head_dim");  // None reaches Phi3Attention
+  EXPECT_EQ(field_of(heads8 + R"(phi3", "head_dim": null})"), "head_dim");     // None reaches Phi3Attention
   EXPECT_EQ(parse(heads8 + R"(starcoder2", "head_dim": null})").head_dim, 8);  // Starcoder2Attention's `or`
   EXPECT_EQ(field_of(heads8 + R"(llama", "tie_word_embeddings": null})"), "tie_word_embeddings");
   // What transformers refuses.
-  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "hidden_size": 66, "head_dim": 16)")), "hidden_size");
-  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "final_logit_softcapping": 30)")), "final_logit_softcapping");
-  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "query_pre_attn_scalar": 256.0)")), "query_pre_attn_scalar");
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "hidden_size": 66, "head_dim": 16)")),
+            "hidden_size");
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "final_logit_softcapping": 30)")),
+            "final_logit_softcapping");
+  EXPECT_EQ(field_of(cfg_of("gemma2", R"("num_key_value_heads": 2, "query_pre_attn_scalar": 256.0)")),
+            "query_pre_attn_scalar");
   EXPECT_EQ(field_of(cfg_of("olmo", R"("clip_qkv": 8)")), "clip_qkv");
   EXPECT_EQ(field_of(cfg_of("olmo", R"("clip_qkv": 8.0)")), "(accepted)");
   EXPECT_EQ(field_of(cfg_of("starcoder2", R"("num_key_value_heads": 2, "use_bias": 1)")), "use_bias");
@@ -327,17 +342,22 @@ TEST(Ledger, NewFamiliesDefaultsAndRefusals) {
 TEST(Ledger, OddHeadUnderRopeRefusedAsTransformersDoes) {
   // transformers 5's validate_rope: a fully rotated head of odd width above 4 is refused where the config holds a
   // head_dim (the key, or Llama's and Mistral's hidden // heads); 3 is allowed, and so is a partly rotated head.
-  const std::string h2 = R"({"vocab_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "model_type": ")";
-  for (const char* fam : {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "olmo", "starcoder2", "mixtral", "qwen2_moe"})
+  const std::string h2 =
+      R"({"vocab_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "model_type": ")";
+  for (const char* fam :
+       {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "olmo", "starcoder2", "mixtral", "qwen2_moe"})
     EXPECT_EQ(field_of(h2 + fam + R"(", "hidden_size": 16, "head_dim": 5})"), "head_dim") << fam;
-  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 10})"), "head_dim");            // 10 // 2 = 5, computed
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 10})"), "head_dim");                      // 10 // 2 = 5, computed
   EXPECT_EQ(field_of(h2 + R"(mistral", "hidden_size": 14, "head_dim": null})"), "head_dim");  // null: computed
-  EXPECT_EQ(field_of(h2 + R"(qwen2", "hidden_size": 10})"), "(accepted)");          // Qwen2Config holds none
+  EXPECT_EQ(field_of(h2 + R"(qwen2", "hidden_size": 10})"), "(accepted)");                    // Qwen2Config holds none
   EXPECT_EQ(field_of(h2 + R"(starcoder2", "hidden_size": 14})"), "(accepted)");
-  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 6})"), "(accepted)");           // 3: at most 4
+  EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 6})"), "(accepted)");  // 3: at most 4
   EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 16, "head_dim": 5, "partial_rotary_factor": 0.5})"), "(accepted)");
-  EXPECT_EQ(field_of(h2 + R"(qwen2", "hidden_size": 16, "head_dim": 5, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})"),
-            "(accepted)");
+  EXPECT_EQ(
+      field_of(
+          h2 +
+          R"(qwen2", "hidden_size": 16, "head_dim": 5, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})"),
+      "(accepted)");
   EXPECT_EQ(field_of(h2 + R"(llama", "hidden_size": 16, "head_dim": 7, "partial_rotary_factor": 1.0})"), "head_dim");
 }
 

@@ -130,7 +130,6 @@ class CheckBuilder {
 namespace claimcheck::detail {
 CheckBuilder& make_check(CheckFn fn, const char* fn_name, const char* file, int line);
 }
-#define CLAIMCHECK_REGISTER(fn)                                                        \
-  [[maybe_unused]] static ::claimcheck::CheckBuilder& CLAIMCHECK_CONCAT(claimcheck_reg_, \
-                                                                        __COUNTER__) =  \
+#define CLAIMCHECK_REGISTER(fn)                                                                         \
+  [[maybe_unused]] static ::claimcheck::CheckBuilder& CLAIMCHECK_CONCAT(claimcheck_reg_, __COUNTER__) = \
       ::claimcheck::detail::make_check(&fn, #fn, __FILE__, __LINE__)

@@ -18,21 +18,21 @@ struct GpuInfo {
   int sm_count = 0;
   int cc_major = 0, cc_minor = 0;
   std::uint64_t memory_bytes = 0;
-  int memory_clock_khz = 0;     // peak memory clock
+  int memory_clock_khz = 0;  // peak memory clock
   int bus_width_bits = 0;
   double theoretical_bandwidth = 0;  // bytes/s = 2 (DDR) x clock x bus width / 8
 };
 
 struct HardwareInfo {
   std::string cpu_model;
-  std::string cpu_vendor;         // vendor_id ("GenuineIntel", "AuthenticAMD"), "ARM" on Arm
+  std::string cpu_vendor;                    // vendor_id ("GenuineIntel", "AuthenticAMD"), "ARM" on Arm
   int cpu_family = 0, cpu_model_number = 0;  // CPUID family and model (x86)
-  std::string microarchitecture;  // from the answer key's table (reference/data/hardware/cpu-uarch.json); "" unknown
+  std::string microarchitecture;     // from the answer key's table (reference/data/hardware/cpu-uarch.json); "" unknown
   std::string microarchitecture_by;  // "table" (by CPUID's numbers) or "libcpuinfo" (by the library's name); "" unknown
-  std::string libcpuinfo_uarch;   // libcpuinfo's name for the core ("zen3"); "" where absent or unknown to it
-  int logical_cpus = 0;          // online
-  int usable_cpus = 0;           // in this process's affinity mask
-  std::vector<std::string> isa;  // the flags that matter here: avx2, avx512f, avx512_bf16, amx_bf16, ...
+  std::string libcpuinfo_uarch;      // libcpuinfo's name for the core ("zen3"); "" where absent or unknown to it
+  int logical_cpus = 0;              // online
+  int usable_cpus = 0;               // in this process's affinity mask
+  std::vector<std::string> isa;      // the flags that matter here: avx2, avx512f, avx512_bf16, amx_bf16, ...
   std::uint64_t memory_bytes = 0;
   std::optional<GpuInfo> gpu;
   std::string gpu_absent_reason;  // why there is no GPU (not built with CUDA, no device, ...)

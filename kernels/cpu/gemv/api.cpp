@@ -35,20 +35,28 @@ float from_bf16(bf16_t x) {
 bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
   *out = {};
   if (name.empty()) return true;
-  if (name == "gemv_reads_twice") out->read_weights_twice = true;
-  else if (name == "nf4_dequant_first") out->dequant_whole_first = true;
-  else if (name == "gemm_per_token") out->gemm_per_token = true;
-  else if (name == "stack_bytes_as_elements") out->bytes_as_elements = true;
-  else if (name == "gemm_first_tile_only") out->first_tile_only = true;
-  else if (name == "matmul_drop_last_k") out->matmul_drop_last_k = true;
-  else if (name == "nf4_half_rows") out->nf4_half_rows = true;
+  if (name == "gemv_reads_twice")
+    out->read_weights_twice = true;
+  else if (name == "nf4_dequant_first")
+    out->dequant_whole_first = true;
+  else if (name == "gemm_per_token")
+    out->gemm_per_token = true;
+  else if (name == "stack_bytes_as_elements")
+    out->bytes_as_elements = true;
+  else if (name == "gemm_first_tile_only")
+    out->first_tile_only = true;
+  else if (name == "matmul_drop_last_k")
+    out->matmul_drop_last_k = true;
+  else if (name == "nf4_half_rows")
+    out->nf4_half_rows = true;
   else if (name == "stack_no_residual")
     out->stack_no_residual = true;
   else if (name == "nf4_wrong_sign")
     out->nf4_wrong_sign = true;
   else if (name == "gemm_accumulates")
     out->gemm_accumulates = true;
-  else return false;
+  else
+    return false;
   return true;
 }
 
@@ -65,16 +73,24 @@ std::string gemv_detected_path() { return path_name(kDetected); }
 
 bool gemv_force_path(const std::string& name) {
   int want;
-  if (name.empty()) want = -1;
-  else if (name == "portable") want = kPortable;
-  else if (name == "avx2") want = kAvx2;
-  else if (name == "avx512") want = kAvx512;
-  else if (name == "avx512_emulated") want = kEmulated512;
-  else if (name == "neon") want = kNeon;
-  else return false;
+  if (name.empty())
+    want = -1;
+  else if (name == "portable")
+    want = kPortable;
+  else if (name == "avx2")
+    want = kAvx2;
+  else if (name == "avx512")
+    want = kAvx512;
+  else if (name == "avx512_emulated")
+    want = kEmulated512;
+  else if (name == "neon")
+    want = kNeon;
+  else
+    return false;
   const int needs = want == kEmulated512 ? kAvx2 : want;
   // This CPU cannot run it: NEON is AArch64's, the x86-64 paths are ordered by width.
-  if (needs == kNeon ? kDetected != kNeon : needs > kPortable && (kDetected == kNeon || needs > static_cast<int>(kDetected)))
+  if (needs == kNeon ? kDetected != kNeon
+                     : needs > kPortable && (kDetected == kNeon || needs > static_cast<int>(kDetected)))
     return false;
   g_forced.store(want);
   return true;
@@ -128,7 +144,8 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads) {
   m.scales.resize(static_cast<std::size_t>(N) * K / 64);
   if (N == 0 || K == 0) return m;
   const int chunk = std::max(1, std::min(N, 1 << 16) / std::max(1, 8 * threads));
-  parallel_rows(N, chunk, threads, [&](int r0, int r1) { quantize_rows(W, K, r0, r1, m.packed.data(), m.scales.data()); });
+  parallel_rows(N, chunk, threads,
+                [&](int r0, int r1) { quantize_rows(W, K, r0, r1, m.packed.data(), m.scales.data()); });
   return m;
 }
 Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K) { return quantize_nf4(W, N, K, 1); }

@@ -36,7 +36,7 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 ae[R], ao[R];
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     ae[i] = _mm256_setzero_ps();
     ao[i] = _mm256_setzero_ps();
@@ -44,7 +44,7 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
   }
   for (long k = 0; k < Km; k += 16) {
     const __m256 xe = _mm256_loadu_ps(xs + k), xo = _mm256_loadu_ps(xs + k + 8);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       if (k % 32 == 0) _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // a line per 2 steps (kStreamPrefetchBytes)
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
@@ -53,7 +53,7 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
     }
   }
   float tail[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float t = 0;
     for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
@@ -64,10 +64,10 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
     _mm_store_ps(out, _mm_add_ps(hsum4x8(_mm256_add_ps(ae[0], ao[0]), _mm256_add_ps(ae[1], ao[1]),
                                          _mm256_add_ps(ae[2], ao[2]), _mm256_add_ps(ae[3], ao[3])),
                                  _mm_loadu_ps(tail)));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) y[r + i * s] = out[i];
   } else {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) y[r + i * s] = hsum8(_mm256_add_ps(ae[i], ao[i])) + tail[i];
   }
 }
@@ -111,7 +111,7 @@ CC_AVX2_F16C CC_INLINE void nf4_block_avx2(const std::uint8_t* P, const float* S
   __m256 acc[R];
   const std::uint8_t* p[R];
   const float* s[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc[i] = _mm256_setzero_ps();
     p[i] = P + (r + i) * K / 2;
@@ -120,7 +120,7 @@ CC_AVX2_F16C CC_INLINE void nf4_block_avx2(const std::uint8_t* P, const float* S
   const long nb = K / 64;
   for (long b = 0; b < nb; ++b) {
     const float* xb = xp + b * 64;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[i] + b * 32));
       __m256 lo[4], hi[4];
@@ -137,7 +137,7 @@ CC_AVX2_F16C CC_INLINE void nf4_block_avx2(const std::uint8_t* P, const float* S
       acc[i] = _mm256_fmadd_ps(_mm256_add_ps(s0, s1), _mm256_broadcast_ss(s[i] + b), acc[i]);
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) y[r + i] = hsum8(acc[i]);
 }
 }  // namespace

@@ -25,7 +25,7 @@ CC_AVX512_F16C CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const f
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 ae[R], ao[R];
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     ae[i] = _mm512_setzero_ps();
     ao[i] = _mm512_setzero_ps();
@@ -33,7 +33,7 @@ CC_AVX512_F16C CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const f
   }
   for (long k = 0; k < Km; k += 32) {
     const __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // (internal.h: kStreamPrefetchBytes)
       const __m512i v = _mm512_loadu_si512(w[i] + k);
@@ -41,7 +41,7 @@ CC_AVX512_F16C CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const f
       ao[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi_mask)), xo, ao[i]);
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float t = _mm512_reduce_add_ps(_mm512_add_ps(ae[i], ao[i]));
     for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];
@@ -88,7 +88,7 @@ CC_AVX512_F16C CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const floa
   __m512 acc[R];
   const std::uint8_t* p[R];
   const float* s[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc[i] = _mm512_setzero_ps();
     p[i] = P + (r + i * st) * K / 2;
@@ -99,10 +99,11 @@ CC_AVX512_F16C CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const floa
     const float* xb = xs + b * 64;
     const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
     const __m512 x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const std::uint8_t* q = p[i] + b * 32;
-      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + kNf4PrefetchBytes), _MM_HINT_T0);  // a line per 2 blocks
+      if (b % 2 == 0)
+        _mm_prefetch(reinterpret_cast<const char*>(q + kNf4PrefetchBytes), _MM_HINT_T0);  // a line per 2 blocks
       __m512 t = _mm512_mul_ps(nf4_lookup16(q, shifts, table), x0);
       t = _mm512_fmadd_ps(nf4_lookup16(q + 8, shifts, table), x1, t);
       t = _mm512_fmadd_ps(nf4_lookup16(q + 16, shifts, table), x2, t);
@@ -110,7 +111,7 @@ CC_AVX512_F16C CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const floa
       acc[i] = _mm512_fmadd_ps(t, _mm512_set1_ps(s[i][b]), acc[i]);
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) y[r + i * st] = _mm512_reduce_add_ps(acc[i]);
 }
 }  // namespace

@@ -70,8 +70,7 @@ std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int th
   const auto salt = static_cast<std::uint32_t>(splitmix64(seed));
   const int chunks = static_cast<int>((n + chunk - 1) / chunk);
   parallel_rows(chunks, 1, threads, [&](int c0, int c1) {
-    for (int c = c0; c < c1; ++c)
-      fill_uniform_bf16(w.data(), c * chunk, std::min(n, (c + 1) * chunk), salt, a);
+    for (int c = c0; c < c1; ++c) fill_uniform_bf16(w.data(), c * chunk, std::min(n, (c + 1) * chunk), salt, a);
   });
   return w;
 }
@@ -91,8 +90,10 @@ DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::u
     for (int m = 0; m < 7; ++m) {
       const std::uint64_t mseed = splitmix64(seed * 1000003ull + static_cast<std::uint64_t>(l * 7 + m));
       std::vector<bf16_t> w = decode_weights_bf16(shapes[m].N, shapes[m].K, mseed, threads);
-      if (format == "bf16") bf16_.push_back(std::move(w));
-      else nf4_.push_back(quantize_nf4(w.data(), shapes[m].N, shapes[m].K, threads));
+      if (format == "bf16")
+        bf16_.push_back(std::move(w));
+      else
+        nf4_.push_back(quantize_nf4(w.data(), shapes[m].N, shapes[m].K, threads));
     }
 }
 
@@ -129,8 +130,10 @@ void DecodeStack::step(const float* x, float* out, const GemvOptions& o) const {
   const auto shapes = layer_shapes(s_);
   auto mv = [&](int l, int m, const float* in, float* o_) {
     const std::size_t i = static_cast<std::size_t>(l) * 7 + m;
-    if (format_ == "bf16") gemv_bf16(bf16_[i].data(), shapes[m].N, shapes[m].K, in, o_, o);
-    else gemv_nf4(nf4_[i], in, o_, o);
+    if (format_ == "bf16")
+      gemv_bf16(bf16_[i].data(), shapes[m].N, shapes[m].K, in, o_, o);
+    else
+      gemv_nf4(nf4_[i], in, o_, o);
   };
   for (int l = 0; l < s_.layers; ++l) {
     mv(l, 0, h.data(), q.data());

@@ -37,7 +37,11 @@ Path path() {
   return f >= 0 ? static_cast<Path>(f) : kDetected;
 }
 const char* path_name(Path p) {
-  return p == kAvx512 ? "avx512" : p == kEmulated512 ? "avx512_emulated" : p == kAvx2 ? "avx2" : p == kNeon ? "neon" : "portable";
+  return p == kAvx512        ? "avx512"
+         : p == kEmulated512 ? "avx512_emulated"
+         : p == kAvx2        ? "avx2"
+         : p == kNeon        ? "neon"
+                             : "portable";
 }
 
 // ---- activation re-ordering -----------------------------------------------------------------------------------
@@ -113,8 +117,10 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   const float* xs = x;
   if (pth != kPortable) {
     float* buf = scratch_floats(0, W.K);
-    if (pth == kAvx512) nf4_order_avx512(x, W.K, buf);
-    else nf4_order_avx2(x, W.K, buf);
+    if (pth == kAvx512)
+      nf4_order_avx512(x, W.K, buf);
+    else
+      nf4_order_avx2(x, W.K, buf);
     xs = buf;
   }
 #endif

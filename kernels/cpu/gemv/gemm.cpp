@@ -37,33 +37,33 @@ CC_AVX2_F16C CC_INLINE void direct_tile_avx2(const bf16_t* W, long K, const floa
   const long Km = K & ~15L;
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 acc[R][NB];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
   for (long k = 0; k < Km; k += 16) {
     __m256 we[R], wo[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       if (k % 32 == 0) _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // as the GEMV (internal.h)
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
       we[i] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
       wo[i] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       const float* xs = XS + (b0 + j) * K + k;
       const __m256 xe = _mm256_loadu_ps(xs), xo = _mm256_loadu_ps(xs + 8);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wo[i], xo, _mm256_fmadd_ps(we[i], xe, acc[i][j]));
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       float t = hsum8(acc[i][j]);
       for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
@@ -76,10 +76,17 @@ CC_AVX2_F16C void direct_rows_avx2(const bf16_t* W, long K, const float* XS, con
   int b = 0;
   for (; b + 4 <= B; b += 4) direct_tile_avx2<R, 4>(W, K, XS, X, r, b, Y, N);
   switch (B - b) {
-    case 3: direct_tile_avx2<R, 3>(W, K, XS, X, r, b, Y, N); break;
-    case 2: direct_tile_avx2<R, 2>(W, K, XS, X, r, b, Y, N); break;
-    case 1: direct_tile_avx2<R, 1>(W, K, XS, X, r, b, Y, N); break;
-    default: break;
+    case 3:
+      direct_tile_avx2<R, 3>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 2:
+      direct_tile_avx2<R, 2>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 1:
+      direct_tile_avx2<R, 1>(W, K, XS, X, r, b, Y, N);
+      break;
+    default:
+      break;
   }
 }
 #pragma GCC diagnostic push
@@ -92,33 +99,33 @@ CC_AVX512_F16C CC_INLINE void direct_tile_avx512(const bf16_t* W, long K, const 
   const long Km = K & ~31L;
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 acc[R][NB];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
   for (long k = 0; k < Km; k += 32) {
     __m512 we[R], wo[R];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       _mm_prefetch(ahead(w[i] + k), _MM_HINT_T0);  // as the GEMV (internal.h)
       const __m512i v = _mm512_loadu_si512(w[i] + k);
       we[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
       wo[i] = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       const float* xs = XS + (b0 + j) * K + k;
       const __m512 xe = _mm512_loadu_ps(xs), xo = _mm512_loadu_ps(xs + 16);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wo[i], xo, _mm512_fmadd_ps(we[i], xe, acc[i][j]));
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       float t = _mm512_reduce_add_ps(acc[i][j]);
       for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
@@ -131,34 +138,41 @@ CC_AVX512_F16C void direct_rows_avx512(const bf16_t* W, long K, const float* XS,
   int b = 0;
   for (; b + 4 <= B; b += 4) direct_tile_avx512<R, 4>(W, K, XS, X, r, b, Y, N);
   switch (B - b) {
-    case 3: direct_tile_avx512<R, 3>(W, K, XS, X, r, b, Y, N); break;
-    case 2: direct_tile_avx512<R, 2>(W, K, XS, X, r, b, Y, N); break;
-    case 1: direct_tile_avx512<R, 1>(W, K, XS, X, r, b, Y, N); break;
-    default: break;
+    case 3:
+      direct_tile_avx512<R, 3>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 2:
+      direct_tile_avx512<R, 2>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 1:
+      direct_tile_avx512<R, 1>(W, K, XS, X, r, b, Y, N);
+      break;
+    default:
+      break;
   }
 }
 #pragma GCC diagnostic pop
 #endif
 
 #if CC_NEON
-// The same on 4 lanes (XS: X rows split in groups of 16, as for AVX2): R = 2 weight rows' converted halves (8 registers)
-// meet NB <= 4 activation rows (4 registers each), R x NB accumulators.
+// The same on 4 lanes (XS: X rows split in groups of 16, as for AVX2): R = 2 weight rows' converted halves (8
+// registers) meet NB <= 4 activation rows (4 registers each), R x NB accumulators.
 template <int R, int NB>
 CC_INLINE void direct_tile_neon(const bf16_t* W, long K, const float* XS, const float* X, int r, int b0, float* Y,
                                 long N) {
   const long Km = K & ~15L;
   const uint32x4_t hi_mask = vdupq_n_u32(0xffff0000u);
   float32x4_t acc[R][NB];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) acc[i][j] = vdupq_n_f32(0.0f);
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) w[i] = W + (r + i) * K;
   for (long k = 0; k < Km; k += 16) {
     float32x4_t wv[R][4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const uint32x4_t v0 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k));
       const uint32x4_t v1 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k + 8));
@@ -167,19 +181,19 @@ CC_INLINE void direct_tile_neon(const bf16_t* W, long K, const float* XS, const 
       wv[i][2] = vreinterpretq_f32_u32(vandq_u32(v0, hi_mask));
       wv[i][3] = vreinterpretq_f32_u32(vandq_u32(v1, hi_mask));
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       const float* xs = XS + (b0 + j) * K + k;
       const float32x4_t x0 = vld1q_f32(xs), x1 = vld1q_f32(xs + 4), x2 = vld1q_f32(xs + 8), x3 = vld1q_f32(xs + 12);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int i = 0; i < R; ++i)
         acc[i][j] = vfmaq_f32(vfmaq_f32(vfmaq_f32(vfmaq_f32(acc[i][j], wv[i][0], x0), wv[i][1], x1), wv[i][2], x2),
                               wv[i][3], x3);
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
       float t = vaddvq_f32(acc[i][j]);
       for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * X[(b0 + j) * K + k];
@@ -191,10 +205,17 @@ void direct_rows_neon(const bf16_t* W, long K, const float* XS, const float* X, 
   int b = 0;
   for (; b + 4 <= B; b += 4) direct_tile_neon<R, 4>(W, K, XS, X, r, b, Y, N);
   switch (B - b) {
-    case 3: direct_tile_neon<R, 3>(W, K, XS, X, r, b, Y, N); break;
-    case 2: direct_tile_neon<R, 2>(W, K, XS, X, r, b, Y, N); break;
-    case 1: direct_tile_neon<R, 1>(W, K, XS, X, r, b, Y, N); break;
-    default: break;
+    case 3:
+      direct_tile_neon<R, 3>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 2:
+      direct_tile_neon<R, 2>(W, K, XS, X, r, b, Y, N);
+      break;
+    case 1:
+      direct_tile_neon<R, 1>(W, K, XS, X, r, b, Y, N);
+      break;
+    default:
+      break;
   }
 }
 #endif  // CC_NEON
@@ -227,8 +248,8 @@ CC_AVX2_F16C void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k
       __m256 r[8];
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i)
-        r[i] = _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + k))), 16));
+        r[i] = _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + k))), 16));
       if (!full)
         for (int i = 0; i < 8; ++i)
           if (n0 + g + i >= N) r[i] = _mm256_setzero_ps();
@@ -380,9 +401,9 @@ PanelKernel panel_kernel(int panel_n, std::integer_sequence<int, M...>) {
   ((k.tiles[M + 1] = T<M + 1>::fn), ...);
   return k;
 }
-#define CC_TILE_REF(ns)                  \
-  template <int MB>                      \
-  struct ns##_ref {                      \
+#define CC_TILE_REF(ns)                              \
+  template <int MB>                                  \
+  struct ns##_ref {                                  \
     static constexpr TileFn fn = ns::panel_tile<MB>; \
   };
 CC_TILE_REF(tile_portable)
@@ -418,8 +439,7 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
 #if CC_NEON
   if (pth == kNeon && B <= kDirectMaxB) {
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
-    for (int b = 0; b < B; ++b)
-      split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
+    for (int b = 0; b < B; ++b) split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
     const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
     parallel_rows(N, chunk, threads, [&](int r0, int r1) {
       int r = r0;
@@ -458,11 +478,13 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
     float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kMaxPanelN);
     for (int p = p0; p < p1; ++p) {
       const int n = p * PN, cols = std::min(PN, N - n);
-      for (int b = 0; b < B; ++b) std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
+      for (int b = 0; b < B; ++b)
+        std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
       for (int k0 = 0; k0 < K; k0 += kGemmKc) {
         const int kc = std::min(kGemmKc, K - k0);
 #if CC_X86
-        if (pth != kPortable) pack_panel_avx2(W, N, K, n, k0, kc, PN, P);
+        if (pth != kPortable)
+          pack_panel_avx2(W, N, K, n, k0, kc, PN, P);
         else
 #endif
           pack_panel(W, N, K, n, k0, kc, PN, P);

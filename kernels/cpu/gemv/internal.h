@@ -48,10 +48,22 @@ CC_INLINE float bf16_f32(bf16_t x) {
 }
 
 // bitsandbytes' NF4 code book (functional.py, create_normal_map / the hard-coded table of the CUDA kernels).
-alignas(64) inline constexpr float kNf4[16] = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+alignas(64) inline constexpr float kNf4[16] = {-1.0f,
+                                               -0.6961928009986877f,
+                                               -0.5250730514526367f,
+                                               -0.39491748809814453f,
+                                               -0.28444138169288635f,
+                                               -0.18477343022823334f,
+                                               -0.09105003625154495f,
+                                               0.0f,
+                                               0.07958029955625534f,
+                                               0.16093020141124725f,
+                                               0.24611230194568634f,
+                                               0.33791524171829224f,
+                                               0.44070982933044434f,
+                                               0.5626170039176941f,
+                                               0.7229568362236023f,
+                                               1.0f};
 
 // kEmulated512 (tests only, forced by name): the AVX2 kernels, except the batched GEMM's panel tile, which runs the
 // AVX-512 tile's source on two ymm per register (gemm_tile.inc), so that its 16-lane indexing is tested where no

@@ -20,7 +20,7 @@ CC_INLINE void bf16_block_neon(const bf16_t* W, long K, const float* xs, const f
   const uint32x4_t hi_mask = vdupq_n_u32(0xffff0000u);
   float32x4_t a[R][4];
   const bf16_t* w[R];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     for (auto& v : a[i]) v = vdupq_n_f32(0.0f);
     w[i] = W + (r + i * s) * K;
@@ -28,7 +28,7 @@ CC_INLINE void bf16_block_neon(const bf16_t* W, long K, const float* xs, const f
   for (long k = 0; k < Km; k += 16) {
     const float32x4_t x0 = vld1q_f32(xs + k), x1 = vld1q_f32(xs + k + 4), x2 = vld1q_f32(xs + k + 8),
                       x3 = vld1q_f32(xs + k + 12);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const uint32x4_t v0 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k));
       const uint32x4_t v1 = vreinterpretq_u32_u16(vld1q_u16(w[i] + k + 8));
@@ -38,7 +38,7 @@ CC_INLINE void bf16_block_neon(const bf16_t* W, long K, const float* xs, const f
       a[i][3] = vfmaq_f32(a[i][3], vreinterpretq_f32_u32(vandq_u32(v1, hi_mask)), x3);
     }
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float t = vaddvq_f32(vaddq_f32(vaddq_f32(a[i][0], a[i][1]), vaddq_f32(a[i][2], a[i][3])));
     for (long k = Km; k < K; ++k) t += bf16_f32(w[i][k]) * x[k];

@@ -30,7 +30,7 @@ CC_CLONES void nf4_rows_portable(const std::uint8_t* P, const float* S, long K, 
     for (long b = 0; b < K / 64; ++b) {
       float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int j = 0; j < 32; j += 4)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int i = 0; i < 4; ++i) {
           const std::uint8_t byte = p[b * 32 + j + i];
           part[2 * i] += kNf4[byte & 15] * x[b * 64 + 2 * (j + i)];

@@ -45,12 +45,18 @@ inline std::string sdpa_backend(const at::Tensor& q, const at::Tensor& k, const 
   const auto b = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, c10::nullopt);
 #endif
   switch (b) {
-    case 0: return "math";
-    case 1: return "flash";
-    case 2: return "efficient";
-    case 3: return "cudnn";
-    case 4: return "overrideable";
-    default: return "error";
+    case 0:
+      return "math";
+    case 1:
+      return "flash";
+    case 2:
+      return "efficient";
+    case 3:
+      return "cudnn";
+    case 4:
+      return "overrideable";
+    default:
+      return "error";
   }
 }
 

@@ -34,8 +34,8 @@ inline constexpr int kAttentionVersions[] = {kAttentionPlain, kAttentionTiled, k
 const char* attention_version_name(int version);
 
 // Throws std::invalid_argument for an unknown version or a bad shape.
-void attention_forward(int version, const float* q, const float* k, const float* v, float* out,
-                       const AttentionShape& s, const AttentionOptions& o = {});
+void attention_forward(int version, const float* q, const float* k, const float* v, float* out, const AttentionShape& s,
+                       const AttentionOptions& o = {});
 void attention_forward(int version, const double* q, const double* k, const double* v, double* out,
                        const AttentionShape& s, const AttentionOptions& o = {});
 

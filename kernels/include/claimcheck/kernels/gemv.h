@@ -18,7 +18,7 @@ float from_bf16(bf16_t x);
 
 // Faults a test can plant to prove a check fails (never set in normal runs).
 struct GemvFaults {
-  bool read_weights_twice = false;  // every weight row is read twice (the second pass's result discarded)
+  bool read_weights_twice = false;   // every weight row is read twice (the second pass's result discarded)
   bool dequant_whole_first = false;  // the 4-bit kernel dequantises the whole matrix to bf16 in memory first
   bool gemm_per_token = false;       // the batched kernel runs one GEMV per token (re-reads the weights per token)
   bool bytes_as_elements = false;    // a decode stack counts its weights in elements, not bytes

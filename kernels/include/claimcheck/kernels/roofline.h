@@ -24,16 +24,17 @@ struct RooflineFaults {
   bool scalar = false;      // the portable loop for every ISA, with one chain: scalar and latency-bound
   bool read_skips = false;  // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
 };
-// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips"; "" = none. Returns false for a name that is not a probe fault.
+// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips"; "" = none. Returns false for a name that is not a
+// probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
 struct FlopsPeak {
   double flops_per_s = 0;  // all threads together
   std::string isa;         // "avx512", "avx2", "neon" or "portable" (fp32), "avx512_bf16" (bf16 dot products)
   int threads = 0;
-  int chains = 0;          // independent accumulators per thread
-  int lanes = 0;           // fp32 lanes per vector
-  double seconds = 0;      // wall time of the best pass
+  int chains = 0;      // independent accumulators per thread
+  int lanes = 0;       // fp32 lanes per vector
+  double seconds = 0;  // wall time of the best pass
 };
 // fp32 FMA peak on `threads` pinned threads, best of `passes`, each about `seconds` long.
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f = {}, int passes = 3, double seconds = 0.05);
@@ -63,11 +64,11 @@ struct ClockReading {
 ClockReading measure_clock(int threads, double seconds = 0.002);
 
 struct Bandwidth {
-  double read_bytes_per_s = 0;   // read-only reduction: bytes read / time (the median pass)
+  double read_bytes_per_s = 0;       // read-only reduction: bytes read / time (the median pass)
   double read_best_bytes_per_s = 0;  // the best pass
   double triad_bytes_per_s = 0;      // STREAM's count: 3 x 4 bytes per element (two reads, one write); one pass
-  std::size_t array_bytes = 0;   // per array
-  std::size_t llc_bytes = 0;     // the last-level cache the arrays were sized against (0 = unknown)
+  std::size_t array_bytes = 0;       // per array
+  std::size_t llc_bytes = 0;         // the last-level cache the arrays were sized against (0 = unknown)
   int threads = 0;
   double checksum = 0;           // sum of the read array: validates that the reduction read every element
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled

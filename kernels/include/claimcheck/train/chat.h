@@ -25,10 +25,11 @@ struct Encoded {
 };
 
 // What Qwen2.5's chat template writes as the system message when a conversation has none.
-inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+inline constexpr const char* kQwenDefaultSystem =
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 struct TemplateOptions {
-  bool eos_in_loss = true;        // the <|im_end|> after each answer is a target
+  bool eos_in_loss = true;                 // the <|im_end|> after each answer is a target
   std::int64_t mask_label = kIgnoreIndex;  // a planted fault uses 0 here
   // A fault planted by tests: "template_last_answer_only" (only the last answer labelled), "no_default_system".
   std::string fault;

@@ -90,8 +90,8 @@ struct OomRun {
   std::string scenario;
   std::int64_t cap = 0;
   bool oom = false;
-  std::string phase;        // where the error was thrown: load, forward, backward, step ("" without one)
-  std::string message;      // its first line
+  std::string phase;    // where the error was thrown: load, forward, backward, step ("" without one)
+  std::string message;  // its first line
   std::int64_t requested = 0;
   std::vector<MemorySnapshot> timeline;  // completed phases, then the state at the error ("at OOM")
 };

@@ -19,11 +19,11 @@ struct BlockStepTiming {
   double forward_s = 0, backward_s = 0;
   double backward_over_forward = 0;  // the median over the repeats of each one's backward / forward (one step's two
                                      // phases back to back: a slow spell moves both, and the median drops a burst)
-  double step_s = 0;              // forward + backward + AdamW step, timed as one
-  double step_threads_busy = 0;   // CPU: the process's CPU seconds over the wall seconds of the same step, the median
-                                  // over the repeats (how many threads the step kept busy); 0 on CUDA
-  double forward_flops = 0;       // the model's forward FLOPs (the backward's are twice: dX and dW)
-  std::int64_t params = 0;        // in the layers' Linear weights
+  double step_s = 0;                 // forward + backward + AdamW step, timed as one
+  double step_threads_busy = 0;  // CPU: the process's CPU seconds over the wall seconds of the same step, the median
+                                 // over the repeats (how many threads the step kept busy); 0 on CUDA
+  double forward_flops = 0;      // the model's forward FLOPs (the backward's are twice: dX and dW)
+  std::int64_t params = 0;       // in the layers' Linear weights
   std::int64_t step_peak_bytes = 0;  // the allocator's peak over one step: weights, gradients, AdamW state,
                                      // saved activations and temporaries (each touched at least once)
   int batch = 0, tokens = 0, layers = 0, threads = 0;
@@ -71,12 +71,12 @@ struct ProfiledOp {
   int calls = 0;
 };
 struct ProfileBuckets {
-  std::map<std::string, double> seconds;      // by bucket
-  double wall_s = 0;                          // the step, timed around the profiled region
-  int operators = 0;                          // events recorded
+  std::map<std::string, double> seconds;                // by bucket
+  double wall_s = 0;                                    // the step, timed around the profiled region
+  int operators = 0;                                    // events recorded
   std::vector<std::pair<std::string, double>> top_ops;  // the largest self times, by operator name
-  std::vector<ProfiledOp> ops;                // every event, by its place in the call tree and its bucket
-  std::string api;                            // how the events were collected
+  std::vector<ProfiledOp> ops;                          // every event, by its place in the call tree and its bucket
+  std::string api;                                      // how the events were collected
 };
 // model "tiny": chapter 3's step (the tiny character Transformer, batch x 128 tokens; config and tokens unused);
 // "block": the decoder layers of `config` as time_block_step runs them. Throws std::invalid_argument otherwise.
@@ -90,7 +90,7 @@ const std::vector<std::string>& profile_bucket_names();  // gemm, attention, cop
 // A bf16 KV cache for `tokens` tokens of `config`'s decoder (K and V per layer: [1, kv_heads, tokens, head_dim]),
 // allocated through the counting allocator.
 struct KvCacheMeasure {
-  std::int64_t bytes = 0;   // the allocator's count for the whole cache
+  std::int64_t bytes = 0;  // the allocator's count for the whole cache
   int tokens = 0;
   std::int64_t layers = 0, kv_heads = 0, head_dim = 0;
   std::int64_t tensors = 0;

@@ -17,10 +17,10 @@ struct LoraSpec {
   std::vector<std::string> targets;
 };
 struct QwenLoraMeasure {
-  std::int64_t params = 0;           // base model, counted on the built module
-  std::int64_t trainable = 0;        // requires_grad after LoRA
+  std::int64_t params = 0;     // base model, counted on the built module
+  std::int64_t trainable = 0;  // requires_grad after LoRA
   std::int64_t total_after_lora = 0;
-  std::int64_t state_bytes = 0;      // allocator: live bytes added by LoRA params, grads and AdamW state
+  std::int64_t state_bytes = 0;  // allocator: live bytes added by LoRA params, grads and AdamW state
   std::int64_t grad_bytes = 0, optimizer_bytes = 0, lora_param_bytes = 0;
   double build_seconds = 0, step_seconds = 0;
 };
@@ -90,7 +90,8 @@ struct LoraCase {
 // base weight and bias, A, B at init and "trained", the outputs at init and after, the merged weight, A and B after
 // one AdamW step on sum(y * g), and a fresh adapter's delta weight after one step from its own initialisation.
 // fault (tests only): ProjImpl::enable_lora's planted faults.
-void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file, const std::string& fault = "");
+void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file,
+                     const std::string& fault = "");
 
 struct LossMaskResult {
   double loss = 0;  // the project's masked loss over its batch
@@ -107,9 +108,9 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 
 struct SftResult {
   std::vector<double> losses;
-  double stop_rate = 0;                // share of greedy generations that emit <|im_end|>
-  std::vector<std::string> samples;    // a few generations, decoded
-  std::vector<double> evaluated;       // after training: the mean answer loss of each set of SftOptions::evaluate
+  double stop_rate = 0;              // share of greedy generations that emit <|im_end|>
+  std::vector<std::string> samples;  // a few generations, decoded
+  std::vector<double> evaluated;     // after training: the mean answer loss of each set of SftOptions::evaluate
   double seconds = 0;
 };
 struct SftOptions {

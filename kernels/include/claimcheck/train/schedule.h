@@ -14,8 +14,8 @@ struct ScheduleConfig {
 // min + (base - min) * (1 + cos(pi * progress)) / 2, progress = (s - warmup) / (total - warmup).
 inline double closed_form_lr(const ScheduleConfig& c, long s) {
   if (s < c.warmup_steps) return c.base_lr * static_cast<double>(s + 1) / static_cast<double>(c.warmup_steps);
-  const double progress = std::min(1.0, static_cast<double>(s - c.warmup_steps) /
-                                            static_cast<double>(std::max(1L, c.total_steps - c.warmup_steps)));
+  const double progress = std::min(
+      1.0, static_cast<double>(s - c.warmup_steps) / static_cast<double>(std::max(1L, c.total_steps - c.warmup_steps)));
   return c.min_lr + (c.base_lr - c.min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 

@@ -13,8 +13,8 @@ namespace claimcheck::train {
 
 // ---- data ---------------------------------------------------------------------
 struct Corpus {
-  std::string source;                  // where it came from
-  std::string sha256;                  // the data revision
+  std::string source;                    // where it came from
+  std::string sha256;                    // the data revision
   std::vector<std::uint8_t> train, val;  // ASCII (V = 128), 95 % / 5 %
   std::int64_t files = 0;
 };
@@ -52,21 +52,21 @@ struct TrainOptions {
   int export_steps = 0;
 };
 struct TrainResult {
-  std::vector<double> losses;           // per step
+  std::vector<double> losses;  // per step
   std::vector<long> eval_steps;
-  std::vector<double> eval_ppl;         // exp(mean validation loss), at eval_steps (step 0 = before training)
+  std::vector<double> eval_ppl;  // exp(mean validation loss), at eval_steps (step 0 = before training)
   double seconds = 0, tokens_per_s = 0;
-  std::vector<double> lrs;              // per step: the learning rate read from the optimizer before its step
-  std::string weights_sha256;           // of every parameter's bytes after training
+  std::vector<double> lrs;     // per step: the learning rate read from the optimizer before its step
+  std::string weights_sha256;  // of every parameter's bytes after training
 };
 double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch);
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
 
 // ---- autograd and memory (chapter 3) ------------------------------------------
 struct GradAccumResult {
-  double two_backwards_err = 0;   // max |grad after two backwards - 2 x grad after one|
-  double microbatch_err = 0;      // max |sum of k micro-batch grads of loss/k - one big batch's grad|
-  double grad_scale = 0;          // max |grad| (for scale)
+  double two_backwards_err = 0;  // max |grad after two backwards - 2 x grad after one|
+  double microbatch_err = 0;     // max |sum of k micro-batch grads of loss/k - one big batch's grad|
+  double grad_scale = 0;         // max |grad| (for scale)
 };
 GradAccumResult grad_accumulation(std::uint64_t seed, int micro_batches, const std::string& fault);
 

@@ -14,7 +14,8 @@ struct AttnShape {
 };
 
 // q, k, v, out: [B, H, T, D] row-major.
-void attention_fp64(const double* q, const double* k, const double* v, double* out, const AttnShape& s, bool causal = true);
+void attention_fp64(const double* q, const double* k, const double* v, double* out, const AttnShape& s,
+                    bool causal = true);
 // What an fp32 causal attention wrote into `out`, against the fp64 rows of attention_fp64 on 32 rows spread over the
 // heads and the sequence (the first and the last row among them): the largest absolute error. A timed run's check
 // of its output (the benchmark rows): fp32 kernels read about 1e-6.
@@ -37,8 +38,8 @@ class TorchSdpa {
   ~TorchSdpa();
   TorchSdpa(const TorchSdpa&) = delete;
   TorchSdpa& operator=(const TorchSdpa&) = delete;
-  void run();                 // O = causal SDPA(Q, K, V)
-  const float* out() const;   // [B, H, T, D] of the last run
+  void run();                // O = causal SDPA(Q, K, V)
+  const float* out() const;  // [B, H, T, D] of the last run
 
  private:
   struct Impl;
@@ -53,7 +54,7 @@ std::string torch_version();        // "2.15.0+cu132"; "" without LibTorch
 // The kernel ATen's scaled_dot_product_attention picks for fp32 causal inputs of this shape on the CPU:
 // "flash" or "math" (ATen's own choice function).
 std::string torch_attention_backend(const AttnShape& s);
-void torch_set_threads(int n);      // intra-op threads, and OpenBLAS's where it is the BLAS
+void torch_set_threads(int n);  // intra-op threads, and OpenBLAS's where it is the BLAS
 int torch_get_threads();
 
 // The series' broadcasting surprise in LibTorch: shape of ones(3) + ones(3, 1), and whether a shape

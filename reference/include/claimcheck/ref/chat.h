@@ -43,7 +43,7 @@ struct MaskedNll {
   std::int64_t count = 0;
   std::vector<std::vector<bool>> looks;
 };
-MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions, std::int64_t vocab,
-                          const std::vector<std::vector<std::int64_t>>& targets);
+MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions,
+                          std::int64_t vocab, const std::vector<std::vector<std::int64_t>>& targets);
 
 }  // namespace claimcheck::ref

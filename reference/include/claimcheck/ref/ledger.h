@@ -75,7 +75,8 @@ ModelConfig load_model_config(const std::filesystem::path& file);
 ModelConfig parse_model_config(const std::string& json_text, const std::string& file);
 
 struct Linear {
-  std::string name;  // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; qkv_proj, gate_up_proj; c_fc, c_proj
+  std::string
+      name;  // q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; qkv_proj, gate_up_proj; c_fc, c_proj
   std::int64_t in = 0, out = 0;
   bool bias = false;
   std::string block = "self_attn";  // the submodule of the layer holding it: self_attn or mlp
@@ -91,7 +92,8 @@ struct ParamCount {
   std::int64_t layers = 0;
   // Mixture of experts: sparse_layers of the layers have the sparse block instead of the dense MLP.
   std::int64_t sparse_layers = 0, experts = 0, experts_per_token = 0;
-  std::int64_t expert_params = 0, router_per_layer = 0, shared_expert_per_layer = 0;  // one expert; router; shared + its gate
+  std::int64_t expert_params = 0, router_per_layer = 0,
+               shared_expert_per_layer = 0;  // one expert; router; shared + its gate
   std::int64_t sparse_block() const { return router_per_layer + experts * expert_params + shared_expert_per_layer; }
   std::int64_t sparse_block_active() const {
     return router_per_layer + experts_per_token * expert_params + shared_expert_per_layer;
@@ -137,8 +139,8 @@ struct LoraTargets {
 LoraTargets parse_lora_targets(const std::string& spelling);
 struct LoraCount {
   std::int64_t trainable = 0;
-  std::vector<std::string> modules;  // the selected modules' names within a layer (or top level), once each
-  std::int64_t adapted_modules = 0;  // over all layers
+  std::vector<std::string> modules;    // the selected modules' names within a layer (or top level), once each
+  std::int64_t adapted_modules = 0;    // over all layers
   std::vector<std::string> unmatched;  // names that matched nothing (peft skips them while another one matches)
 };
 LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& targets);
@@ -204,7 +206,8 @@ struct ActivationOptions {
 // Bytes for B sequences of T tokens over all layers (dense and sparse ones each with their own tensors), without and
 // with checkpointing (layer inputs only).
 double activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, const ActivationOptions& o);
-double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, int bytes_per_element);
+double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens,
+                                     int bytes_per_element);
 
 // ---- inference ---------------------------------------------------------------
 std::int64_t kv_cache_bytes_per_token(const ModelConfig& c, int bytes_per_element = 2);
@@ -212,8 +215,8 @@ std::int64_t kv_cache_bytes_per_token(const ModelConfig& c, int bytes_per_elemen
 struct HardwareSpec {
   std::string file, name;
   double memory_bytes = 0;
-  double bandwidth = 0;   // bytes/s
-  double peak_flops = 0;  // dense bf16 FLOP/s
+  double bandwidth = 0;                                    // bytes/s
+  double peak_flops = 0;                                   // dense bf16 FLOP/s
   double ridge() const { return peak_flops / bandwidth; }  // FLOP/byte
 };
 HardwareSpec load_hardware_spec(const std::filesystem::path& file);

@@ -18,12 +18,12 @@
 namespace claimcheck::ref {
 
 struct CpuIdentity {
-  std::string vendor;      // x86: vendor_id ("GenuineIntel", "AuthenticAMD"); Arm: "ARM"
+  std::string vendor;  // x86: vendor_id ("GenuineIntel", "AuthenticAMD"); Arm: "ARM"
   int family = 0, model = 0;
-  std::string model_name;  // x86's "model name" ("" on Arm, whose /proc/cpuinfo has none)
-  std::string implementer, part;  // Arm: "CPU implementer" and "CPU part" ("0x41", "0xd40"); "" on x86
+  std::string model_name;          // x86's "model name" ("" on Arm, whose /proc/cpuinfo has none)
+  std::string implementer, part;   // Arm: "CPU implementer" and "CPU part" ("0x41", "0xd40"); "" on x86
   std::vector<std::string> flags;  // x86 "flags", Arm "Features", as /proc/cpuinfo spells them
-  double clock_hz = 0;     // the highest clock the system states (cpufreq's maximum, else /proc/cpuinfo's MHz)
+  double clock_hz = 0;             // the highest clock the system states (cpufreq's maximum, else /proc/cpuinfo's MHz)
   std::string clock_source;
   // libcpuinfo's name for the first core's microarchitecture ("zen3", "sky_lake", "neoverse_v1"; its enum without
   // the cpuinfo_uarch_ prefix): read_cpu_identity fills it where the project was built with libcpuinfo and the library
@@ -77,8 +77,8 @@ inline double theoretical_peak_flops(int cores, double clock_hz, double flop_per
 double nearest_figure(const std::vector<double>& figures, double measured);
 
 struct Knee {
-  double batch = 0;              // where the two asymptotes meet
-  double floor_seconds = 0;      // the memory floor: the step time at the smallest batch
+  double batch = 0;                   // where the two asymptotes meet
+  double floor_seconds = 0;           // the memory floor: the step time at the smallest batch
   double roof_seconds_per_token = 0;  // the compute roof: the best per-token time of the sweep
 };
 // batches ascending, step_seconds[i] the time of one step of batches[i] tokens.

@@ -12,9 +12,10 @@ namespace claimcheck::ref {
 
 inline double warmup_cosine_lr(double base, double floor, long warmup, long total, long step) {
   if (warmup < 1 || total <= warmup || step < 0 || !(base > 0) || !(floor >= 0) || floor > base)
-    throw std::invalid_argument("warmup_cosine_lr: expected 1 <= warmup < total, step >= 0, 0 <= floor <= base; got "
-                                "warmup " + std::to_string(warmup) + ", total " + std::to_string(total) + ", step " +
-                                std::to_string(step));
+    throw std::invalid_argument(
+        "warmup_cosine_lr: expected 1 <= warmup < total, step >= 0, 0 <= floor <= base; got "
+        "warmup " +
+        std::to_string(warmup) + ", total " + std::to_string(total) + ", step " + std::to_string(step));
   if (step < warmup) return base * static_cast<double>(step + 1) / static_cast<double>(warmup);
   const long done = std::min(step - warmup, total - warmup);
   const double half_angle = 0.5 * M_PI * static_cast<double>(done) / static_cast<double>(total - warmup);

@@ -20,10 +20,22 @@ namespace claimcheck::kernels::cuda {
 // ---- NF4 (the CPU format of gemv.h: low nibble = even k, one fp32 absmax per 64 weights along K) -------------
 // The 16 levels as the GPU kernels hold them (constant memory there); equal to kernels::nf4_levels().
 CLAIMCHECK_HD float nf4_level(unsigned code) {
-  constexpr float L[16] = {-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
-                           -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
-                           0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
-                           0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+  constexpr float L[16] = {-1.0f,
+                           -0.6961928009986877f,
+                           -0.5250730514526367f,
+                           -0.39491748809814453f,
+                           -0.28444138169288635f,
+                           -0.18477343022823334f,
+                           -0.09105003625154495f,
+                           0.0f,
+                           0.07958029955625534f,
+                           0.16093020141124725f,
+                           0.24611230194568634f,
+                           0.33791524171829224f,
+                           0.44070982933044434f,
+                           0.5626170039176941f,
+                           0.7229568362236023f,
+                           1.0f};
   return L[code & 15u];
 }
 // Weight 2i (low nibble) and 2i+1 (high nibble) of a packed byte, times the block's scale.
@@ -48,10 +60,10 @@ double plan_flops(const std::vector<MatShape>& plan);  // 2 per weight
 // One warp per output row for the bf16 kernel (each lane reads 16-byte vectors of 8 weights); several rows per
 // block. The NF4 kernel: one warp per row too, each lane 16 bytes = 32 weights (half an NF4 block) per step.
 struct GemvLaunch {
-  int threads = 0;        // per block
+  int threads = 0;  // per block
   int rows_per_block = 0;
   int blocks = 0;
-  int k_per_step = 0;     // weights a warp covers per loop step
+  int k_per_step = 0;  // weights a warp covers per loop step
 };
 // Throws std::invalid_argument when K is not a multiple of the kernel's vector width (bf16: 8; nf4: 64).
 GemvLaunch gemv_launch(int N, int K, const std::string& format);

@@ -19,8 +19,8 @@ struct CopyResult {
 CopyResult copy_bandwidth(std::size_t bytes, int repeats);
 
 struct GemmResult {
-  double seconds = 0;  // median
-  double flops = 0;    // 2 M N K
+  double seconds = 0;      // median
+  double flops = 0;        // 2 M N K
   double max_rel_err = 0;  // of a few sampled outputs against an fp64 dot product on the host (validation)
 };
 // C [M, N] = A [M, K] B [K, N], bf16 in, fp32 accumulate, bf16 out, through cublasGemmEx (tensor cores),

@@ -10,8 +10,8 @@ namespace claimcheck::kernels::cuda {
 int device_count(std::string* why);
 
 struct ReadResult {
-  double seconds = 0;        // median of the timed repetitions (CUDA events)
-  double bytes = 0;          // bytes read per repetition
+  double seconds = 0;                // median of the timed repetitions (CUDA events)
+  double bytes = 0;                  // bytes read per repetition
   double sum = 0, expected_sum = 0;  // the reduction's result and its closed form (validation)
 };
 // Fills `bytes` of device memory with a known pattern, then reduces it `repeats` times (read-only,
