@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# The lines and files a change touches, held to the project's layout (.clang-format: git clang-format, the changed
-# lines only) and to its clang-tidy checks (.clang-tidy: the changed C++ sources of the harness, the answer key, base
+# The whole tree held to the project's layout (.clang-format), and the files a change touches to its clang-tidy checks (.clang-tidy: the changed C++ sources of the harness, the answer key, base
 # and the CPU kernels, against build/compile_commands.json), and its commits' subjects to 72 characters. The change:
 # everything since $CLAIMCHECK_LINT_BASE (default: the parent commit), and what is not committed yet.
 # usage: bash ci/lint.sh   (after a build in build/: make build)
@@ -15,6 +14,14 @@ for tool in git-clang-format clang-tidy; do
   command -v "$tool" >/dev/null || { echo "lint: $tool is missing (Debian: bash ci/install-deps.sh lint)" >&2; exit 2; }
 done
 rc=0
+# The whole tree's layout (it was put through clang-format once: .git-blame-ignore-revs), then the change's lines.
+mapfile -t tracked < <(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' '*.inc')
+if ! clang-format --dry-run -Werror "${tracked[@]}" 2>/tmp/claimcheck-lint-format.$$; then
+  grep -m 20 'error:' /tmp/claimcheck-lint-format.$$ >&2 || true
+  echo "lint: files of the tree differ from .clang-format's layout (clang-format -i FILE fixes one)" >&2
+  rc=1
+fi
+rm -f /tmp/claimcheck-lint-format.$$
 if ! out=$(git clang-format --diff "$base" -- '*.cpp' '*.h' '*.cu' '*.cuh' '*.inc' 2>&1); then rc=1; fi
 if [ -n "$out" ] && ! grep -q -e '^no modified files' -e '^clang-format did not modify' <<<"$out"; then
   echo "$out"
@@ -46,5 +53,5 @@ while IFS= read -r line; do
     rc=1
   fi
 done < <(git log --format='%h %s' "$base..HEAD")
-[ $rc -eq 0 ] && echo "lint: the change holds to .clang-format and .clang-tidy, and its commit subjects to 72 characters"
+[ $rc -eq 0 ] && echo "lint: the tree holds to .clang-format, the change to .clang-tidy, its commit subjects to 72 characters"
 exit $rc
