@@ -33,10 +33,9 @@
 namespace claimcheck::kernels::gemv_detail {
 
 // Each bf16 weight stream is prefetched this far ahead (32 lines). The per-line work (two converts, two FMAs, the
-// activations' loads) fills the out-of-order window before the hardware prefetchers run far enough ahead: on an
-// Intel Xeon guest (2 vCPUs, 2026-12-03) the 14336 x 4096 GEMV read 42 GB/s without (AVX-512; AVX2 39-41) where the
-// probe's reader read 52-54 over the same matrix, and 54-57 with it (AVX2 the same): 1.27-1.46x the read, then
-// 0.94-1.04x. 1 KiB ahead read 51, 4 KiB 50-53.
+// activations' loads) fills the out-of-order window before the hardware prefetchers run far enough ahead, and without
+// it the GEMV read its matrix well below the probe's reader (the figures, and 1 and 4 KiB tried: docs/checks.md,
+// ch06.decode_measured).
 constexpr long kStreamPrefetchBytes = 2048;
 CC_INLINE const char* ahead(const bf16_t* p) { return reinterpret_cast<const char*>(p) + kStreamPrefetchBytes; }
 

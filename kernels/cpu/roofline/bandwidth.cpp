@@ -53,8 +53,7 @@ Kept& kept() {
 // accumulators of 8 lanes per stream; exact for the small integers the arrays hold.
 #if defined(__x86_64__) && defined(__GNUC__)
 // Each stream prefetched 2 KiB ahead, as the decode kernels prefetch theirs (kernels/cpu/gemv/internal.h): a roof
-// must read at least as fast as the kernels it judges. On an Intel Xeon guest (2026-12-03) it read a 112 MiB matrix
-// at 55-57 GB/s with it, 52-54 without.
+// must read at least as fast as the kernels it judges (docs/checks.md, ch06.decode_measured).
 constexpr std::size_t kReadPrefetchBytes = 2048;
 // STEP: the loop's stride in floats, 16 (what it loads).
 template <int STEP>
