@@ -22,18 +22,25 @@ JOBS   ?= $(shell nproc)
 .PHONY: all deps configure build test report matrix clean
 all: build
 
+# Each step stamps its end in $(BUILD)/.claimcheck-t-* (seconds since the epoch): make test prints the split.
 deps:
+	@mkdir -p $(BUILD) && date +%s > $(BUILD)/.claimcheck-t-start
 	@bash ci/install-deps.sh
 
 configure: deps
 	@py=$$(bash ci/setup-python.sh) && echo "claimcheck: Python $$py" && \
 	  cmake --preset $(PRESET) -B $(BUILD) -DCLAIMCHECK_PYTHON="$$py"
+	@date +%s > $(BUILD)/.claimcheck-t-configured
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
+	@date +%s > $(BUILD)/.claimcheck-t-built
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE '^full$$'
+	@rc=0; ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE '^full$$' || rc=$$?; \
+	  t=$(BUILD)/.claimcheck-t; s=$$(cat $$t-start); c=$$(cat $$t-configured); b=$$(cat $$t-built); e=$$(date +%s); \
+	  echo "make test: set-up $$((c - s)) s, build $$((b - c)) s, tests $$((e - b)) s; $$((e - s)) s in all (exit $$rc)"; \
+	  exit $$rc
 
 # The benchmarks run 9 repetitions of 0.05 s each (the fewest claimcheck compare's U test judges), in random order so
 # that a drift of this machine's speed during the run spreads over every benchmark; their ratios, and each
