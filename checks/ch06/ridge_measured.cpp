@@ -207,10 +207,9 @@ static void ridge_measured(claimcheck::Context& ctx) {
                        {"log_x", true},
                        {"series", nlohmann::json::array({{{"name", "ms per token"}, {"x", bx}, {"y", by}}})}});
   ctx.assumption(
-      "knee = where the memory floor (the step time at batch 1, timed right after the probe's reader read "
-      "the same matrix, whose bandwidth makes the ridge) meets the compute roof (the per-token time of the smallest "
-      "batch within 5% "
-      "of the sweep's best, timed right after a peak probe whose FLOP/s makes the ridge); at batch B a bf16 "
+      "knee = where the memory floor (the step time at batch 1, timed right after the probe's reader read the same "
+      "matrix, whose bandwidth makes the ridge) meets the compute roof (the per-token time of the smallest batch "
+      "within 5% of the sweep's best, timed right after a peak probe whose FLOP/s makes the ridge); at batch B a bf16 "
       "weight does 2B FLOP per 2 bytes, so the knee's intensity is B FLOP/byte");
   ctx.assumption(
       "peak: " + std::to_string(roof.peak.chains) + " independent " + roof.peak.isa +

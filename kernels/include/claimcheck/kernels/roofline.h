@@ -75,8 +75,7 @@ struct Bandwidth {
 };
 // array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` read passes, then one triad pass. `triad` = false: the read
 // alone, over one array (triad_bytes_per_s stays 0), for a probe re-taken beside a kernel's samples: the triad's two
-// more arrays were a third of a chapter-6 check's time on a guest whose LLC reads 480 MiB (three 1.9 GB arrays touched
-// and swept per sample).
+// more arrays of 4x the LLC each tripled what every re-measure touched and swept.
 Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {},
                             bool triad = true);
 // While one lives, measure_bandwidth keeps its three filled arrays for the next call of the same size and threads:
