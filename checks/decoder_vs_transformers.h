@@ -17,12 +17,13 @@
 
 namespace checks {
 
-// inputs.<config> with the keys of inputs.<overrides> replaced (e.g. fewer layers, a smaller vocabulary), written as
-// dir/config.json; returns that path and the JSON.
-inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(const claimcheck::Context& ctx,
-                                                                      const std::string& config,
-                                                                      const std::string& overrides,
-                                                                      const std::filesystem::path& dir) {
+// inputs.<config> with the keys of inputs.<overrides> replaced (e.g. fewer layers, a smaller vocabulary), then those
+// of `more` (an object named by its field, e.g. "inputs.reference_long.overrides"), written as dir/config.json;
+// returns that path and the JSON.
+inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
+    const claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
+    const std::filesystem::path& dir, const nlohmann::json& more = nlohmann::json::object(),
+    const std::string& more_field = "") {
   const std::filesystem::path src = ctx.input_path(config);
   nlohmann::json c;
   {
@@ -37,6 +38,9 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(const clai
   if (!o.is_object())
     throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides + "': expected an object");
   for (const auto& [k, v] : o.items()) c[k] = v;
+  if (!more.is_object())
+    throw std::invalid_argument(ctx.claim_id() + ": field '" + more_field + "': expected an object");
+  for (const auto& [k, v] : more.items()) c[k] = v;
   const auto scaled = dir / "config.json";
   std::ofstream(scaled) << c.dump(2);
   return {scaled, c};
@@ -68,6 +72,48 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   ctx.assumption("against transformers: " + src.filename().string() + " with " + o.dump() +
                  ", random weights (norms and " + "biases off 1 and 0), B = " + std::to_string(batch) +
                  ", T = " + std::to_string(seq) + ", eager attention on the reference side");
+}
+
+// The decoder at length (issue 33): inputs.<config> scaled by inputs.<overrides> and by inputs.<block>.overrides (e.g.
+// Llama-3.1's rope_scaling), inputs.<block>.batch rows of inputs.<block>.tokens ids, the last row left-padded by
+// inputs.<block>.left_pad tokens with the attention mask and position ids transformers' generate gives it; fp32
+// against transformers on the same mask and positions: logits of the tokens, loss and every gradient. Records
+// transformers_fp32_padded (assert_close units); pending without transformers.
+inline void decoder_at_length_vs_transformers(claimcheck::Context& ctx, const std::string& config,
+                                              const std::string& overrides, const std::string& block) {
+  const nlohmann::json& b = ctx.input(block);
+  const std::string field = "inputs." + block;
+  if (!b.is_object()) throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "': expected an object");
+  auto count = [&](const char* key, int lo, int hi) {
+    if (!b.contains(key) || !b[key].is_number_integer() || b[key].get<long long>() < lo || b[key].get<long long>() > hi)
+      throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "." + key + "': expected an integer in " +
+                                  std::to_string(lo) + " .. " + std::to_string(hi));
+    return b[key].get<int>();
+  };
+  const int batch = count("batch", 1, 64), seq = count("tokens", 2, 1 << 16), pad = count("left_pad", 1, seq - 2);
+  claimcheck::ScratchDir dir("vs_transformers_long");
+  const auto [scaled, c] = scaled_config(ctx, config, overrides, dir.path(),
+                                         b.value("overrides", nlohmann::json::object()), field + ".overrides");
+  claimcheck::train::export_decoder_run(scaled, "fp32", ctx.seed(), batch, seq, dir.path() / "padded",
+                                        ctx.planted_fault(), pad);
+  const nlohmann::json r = claimcheck::run_python_driver(
+      ctx, "reference/python/hf_reference.py",
+      {"decoder", "--config", scaled.string(), "--run", "fp32_padded:" + (dir.path() / "padded").string()});
+  if (r.contains("skip")) {
+    ctx.pending("the decoder at length against transformers: " + r["skip"].get<std::string>());
+    return;
+  }
+  // The keys were counted by the short runs; this call's count is the same model's.
+  nlohmann::json m = r;
+  m["measurements"] = nlohmann::json::array();
+  for (const auto& x : r["measurements"])
+    if (x.value("name", "") != "transformers_keys_mismatch") m["measurements"].push_back(x);
+  m["details"] = {{"transformers_at_length", r["details"].value("transformers", nlohmann::json::object())}};
+  claimcheck::forward_driver_result(ctx, m);
+  ctx.assumption("at length: " + ctx.input_path(config).filename().string() + " with " + ctx.input(overrides).dump() +
+                 " and " + b.value("overrides", nlohmann::json::object()).dump() + ", B = " + std::to_string(batch) +
+                 ", T = " + std::to_string(seq) + ", the last row left-padded by " + std::to_string(pad) +
+                 " (attention_mask, position_ids = cumsum(mask) - 1), fp32");
 }
 
 }  // namespace checks

@@ -21,9 +21,7 @@ struct LayerStack {
       for (auto& p : layers.back()->parameters())
         if (p.dim() == 2) p.normal_(0.0, 0.02);
     }
-    auto inv =
-        torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
-    auto ang = torch::outer(torch::arange(tokens, torch::kFloat), inv);
+    auto ang = torch::outer(torch::arange(tokens, torch::kFloat), rope_inv_freq(c, c.rope_theta));
     cos = torch::cat({ang.cos(), ang.cos()}, -1);
     sin = torch::cat({ang.sin(), ang.sin()}, -1);
   }

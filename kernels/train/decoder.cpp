@@ -52,7 +52,44 @@ DecoderConfig read_decoder_config(const std::filesystem::path& file) {
   if (c.head_dim % 2) bad("head_dim", "RoPE needs an even head dimension, got " + std::to_string(c.head_dim));
   c.tie = j.value("tie_word_embeddings", false);
   c.rms_eps = j.value("rms_norm_eps", 1e-6);
-  c.rope_theta = j.value("rope_theta", 10000.0);
+  if (j.contains("rope_theta") && !j["rope_theta"].is_null()) {
+    if (!j["rope_theta"].is_number()) bad("rope_theta", "expected a number, got " + j["rope_theta"].dump());
+    c.rope_theta = j["rope_theta"].get<double>();
+  }
+  // rope_scaling as transformers 4 writes it, or rope_parameters as 5 does (which also carries rope_theta).
+  const char* rope_key =
+      j.contains("rope_parameters") && j["rope_parameters"].is_object() ? "rope_parameters" : "rope_scaling";
+  if (j.contains(rope_key) && !j[rope_key].is_null()) {
+    const auto& r = j[rope_key];
+    const std::string k = rope_key;
+    if (!r.is_object()) bad(k, "expected an object or null, got " + r.dump());
+    auto number = [&](const char* name, bool required, double fallback) {
+      if (!r.contains(name) || r[name].is_null()) {
+        if (required) bad(k + "." + name, "missing");
+        return fallback;
+      }
+      if (!r[name].is_number() || !std::isfinite(r[name].get<double>()) || r[name].get<double>() <= 0)
+        bad(k + "." + name, "expected a positive number, got " + r[name].dump());
+      return r[name].get<double>();
+    };
+    const char* type_key = r.contains("rope_type") ? "rope_type" : "type";  // "type": transformers' older spelling
+    if (r.contains(type_key) && !r[type_key].is_string()) bad(k + "." + type_key, "expected a string");
+    c.rope_type = r.value(type_key, std::string("default"));
+    if (r.contains("rope_theta")) c.rope_theta = number("rope_theta", true, 0);
+    if (c.rope_type == "linear") {
+      c.rope_factor = number("factor", true, 0);
+    } else if (c.rope_type == "llama3") {
+      c.rope_factor = number("factor", true, 0);
+      c.rope_low_freq_factor = number("low_freq_factor", true, 0);
+      c.rope_high_freq_factor = number("high_freq_factor", true, 0);
+      c.rope_original_max = number("original_max_position_embeddings", true, 0);
+      if (c.rope_high_freq_factor <= c.rope_low_freq_factor)
+        bad(k + ".high_freq_factor", "must exceed low_freq_factor");
+    } else if (c.rope_type != "default") {
+      bad(k + "." + type_key, "'" + c.rope_type + "' is not a RoPE this decoder builds (default, linear, llama3)");
+    }
+  }
+  if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1) bad("rope_theta", "must be a number above 1");
   if (c.model_type == "qwen2") {
     c.qkv_bias = true;  // Qwen2Attention: q, k, v with bias; o_proj without; MLP without
   } else if (c.model_type == "llama") {

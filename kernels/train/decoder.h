@@ -23,9 +23,14 @@ struct DecoderConfig {
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool tie = false, qkv_bias = false, o_bias = false, mlp_bias = false;
   double rms_eps = 1e-6, rope_theta = 10000.0;
+  // rope_scaling (rope_parameters in transformers 5's files): "default" (none), "linear" (every frequency / factor) or
+  // "llama3" (Llama-3.1's: long wavelengths / factor, short ones kept, those between interpolated).
+  std::string rope_type = "default";
+  double rope_factor = 1, rope_low_freq_factor = 1, rope_high_freq_factor = 4, rope_original_max = 0;
   // A fault planted in the model by a test (never from a config): "gqa_tiled" (k and v tiled over the query heads,
   // not interleaved), "rope_half_swapped" (the rotation's halves swapped: rotates the other way),
-  // "rope_theta_ignored" (10000 whatever the config says), "rmsnorm_eps_ignored", "rmsnorm_no_rsqrt" (divides by the
+  // "rope_theta_ignored" (10000 whatever the config says), "rope_scaling_ignored" (unscaled frequencies),
+  // "attention_mask_ignored" (padding keys attended to), "rmsnorm_eps_ignored", "rmsnorm_no_rsqrt" (divides by the
   // mean square, not by its root).
   std::string fault;
 };
@@ -42,6 +47,25 @@ inline DecoderConfig with_planted_fault(DecoderConfig c, const std::string& faul
   return c;
 }
 
+// RoPE's inverse frequencies [head_dim / 2], fp32, as transformers' rope utilities compute them: 1 / theta^(2i / d),
+// then the config's rope_scaling. theta is passed (a planted fault reads another).
+inline torch::Tensor rope_inv_freq(const DecoderConfig& c, double theta) {
+  const auto d = static_cast<double>(c.head_dim);
+  auto inv = 1.0 / torch::pow(theta, torch::arange(0, c.head_dim, 2, torch::kLong).to(torch::kFloat) / d);
+  if (c.rope_type == "default" || c.fault == "rope_scaling_ignored") return inv;  // planted: the scaling forgotten
+  if (c.rope_type == "linear") return inv / c.rope_factor;
+  // llama3 (transformers' _compute_llama3_parameters).
+  const double low_wavelen = c.rope_original_max / c.rope_low_freq_factor;
+  const double high_wavelen = c.rope_original_max / c.rope_high_freq_factor;
+  const auto wavelen = 2 * M_PI / inv;
+  auto scaled = torch::where(wavelen > low_wavelen, inv / c.rope_factor, inv);
+  const auto smooth =
+      (c.rope_original_max / wavelen - c.rope_low_freq_factor) / (c.rope_high_freq_factor - c.rope_low_freq_factor);
+  const auto smoothed = (1 - smooth) * scaled / c.rope_factor + smooth * scaled;
+  const auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+  return torch::where(medium, smoothed, scaled);
+}
+
 // How a forward runs (set on the model; defaults are the plain model).
 struct DecoderRun {
   bool eager_attention = false;  // softmax(QK^T / sqrt(d)) V in three ops, the probabilities kept for backward
@@ -52,6 +76,9 @@ struct DecoderRun {
   std::string checkpoint_fault;  // tests: "ckpt_saves_layer", "ckpt_no_recompute"
   int grad_segments = -1;        // >= 0: autograd records only layer 0's first n segments (kSegments)
   int max_layers = -1;           // >= 0: run only the first n layers (no final norm, no head: returns hidden states)
+  // Set by DecoderImpl::forward from an attention mask: [B, 1, T, T], 0 where a query may read a key (causal and
+  // not padding), the dtype's lowest value elsewhere, added to the scores as transformers' eager attention does.
+  torch::Tensor attention_bias;
   std::map<std::string, std::string>* dtypes = nullptr;  // when set: the dtype of each named intermediate
   // With grad_segments: where autograd stops, the graph recorded so far is kept alive through these (the nodes,
   // not the tensors: what stays live is what the graph saved).
@@ -187,11 +214,15 @@ struct DecoderLayerImpl : torch::nn::Module {
     if (run.eager_attention || run.attention_fault == "attention_not_fused") {  // a planted fault: never fused
       auto s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
       note("attention scores (matmul)", s);
-      s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+      s = run.attention_bias.defined()
+              ? s + run.attention_bias
+              : s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
       auto p = run.attention_fault == "eager_softmax_fp32" ? torch::softmax(s.to(torch::kFloat), -1).to(s.scalar_type())
                                                            : torch::softmax(s, -1);
       note("softmax output", p);
       a = torch::matmul(p, v);
+    } else if (run.attention_bias.defined()) {
+      a = at::scaled_dot_product_attention(q, k, v, run.attention_bias);
     } else {
       a = compat::causal_sdpa(q, k, v);
     }
@@ -273,20 +304,44 @@ struct DecoderImpl : torch::nn::Module {
     for (auto& p : parameters())
       if (p.dim() == 2) p.normal_(0.0, 0.02);
   }
-  torch::Tensor forward(const torch::Tensor& ids) {
+  // ids [B, T]; attention_mask [B, T] (1: a token, 0: padding; undefined: none) and position_ids [B, T] (undefined:
+  // 0 .. T - 1) as transformers' forward takes them.
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& attention_mask = {},
+                        const torch::Tensor& position_ids = {}) {
     const auto T = ids.size(1);
     const auto dtype = embed->weight.scalar_type();  // bf16 when the model was converted, else fp32
     const double theta = c.fault == "rope_theta_ignored" ? 10000.0 : c.rope_theta;  // planted
-    auto inv = torch::pow(theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
-    auto ang = torch::outer(torch::arange(T, torch::kFloat), inv);
-    auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype), sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
+    const auto inv = rope_inv_freq(c, theta);
+    torch::Tensor cos, sin;
+    // (RoPE is relative: a row's positions shifted by its padding give the same scores between its tokens.)
+    if (position_ids.defined()) {
+      auto ang = position_ids.to(torch::kFloat).unsqueeze(-1) * inv;  // [B, T, d / 2]
+      cos = torch::cat({ang.cos(), ang.cos()}, -1).unsqueeze(1).to(dtype);
+      sin = torch::cat({ang.sin(), ang.sin()}, -1).unsqueeze(1).to(dtype);
+    } else {
+      auto ang = torch::outer(torch::arange(T, torch::kFloat), inv);
+      cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype);
+      sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
+    }
+    DecoderRun r = run;
+    if (attention_mask.defined()) {
+      if (run.checkpoint) throw std::invalid_argument("Decoder::forward: an attention mask with checkpointing");
+      auto allowed = torch::ones({T, T}, torch::kBool).tril().view({1, 1, T, T});
+      if (c.fault != "attention_mask_ignored")  // planted: padding keys stay visible
+        allowed = allowed.logical_and(attention_mask.to(torch::kBool).view({ids.size(0), 1, 1, T}));
+      // torch.finfo(dtype).min, as transformers fills its masks (fp32's lowest overflows bf16 to -inf).
+      const double lowest = dtype == torch::kBFloat16
+                                ? static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest())
+                                : static_cast<double>(std::numeric_limits<float>::lowest());
+      r.attention_bias =
+          torch::zeros(allowed.sizes(), torch::TensorOptions().dtype(dtype)).masked_fill(allowed.logical_not(), lowest);
+    }
     auto x = embed(ids);
-    const int n = run.max_layers >= 0 ? std::min<int>(run.max_layers, static_cast<int>(layers.size()))
-                                      : static_cast<int>(layers.size());
+    const int n = r.max_layers >= 0 ? std::min<int>(r.max_layers, static_cast<int>(layers.size()))
+                                    : static_cast<int>(layers.size());
     for (int i = 0; i < n; ++i) {
-      const int limit = run.grad_segments < 0 ? -1 : (i == 0 ? run.grad_segments : 0);
-      x = run.checkpoint ? checkpointed_layer(*layers[i], x, cos, sin, run)
-                         : layers[i]->forward(x, cos, sin, run, limit);
+      const int limit = r.grad_segments < 0 ? -1 : (i == 0 ? r.grad_segments : 0);
+      x = r.checkpoint ? checkpointed_layer(*layers[i], x, cos, sin, r) : layers[i]->forward(x, cos, sin, r, limit);
     }
     if (run.max_layers >= 0) return x;
     std::optional<c10::AutoGradMode> no_grad;
@@ -309,9 +364,7 @@ struct DecoderImpl : torch::nn::Module {
     const auto T = ids.size(1);
     const auto dtype = embed->weight.scalar_type();
     const auto first = c.fault == "kv_positions_restart" ? 0 : cache.length;
-    auto inv =
-        torch::pow(c.rope_theta, -torch::arange(0, c.head_dim, 2, torch::kFloat) / static_cast<double>(c.head_dim));
-    auto ang = torch::outer(torch::arange(first, first + T, torch::kFloat), inv);
+    auto ang = torch::outer(torch::arange(first, first + T, torch::kFloat), rope_inv_freq(c, c.rope_theta));
     auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(dtype), sin = torch::cat({ang.sin(), ang.sin()}, -1).to(dtype);
     cache.k.resize(layers.size());
     cache.v.resize(layers.size());

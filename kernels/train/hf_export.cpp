@@ -93,20 +93,40 @@ std::string hf_name(const std::string& key) {
 }  // namespace
 
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
-                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault) {
+                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault,
+                                 int left_pad) {
   if (dtype != "fp32" && dtype != "bf16")
     throw std::invalid_argument("export_decoder_run: dtype '" + dtype + "' (fp32, bf16)");
+  if (left_pad < 0 || left_pad >= seq - 1)
+    throw std::invalid_argument("export_decoder_run: left_pad " + std::to_string(left_pad) + " (0 .. seq - 2)");
   const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   torch::manual_seed(seed);
   Decoder model(c);
   move_norms_and_biases(model);
   if (dtype == "bf16") model->to(torch::kBFloat16);
   auto ids = torch::randint(0, c.vocab, {batch, seq});
-  auto logits = model->forward(ids);
-  auto loss = lm_loss(logits.slice(1, 0, seq - 1), ids.slice(1, 1), true);
+  Named run;
+  torch::Tensor logits, targets = ids.slice(1, 1).clone();
+  if (left_pad > 0) {
+    // The last row left-padded as a tokenizer pads a batch for generation: its first left_pad tokens are padding
+    // (id 0, mask 0), its positions count from its first token (transformers' generate: cumsum(mask) - 1, padding 1).
+    // A padding query sees no key: its softmax is uniform over the dtype's lowest scores, finite and read by nothing.
+    auto mask = torch::ones({batch, seq}, torch::kLong);
+    mask.index_put_({batch - 1, torch::indexing::Slice(0, left_pad)}, 0);
+    ids.masked_fill_(mask == 0, 0);
+    auto positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);
+    // A target is a token predicted from a token: neither padding nor the first token after it (read at padding).
+    targets = ids.slice(1, 1).masked_fill(mask.slice(1, 1) == 0 | mask.slice(1, 0, seq - 1) == 0, -100);
+    logits = model->forward(ids, mask, positions);
+    run = {{"attention_mask", mask}, {"position_ids", positions}};
+  } else {
+    logits = model->forward(ids);
+  }
+  auto loss = lm_loss(logits.slice(1, 0, seq - 1), targets, true);
   loss.backward();
 
-  Named params, run{{"input_ids", ids}, {"logits", logits}, {"loss", loss}};
+  run.insert(run.end(), {{"input_ids", ids}, {"logits", logits}, {"loss", loss}});
+  Named params;
   DecoderExport e;
   for (const auto& p : model->named_parameters()) {
     const std::string name = hf_name(p.key());

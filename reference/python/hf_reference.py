@@ -1,11 +1,13 @@
 """The answer key's Hugging Face side: the project's decoder and LoRA, exported by the code under test as safetensors
 (kernels/train/hf_export.cpp), against the implementations the field trusts, on the same weights and inputs.
 
-  decoder --config C --run fp32:DIR [--run bf16:DIR ...]
+  decoder --config C --run fp32:DIR [--run bf16:DIR ...] [--run fp32_padded:DIR]
       transformers' model for C's model_type (LlamaForCausalLM, Qwen2ForCausalLM), built from C with eager attention,
       loads DIR/model.safetensors (strict: every key and shape), runs DIR/run.safetensors' input_ids with labels =
       input_ids (transformers shifts them itself), backpropagates its loss, and compares the logits, the loss and
-      every parameter's gradient with the project's.
+      every parameter's gradient with the project's: the figure transformers_LABEL. A run that holds attention_mask
+      and position_ids (a left-padded batch) passes them to the model, labels padding -100 and compares the logits
+      of the tokens only.
   generate --config C --dir DIR
       the same model on DIR/model.safetensors decoding with transformers' own cache (past_key_values): the prompt
       DIR/run.safetensors' input_ids, then each token the project fed, one at a time; the logits after each against
@@ -84,9 +86,11 @@ def rms(a, b):
     return (a.double() - b.double()).pow(2).mean().sqrt().item()
 
 
-def forward_backward(model, weights, ids):
+def forward_backward(model, weights, ids, mask=None, positions=None):
     """transformers' model on these weights (a parameter they do not name is zero): its logits, its loss (labels =
-    ids, shifted by transformers) and every parameter's gradient of that loss, by the names in weights."""
+    ids, shifted by transformers; -100 on padding and on the token after it) and every parameter's gradient of that loss, by the names in
+    weights. mask and positions (a padded batch) go to the model as attention_mask and position_ids; the logits of
+    padding positions, which nothing reads, are zeroed."""
     import torch
     model.load_state_dict(weights, strict=False)
     with torch.no_grad():
@@ -94,10 +98,17 @@ def forward_backward(model, weights, ids):
             if name not in weights:
                 p.zero_()
     model.train()  # dropout is 0 in these configs; train() as the project's step runs
-    out = model(input_ids=ids, labels=ids)
+    labels = ids
+    if mask is not None:  # no loss on padding, nor on the first token after it (its prediction is read at padding)
+        labels = ids.masked_fill(mask == 0, -100)
+        labels[:, 1:].masked_fill_(mask[:, :-1] == 0, -100)
+    out = model(input_ids=ids, labels=labels, attention_mask=mask, position_ids=positions)
     out.loss.backward()
     params = dict(model.named_parameters())
-    res = {"logits": out.logits.detach(), "loss": out.loss.detach().float().reshape(())}
+    logits = out.logits.detach()
+    if mask is not None:
+        logits = logits.masked_fill(mask.unsqueeze(-1) == 0, 0)
+    res = {"logits": logits, "loss": out.loss.detach().float().reshape(())}
     res.update({f"grad.{name}": params[name].grad for name in weights})
     return res
 
@@ -143,7 +154,8 @@ def decoder(a):
                                  "model_class": None, "attn_implementation": "eager", "runs": {}}
     keys_mismatch = 0
     for spec in a.run:
-        dtype_name, _, folder = spec.partition(":")
+        label, _, folder = spec.partition(":")  # fp32, bf16, or either with a suffix: fp32_padded
+        dtype_name = label.split("_")[0]
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
         model = hf_model(cfg, dtype)
         details["model_class"] = type(model).__name__
@@ -162,8 +174,10 @@ def decoder(a):
         # one it has that transformers lacks is not compared: the keys count the difference, the figures what follows.
         weights = {k: v for k, v in weights.items() if k in own and k not in shapes}
         ids = run["input_ids"]
-        ref = forward_backward(model, weights, ids)
-        project = {"logits": run["logits"], "loss": run["loss"].reshape(())}
+        mask, positions = run.get("attention_mask"), run.get("position_ids")
+        ref = forward_backward(model, weights, ids, mask, positions)
+        logits = run["logits"] if mask is None else run["logits"].masked_fill(mask.unsqueeze(-1) == 0, 0)
+        project = {"logits": logits, "loss": run["loss"].reshape(())}
         project.update({f"grad.{name}": run[f"grad.{name}"] for name in weights})
         units = {k: tolerance_units(project[k], ref[k]) for k in project}
         rel = {k: relative(project[k], ref[k]) for k in project}
@@ -178,7 +192,7 @@ def decoder(a):
             # the fp32 answer (transformers in fp32 on the same bf16 weights), in units of how far transformers'
             # own bf16 lies from it (RMS of the difference, per tensor: the logits and every weight matrix's gradient).
             truth_model = hf_model(cfg, torch.float32)
-            truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids)
+            truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids, mask, positions)
             worst = {}
             for k in project:
                 # The loss is one number and biases and norm weights have a few dozen: their ratios are a few draws of
@@ -194,8 +208,11 @@ def decoder(a):
         top = sorted(worst.items(), key=lambda kv: -kv[1])[:6]
         r["worst"] = [{"tensor": k, "figure": finite(v), "assert_close_units": finite(units[k]),
                        "relative": finite(rel[k])} for k, v in top]
-        details["runs"][dtype_name] = r
-        measurements.append({"name": f"transformers_{dtype_name}", "value": figure_value(figure), "unit": "ratio"})
+        if mask is not None:
+            r.update({"batch": list(ids.shape), "padding": int((mask == 0).sum().item()),
+                      "max_position": int(positions.max().item()) if positions is not None else None})
+        details["runs"][label] = r
+        measurements.append({"name": f"transformers_{label}", "value": figure_value(figure), "unit": "ratio"})
     measurements.append({"name": "transformers_keys_mismatch", "value": keys_mismatch, "unit": "count"})
     emit(measurements, {"transformers": details})
 
@@ -407,7 +424,7 @@ def main(argv):
     sub = p.add_subparsers(dest="what", required=True)
     d = sub.add_parser("decoder")
     d.add_argument("--config", required=True)
-    d.add_argument("--run", action="append", required=True, help="fp32:DIR or bf16:DIR")
+    d.add_argument("--run", action="append", required=True, help="fp32:DIR, bf16:DIR, fp32_padded:DIR ...")
     g = sub.add_parser("generate")
     g.add_argument("--config", required=True)
     g.add_argument("--dir", required=True)
@@ -426,8 +443,9 @@ def main(argv):
     imports()
     if a.what == "decoder":
         for spec in a.run:
-            if spec.partition(":")[0] not in ("fp32", "bf16"):
-                die(f"--run '{spec}': expected fp32:DIR or bf16:DIR")
+            label = spec.partition(":")[0]
+            if label.split("_")[0] not in ("fp32", "bf16") or not spec.partition(":")[2]:
+                die(f"--run '{spec}': expected LABEL:DIR, LABEL fp32 or bf16 with an optional _suffix")
         decoder(a)
     elif a.what == "generate":
         generate(a)

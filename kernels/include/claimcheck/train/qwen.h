@@ -48,8 +48,11 @@ struct DecoderExport {
 // dir/model.safetensors (the parameters under transformers' names) and dir/run.safetensors (input_ids, logits,
 // loss, grad.<name>). fault (tests only): the decoder's planted faults (DecoderConfig::fault), "qkv_bias_missing",
 // "tie_word_embeddings_ignored", "attention_bias_misread" (q, k, v and o biases where the config has none, or none).
+// left_pad > 0: the last row's first left_pad tokens are padding, and run.safetensors also holds attention_mask and
+// position_ids (as transformers' generate makes them for a left-padded batch); its loss skips the padding.
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
-                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "");
+                                 int batch, int seq, const std::filesystem::path& dir, const std::string& fault = "",
+                                 int left_pad = 0);
 
 // Greedy decoding with the decoder's KV cache (Decoder::forward_cached), fp32: a random prompt of prompt_len tokens,
 // then `steps` tokens one at a time, each the argmax of the previous logits. Writes dir/model.safetensors (as
