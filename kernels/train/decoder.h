@@ -98,7 +98,8 @@ struct ProjImpl : torch::nn::Module {
       : base(register_module("base", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)))) {}
   // A as peft initialises it (kaiming_uniform_ with a = sqrt(5): U(-1/sqrt(in), 1/sqrt(in))), B zero; the scale
   // alpha / r, or alpha / sqrt(r) with rsLoRA (peft's use_rslora).
-  // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init".
+  // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init",
+  // "unmerge_unscaled".
   void enable_lora(int r, double alpha, const std::string& fault = "", bool rslora = false) {
     const auto in = base->weight.size(1), out = base->weight.size(0);
     A = register_parameter("lora_A", torch::empty({r, in}));
@@ -116,22 +117,39 @@ struct ProjImpl : torch::nn::Module {
     const double denom = rslora ? std::sqrt(static_cast<double>(r)) : static_cast<double>(r);
     scale = fault == "alpha_not_over_r" ? alpha : alpha / denom;  // a planted fault forgets the / r
     merge_unscaled = fault == "merge_without_scale";
+    unmerge_unscaled = fault == "unmerge_unscaled";
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = base(x);
-    if (A.defined()) y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, A), B);
+    if (A.defined() && !merged) y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, A), B);
     return y;
   }
-  // W + (alpha / r) B A: the merged weight, for inference without the adapter.
-  torch::Tensor merged_weight() {
+  // (alpha / r) B A: what the adapter adds to the weight.
+  torch::Tensor delta_weight() {
     // A planted fault merges B A without its alpha / r.
-    return base->weight +
-           (A.defined() ? (merge_unscaled ? 1.0 : scale) * torch::matmul(B, A) : torch::zeros_like(base->weight));
+    return A.defined() ? (merge_unscaled ? 1.0 : scale) * torch::matmul(B, A) : torch::zeros_like(base->weight);
+  }
+  // W + (alpha / r) B A: the merged weight, for inference without the adapter.
+  torch::Tensor merged_weight() { return base->weight + delta_weight(); }
+  // peft's merge_adapter / unmerge_adapter: the delta added into the base weight (the adapter's path then skipped),
+  // and taken out again (the weight back to W up to rounding).
+  void merge() {
+    if (!A.defined() || merged) return;
+    torch::NoGradGuard ng;
+    base->weight.add_(delta_weight());
+    merged = true;
+  }
+  void unmerge() {
+    if (!A.defined() || !merged) return;
+    torch::NoGradGuard ng;
+    base->weight.sub_(unmerge_unscaled ? torch::matmul(B, A) : delta_weight());  // planted: without alpha / r
+    merged = false;
   }
   torch::nn::Linear base;
   torch::Tensor A, B;
   double scale = 0;
-  bool merge_unscaled = false;
+  bool merge_unscaled = false, unmerge_unscaled = false;
+  bool merged = false;
 };
 TORCH_MODULE(Proj);
 

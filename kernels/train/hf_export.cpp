@@ -178,6 +178,33 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
   return e;
 }
 
+// adapter_model.safetensors and adapter_config.json as peft's save_pretrained writes them for a causal LM: each
+// adapter's A and B under base_model.model.<module>.lora_{A,B}.weight, fp32, and the LoraConfig that rebuilds them.
+// Planted: "adapter_saved_alpha_as_r" (lora_alpha written as r: peft reloads the scale 1, not alpha / r).
+static void save_peft_adapter(const std::vector<std::pair<std::string, Proj>>& adapted, const LoraSpec& lora,
+                              const std::filesystem::path& dir, const std::string& fault) {
+  std::filesystem::create_directories(dir);
+  Named tensors;
+  for (const auto& [name, proj] : adapted) {
+    tensors.emplace_back("base_model.model." + name + ".lora_A.weight", proj->A.detach().contiguous());
+    tensors.emplace_back("base_model.model." + name + ".lora_B.weight", proj->B.detach().contiguous());
+  }
+  write_safetensors(dir / "adapter_model.safetensors", tensors);
+  const nlohmann::json config = {
+      {"peft_type", "LORA"},
+      {"task_type", "CAUSAL_LM"},
+      {"base_model_name_or_path", nullptr},
+      {"r", lora.r},
+      {"lora_alpha", fault == "adapter_saved_alpha_as_r" ? static_cast<double>(lora.r) : lora.alpha},
+      {"target_modules", lora.targets},
+      {"lora_dropout", 0.0},
+      {"bias", "none"},
+      {"use_rslora", false},
+      {"fan_in_fan_out", false},
+      {"inference_mode", true}};
+  std::ofstream(dir / "adapter_config.json") << config.dump(2) << "\n";
+}
+
 LoraModelExport export_lora_model_run(const std::filesystem::path& config, const LoraSpec& lora, double lr,
                                       double weight_decay, std::uint64_t seed, int batch, int seq,
                                       const std::filesystem::path& dir, const std::string& fault) {
@@ -218,6 +245,16 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
   for (const auto& [name, proj] : adapted) {
     run.emplace_back("grad." + name + ".lora_A", proj->A.grad().clone());
     run.emplace_back("grad." + name + ".lora_B", proj->B.grad().clone());
+  }
+  // The adapter saved as peft saves one (the answer key loads it with PeftModel.from_pretrained), then every adapter
+  // merged into its weight and unmerged again: the logits of each.
+  save_peft_adapter(adapted, lora, dir / "adapter", fault);
+  {
+    torch::NoGradGuard ng;
+    for (auto& [name, proj] : adapted) proj->merge();
+    run.emplace_back("merged.logits", model->forward(ids));
+    for (auto& [name, proj] : adapted) proj->unmerge();
+    run.emplace_back("unmerged.logits", model->forward(ids));
   }
   torch::optim::AdamW opt(trainable, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   opt.step();

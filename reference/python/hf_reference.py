@@ -16,8 +16,10 @@
   peft_model --config C --dir DIR --r R --alpha A --targets T1,T2 --lr LR --weight-decay WD
       get_peft_model on transformers' model for C (the project's base weights), LoraConfig(r, alpha, targets): the
       adapted modules and the trainable count against the project's (kernels/train/hf_export.cpp:
-      export_lora_model_run), then with the project's A and B loaded: logits, loss, every adapter's gradient, and A
-      and B after one torch.optim.AdamW step.
+      export_lora_model_run), then with the project's A and B loaded: merge_adapter and unmerge_adapter's logits
+      against the project's merge and unmerge; the adapter the project saved (DIR/adapter) loaded by
+      PeftModel.from_pretrained, its logits; logits, loss, every adapter's gradient, and A and B after one
+      torch.optim.AdamW step.
   lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
       peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
       weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
@@ -374,8 +376,20 @@ def peft_model(a):
             if name in theirs:
                 theirs[name].lora_A["default"].weight.copy_(adapters[f"{name}.lora_A"])
                 theirs[name].lora_B["default"].weight.copy_(adapters[f"{name}.lora_B"])
-    pm.train()
     ids = run["input_ids"]
+    # peft's merge_adapter and unmerge_adapter on the project's adapters, against the project's merge and unmerge; and
+    # the adapter the project saved, loaded by PeftModel.from_pretrained onto a fresh base, against its logits.
+    pm.eval()
+    with torch.no_grad():
+        pm.merge_adapter()
+        merged = pm(input_ids=ids).logits
+        pm.unmerge_adapter()
+        unmerged = pm(input_ids=ids).logits
+        saved = saved_adapter_logits(cfg, weights, own, f"{a.dir}/adapter", ids)
+    merge_units = {"merged": tolerance_units(run["merged.logits"], merged),
+                   "unmerged": tolerance_units(run["unmerged.logits"], unmerged)}
+    saved_units = tolerance_units(run["logits"], saved) if saved is not None else math.inf
+    pm.train()
     out = pm(input_ids=ids, labels=ids)
     out.loss.backward()
     units = {"logits": tolerance_units(run["logits"], out.logits.detach()),
@@ -409,14 +423,33 @@ def peft_model(a):
     details = {"peft": peft.__version__, "transformers": transformers.__version__, "adapted": len(theirs),
                "trainable": {"project": int(run["trainable"].item()), "peft": trainable},
                "modules_mismatch": modules_mismatch[:8], "base_mismatch": base_mismatch[:8],
-               "units": {k: finite(v) for k, v in units.items()}, "step_assert_close_units": finite(details_step_units)}
+               "units": {k: finite(v) for k, v in units.items()}, "step_assert_close_units": finite(details_step_units),
+               "merge_units": {k: finite(v) for k, v in merge_units.items()}, "saved_adapter_units": finite(saved_units)}
     emit([{"name": "peft_model_modules_mismatch", "value": len(modules_mismatch) + len(base_mismatch) + 0.0,
            "unit": "count"},
           {"name": "peft_model_trainable_ratio", "value": figure_value(run["trainable"].item() / trainable if trainable
                                                                         else math.inf), "unit": "ratio"},
           {"name": "peft_model_vs_project", "value": figure_value(worst), "unit": "ratio"},
-          {"name": "peft_model_step_over_lr", "value": figure_value(units["step_over_lr"]), "unit": "ratio"}],
+          {"name": "peft_model_step_over_lr", "value": figure_value(units["step_over_lr"]), "unit": "ratio"},
+          {"name": "peft_model_merge_unmerge", "value": figure_value(max(merge_units.values())), "unit": "ratio"},
+          {"name": "peft_model_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
          {"peft_model": details})
+
+
+def saved_adapter_logits(cfg, weights, own, folder, ids):
+    """PeftModel.from_pretrained(transformers' model on the base weights, folder): the logits of ids, or None where
+    peft cannot load the folder (its reason on stderr)."""
+    import torch
+    from peft import PeftModel
+    base = hf_model(cfg, torch.float32)
+    base.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=False)
+    try:
+        m = PeftModel.from_pretrained(base, folder)
+    except Exception as e:  # a file peft refuses: the figure is infinite, the reason a detail on stderr
+        sys.stderr.write(f"{PROG}: PeftModel.from_pretrained({folder}): {type(e).__name__}: {e}\n")
+        return None
+    m.eval()
+    return m(input_ids=ids).logits
 
 
 def main(argv):

@@ -107,6 +107,9 @@ PLANTED = [
     ("lora_skips_last_layer", "ch05.lora_fraction"),
     # LoRA on the whole model against peft's get_peft_model (issue 33, point 3): the scale moves every logit.
     ("alpha_not_over_r", "ch05.lora_fraction"), ("tie_word_embeddings_ignored", "ch05.qwen_params"),
+    # Merge, unmerge and the saved adapter against peft's merge_adapter, unmerge_adapter and from_pretrained.
+    ("unmerge_unscaled", "ch05.lora_fraction"), ("adapter_saved_alpha_as_r", "ch05.lora_fraction"),
+    ("merge_without_scale", "ch05.lora_fraction"),
     ("length_limit_counts_as_stop", "ch05.eos_in_loss"),
     ("gemm_per_token", "ch06.decode_intensity"),
     ("stack_bytes_as_elements", "ch06.decode_measured"), ("flops_per_token_only", "ch06.quant_inference_not_training"),
