@@ -1,13 +1,17 @@
 // ch05.sft_loss_drop — 「20 步 loss 5.3 → 1.7」
 // 20 SFT steps of a small decoder on ChatML-rendered conversations: the loss over answer tokens falls steeply.
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "claimcheck/ref/chat.h"
 #include "claimcheck/train/chat.h"
 #include "claimcheck/train/experiments.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -33,7 +37,65 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
         for (char& ch : m.content)
           if (ch >= '0' && ch <= '9') ch = static_cast<char>('0' + (ch - '0' + 5) % 10);
   o.evaluate = {right, other};
+  // The loop against the answer key's PyTorch loop (reference/python/sft_reference.py): the project exports its
+  // parameters before step 0, each step's batch, loss and gradient norm, and the parameters after the last step; the
+  // reference renders the same conversations with Qwen2.5's own template, batches them as a collator does and runs
+  // the series' twenty lines (clip_grad_norm_ at inputs.reference_loop.clip, AdamW, zero_grad(set_to_none=True)).
+  claimcheck::ScratchDir dir("sft_vs_pytorch");
+  o.export_dir = dir.path() / "run";
   const auto r = T::sft_train(train, {}, o);
+  {
+    const auto file = dir.path() / "conversations.jsonl";
+    std::ofstream out(file);
+    for (const auto& c : train) {
+      nlohmann::json msgs = nlohmann::json::array();
+      for (const auto& m : c) msgs.push_back({{"role", m.role}, {"content", m.content}});
+      out << nlohmann::json{{"messages", msgs}}.dump() << "\n";
+    }
+    out.close();
+    const auto mc = T::sft_model_config();
+    const nlohmann::json& loop = ctx.input("reference_loop");
+    auto num = [&](const char* key) {
+      if (!loop.is_object() || !loop.contains(key) || !loop[key].is_number())
+        throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.reference_loop." + key + "': expected a number");
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", loop[key].get<double>());
+      return std::string(buf);
+    };
+    char lr[64];
+    std::snprintf(lr, sizeof lr, "%.17g", o.lr);
+    const nlohmann::json ref = claimcheck::run_python_driver(ctx, "reference/python/sft_reference.py",
+                                                             {"--dir",
+                                                              o.export_dir.string(),
+                                                              "--template",
+                                                              ctx.input_path("template").string(),
+                                                              "--conversations",
+                                                              file.string(),
+                                                              "--batch",
+                                                              std::to_string(o.batch),
+                                                              "--lr",
+                                                              lr,
+                                                              "--weight-decay",
+                                                              num("weight_decay"),
+                                                              "--clip",
+                                                              num("clip"),
+                                                              "--vocab",
+                                                              std::to_string(mc.vocab),
+                                                              "--context",
+                                                              std::to_string(mc.context),
+                                                              "--d-model",
+                                                              std::to_string(mc.d_model),
+                                                              "--d-ff",
+                                                              std::to_string(mc.d_ff),
+                                                              "--layers",
+                                                              std::to_string(mc.n_layer),
+                                                              "--heads",
+                                                              std::to_string(mc.n_head)});
+    if (ref.contains("skip"))
+      ctx.pending("the SFT loop against PyTorch: " + ref["skip"].get<std::string>());
+    else
+      claimcheck::forward_driver_result(ctx, ref);
+  }
   ctx.measure(r.losses.back(), "nats");
   ctx.measure("first", r.losses.front(), "nats");
   ctx.derive("first_loss", r.losses.front(), "nats");

@@ -2,15 +2,14 @@
 // rendered with the ChatML template, and greedy generation that stops at <|im_end|> (or does not).
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "common.h"
 
 namespace claimcheck::train {
 namespace F = torch::nn::functional;
 
-namespace {
-
-TinyConfig chat_model() {
+TinyConfig sft_model_config() {
   TinyConfig c;
   c.vocab = kChatVocab;
   c.context = 256;
@@ -18,17 +17,22 @@ TinyConfig chat_model() {
   return c;
 }
 
+namespace {
+
 // One batch: sequences padded to the longest with <|im_end|> tokens whose labels are -100; targets are
 // labels shifted left (HF's convention: labels align with input_ids, the model shifts). A planted fault
 // (unshifted_when_padded) forgets the shift in the rows that are padded; another (mask_inputs) applies the loss mask
 // to the inputs as well.
 std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context,
-                                                 bool unshifted_when_padded = false, bool mask_inputs = false) {
+                                                 bool unshifted_when_padded = false, bool mask_inputs = false,
+                                                 bool pad_learned = false) {
   std::size_t len = 0;
   for (int i = 0; i < n; ++i) len = std::max(len, enc[(first + i) % enc.size()].tokens.size());
   len = std::min<std::size_t>(len, context + 1);
   auto x = torch::full({n, static_cast<long>(len - 1)}, static_cast<long>(kImEnd), torch::kLong);
-  auto y = torch::full({n, static_cast<long>(len - 1)}, kIgnoreIndex, torch::kLong);
+  // A planted fault labels the padding with the pad token itself: the model is taught to pad.
+  auto y = torch::full({n, static_cast<long>(len - 1)}, pad_learned ? static_cast<long>(kImEnd) : kIgnoreIndex,
+                       torch::kLong);
   for (int i = 0; i < n; ++i) {
     const auto& e = enc[(first + i) % enc.size()];
     const auto m = std::min(e.tokens.size(), len);
@@ -77,7 +81,7 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o) {
   torch::manual_seed(o.seed);
-  const TinyConfig c = chat_model();
+  const TinyConfig c = sft_model_config();
   TinyGPT model(c);
   TemplateOptions t;
   t.eos_in_loss = o.eos_in_loss;
@@ -86,16 +90,45 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   torch::optim::AdamW opt(model->parameters(),
                           torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
   const bool mask_inputs = o.fault == "mask_inputs";
+  const bool exporting = !o.export_dir.empty();
+  NamedTensors run;
+  std::vector<double> norms;
+  if (exporting) {
+    NamedTensors before;
+    for (const auto& p : model->named_parameters()) before.emplace_back(p.key(), p.value().detach().clone());
+    std::filesystem::create_directories(o.export_dir);
+    write_safetensors(o.export_dir / "model.safetensors", before);
+  }
   SftResult r;
   const auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
-    auto [x, y] = batch_of(enc, static_cast<std::size_t>(step) * o.batch, o.batch, c.context, false, mask_inputs);
+    // Batch s holds conversations s * batch .. s * batch + batch - 1 (wrapping around); a planted fault repeats the
+    // first batch.
+    const std::size_t first = o.fault == "sft_batch_repeats" ? 0 : static_cast<std::size_t>(step) * o.batch;
+    auto [x, y] = batch_of(enc, first, o.batch, c.context, false, mask_inputs, o.fault == "sft_pad_learned");
     auto loss = lm_loss(model->forward(x), y, true);
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    double norm = 0;
+    if (o.fault == "sft_no_clip")  // a planted fault: the norm measured, nothing clipped
+      norm = torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
+    else
+      norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
     opt.step();
     compat::zero_grad_set_to_none(opt);
     r.losses.push_back(loss.item<double>());
+    if (exporting && step < o.export_steps) {
+      run.emplace_back("x." + std::to_string(step), x);
+      run.emplace_back("y." + std::to_string(step), y);
+      norms.push_back(norm);
+      if (step + 1 == std::min(o.export_steps, o.steps)) {
+        run.emplace_back("loss", torch::tensor(r.losses, torch::kDouble));
+        run.emplace_back("grad_norm", torch::tensor(norms, torch::kDouble));
+        for (const auto& p : model->named_parameters())
+          run.emplace_back("after." + p.key(), p.value().detach().clone());
+        write_safetensors(o.export_dir / "run.safetensors", run);
+        run.clear();
+      }
+    }
   }
   // Greedy generation from held-out prompts: does the answer end with <|im_end|>?
   torch::NoGradGuard ng;

@@ -72,10 +72,19 @@ def main(argv):
     p.add_argument("--conversations", required=True)
     a = p.parse_args(argv)
     try:
-        import jinja2
+        import jinja2  # noqa: F401
     except ImportError as e:
         print(json.dumps({"skip": f"jinja2 is not importable by {sys.executable} ({e})"}))
         return
+    out, details = encode(a)
+    print(json.dumps({"conversations": out, "details": details}, ensure_ascii=False))
+
+
+def encode(a):
+    """The conversations of a.conversations rendered with a.template's chat_template and tokenised: a list of
+    {"text", "tokens", "targets", "answers"}, and the details (jinja2's version, the template's hash, transformers'
+    render beside it). Exits 2 with one line naming the file and field on bad input."""
+    import jinja2
     try:
         with open(a.template, encoding="utf-8") as f:
             cfg = json.load(f)
@@ -129,7 +138,7 @@ def main(argv):
         details["same_as_transformers_render"] = [r == c["text"] for r, c in zip(rendered, out)] == [True] * len(out)
     except Exception as e:  # noqa: BLE001 (an optional cross-check: its absence is recorded, not an error)
         details["same_as_transformers_render"] = f"not checked ({type(e).__name__}: {e})"
-    print(json.dumps({"conversations": out, "details": details}, ensure_ascii=False))
+    return out, details
 
 
 if __name__ == "__main__":

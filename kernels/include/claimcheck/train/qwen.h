@@ -8,6 +8,7 @@
 
 #include "claimcheck/train/chat.h"
 #include "claimcheck/train/schedule.h"
+#include "claimcheck/train/tiny.h"
 
 namespace claimcheck::train {
 // ---- Qwen2-architecture decoder from config.json, and LoRA (chapter 5) ----------------
@@ -127,9 +128,18 @@ struct SftOptions {
   // in training, no gradient).
   std::vector<std::vector<Conversation>> evaluate;
   // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns), "mask_inputs" (the loss mask applied to
-  // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt)
+  // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt),
+  // "sft_no_clip" (the gradient never clipped), "sft_pad_learned" (padding's labels are the pad token, not -100),
+  // "sft_batch_repeats" (every step trains on the first batch)
   std::string fault;
+  // For the answer key's reference (reference/python/sft_reference.py): export_dir/model.safetensors (the parameters
+  // before step 0) and export_dir/run.safetensors (each step's x.s and y.s, its loss and pre-clip gradient norm, and
+  // the parameters after the last exported step: after.<name>). Empty: no export.
+  std::filesystem::path export_dir;
+  int export_steps = 5;  // the first steps exported (fp32 rounding grows over a loop: the later ones drift apart)
 };
+// The model sft_train trains (its sizes, for the answer key's reference).
+TinyConfig sft_model_config();
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o);
 
