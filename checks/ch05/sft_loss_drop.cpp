@@ -98,6 +98,10 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   }
   ctx.measure(r.losses.back(), "nats");
   ctx.measure("first", r.losses.front(), "nats");
+  // Where the fall starts: a fresh model's first loss is about ln V (chapter 3's law), V the answer key's byte-level
+  // vocabulary; the band relative to the first loss below means something only if the first loss is that.
+  ctx.measure("first_over_ln_v", r.losses.front() / std::log(static_cast<double>(claimcheck::ref::kChatVocab)),
+              "ratio");
   ctx.derive("first_loss", r.losses.front(), "nats");
   // The baseline, from the answer key's own rendering of the same conversations: the loss a model reaches without
   // looking at the prompt. Below it, the model has learned the mapping (here: the sum), not only what answers look

@@ -81,7 +81,8 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o) {
   torch::manual_seed(o.seed);
-  const TinyConfig c = sft_model_config();
+  TinyConfig c = sft_model_config();
+  if (o.fault == "sft_large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform at the start
   TinyGPT model(c);
   TemplateOptions t;
   t.eos_in_loss = o.eos_in_loss;

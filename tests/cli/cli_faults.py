@@ -113,7 +113,7 @@ PLANTED = [
     ("length_limit_counts_as_stop", "ch05.eos_in_loss"),
     # The SFT loop against the series' twenty lines in PyTorch (issue 33, point 3): its batches, clipping, labels.
     ("sft_no_clip", "ch05.sft_loss_drop"), ("sft_pad_learned", "ch05.sft_loss_drop"),
-    ("sft_batch_repeats", "ch05.sft_loss_drop"),
+    ("sft_batch_repeats", "ch05.sft_loss_drop"), ("sft_large_init", "ch05.sft_loss_drop"),
     ("gemm_per_token", "ch06.decode_intensity"),
     ("stack_bytes_as_elements", "ch06.decode_measured"), ("flops_per_token_only", "ch06.quant_inference_not_training"),
     ("flops_per_token_only", "ch06.mfu"), ("step_one_thread", "ch06.mfu"),

@@ -130,7 +130,7 @@ struct SftOptions {
   // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns), "mask_inputs" (the loss mask applied to
   // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt),
   // "sft_no_clip" (the gradient never clipped), "sft_pad_learned" (padding's labels are the pad token, not -100),
-  // "sft_batch_repeats" (every step trains on the first batch)
+  // "sft_batch_repeats" (every step trains on the first batch), "sft_large_init" (weights drawn with std 1, not 0.02)
   std::string fault;
   // For the answer key's reference (reference/python/sft_reference.py): export_dir/model.safetensors (the parameters
   // before step 0) and export_dir/run.safetensors (each step's x.s and y.s, its loss and pre-clip gradient norm, and

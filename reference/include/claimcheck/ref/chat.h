@@ -13,6 +13,9 @@
 
 namespace claimcheck::ref {
 
+// The byte-level stand-in's vocabulary: 256 bytes and the two ChatML markers <|im_start|> (256) and <|im_end|> (257).
+inline constexpr std::int64_t kChatVocab = 256 + 2;
+
 struct ChatTargets {
   std::vector<std::int64_t> tokens;
   std::vector<std::int64_t> targets;  // -100 where the loss must not look
