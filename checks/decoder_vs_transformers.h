@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +51,13 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
 // exported in fp32 and bf16 and compared. Records transformers_fp32, transformers_bf16 (the worst element over
 // logits, loss and gradients, in units of assert_close's tolerance) and transformers_keys_mismatch; without
 // transformers and peft the comparison is listed as pending with the reason.
-inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string& config, const std::string& overrides) {
+// With long_block, also the decoder at length (issue 33) in the same call of the answer key: the config further
+// scaled by inputs.<long_block>.overrides (e.g. Llama-3.1's rope_scaling), inputs.<long_block>.batch rows of
+// inputs.<long_block>.tokens ids, the last row left-padded by inputs.<long_block>.left_pad tokens with the attention
+// mask and position ids transformers' generate gives it, fp32 against transformers on the same mask and positions:
+// transformers_fp32_padded.
+inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
+                                    const std::string& long_block = "") {
   const std::filesystem::path src = ctx.input_path(config);
   const nlohmann::json& o = ctx.input(overrides);
   claimcheck::ScratchDir dir("vs_transformers");
@@ -59,10 +66,37 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   for (const char* dtype : {"fp32", "bf16"})
     claimcheck::train::export_decoder_run(scaled, dtype, ctx.seed(), batch, seq, dir.path() / dtype,
                                           ctx.planted_fault());
-  const nlohmann::json r = claimcheck::run_python_driver(
-      ctx, "reference/python/hf_reference.py",
-      {"decoder", "--config", scaled.string(), "--run", "fp32:" + (dir.path() / "fp32").string(), "--run",
-       "bf16:" + (dir.path() / "bf16").string()});
+  std::vector<std::string> args = {"decoder",
+                                   "--config",
+                                   scaled.string(),
+                                   "--run",
+                                   "fp32:" + (dir.path() / "fp32").string(),
+                                   "--run",
+                                   "bf16:" + (dir.path() / "bf16").string()};
+  std::string at_length;
+  if (!long_block.empty()) {
+    const nlohmann::json& b = ctx.input(long_block);
+    const std::string field = "inputs." + long_block;
+    if (!b.is_object()) throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "': expected an object");
+    auto count = [&](const char* key, int lo, int hi) {
+      if (!b.contains(key) || !b[key].is_number_integer() || b[key].get<long long>() < lo ||
+          b[key].get<long long>() > hi)
+        throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "." + key + "': expected an integer in " +
+                                    std::to_string(lo) + " .. " + std::to_string(hi));
+      return b[key].get<int>();
+    };
+    const int lb = count("batch", 1, 64), ls = count("tokens", 2, 1 << 16), pad = count("left_pad", 1, ls - 2);
+    const auto padded = dir.path() / "padded";
+    std::filesystem::create_directories(padded);
+    const auto more = b.value("overrides", nlohmann::json::object());
+    const auto long_config = scaled_config(ctx, config, overrides, padded, more, field + ".overrides").first;
+    claimcheck::train::export_decoder_run(long_config, "fp32", ctx.seed(), lb, ls, padded, ctx.planted_fault(), pad);
+    args.insert(args.end(), {"--run", "fp32_padded:" + padded.string()});
+    at_length = "; at length: with " + more.dump() + ", B = " + std::to_string(lb) + ", T = " + std::to_string(ls) +
+                ", the last row left-padded by " + std::to_string(pad) +
+                " (attention_mask, position_ids = cumsum(mask) - 1), fp32";
+  }
+  const nlohmann::json r = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py", args);
   if (r.contains("skip")) {
     ctx.pending("the decoder against transformers: " + r["skip"].get<std::string>());
     return;
@@ -71,49 +105,7 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   ctx.detail("transformers_config", c);
   ctx.assumption("against transformers: " + src.filename().string() + " with " + o.dump() +
                  ", random weights (norms and " + "biases off 1 and 0), B = " + std::to_string(batch) +
-                 ", T = " + std::to_string(seq) + ", eager attention on the reference side");
-}
-
-// The decoder at length (issue 33): inputs.<config> scaled by inputs.<overrides> and by inputs.<block>.overrides (e.g.
-// Llama-3.1's rope_scaling), inputs.<block>.batch rows of inputs.<block>.tokens ids, the last row left-padded by
-// inputs.<block>.left_pad tokens with the attention mask and position ids transformers' generate gives it; fp32
-// against transformers on the same mask and positions: logits of the tokens, loss and every gradient. Records
-// transformers_fp32_padded (assert_close units); pending without transformers.
-inline void decoder_at_length_vs_transformers(claimcheck::Context& ctx, const std::string& config,
-                                              const std::string& overrides, const std::string& block) {
-  const nlohmann::json& b = ctx.input(block);
-  const std::string field = "inputs." + block;
-  if (!b.is_object()) throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "': expected an object");
-  auto count = [&](const char* key, int lo, int hi) {
-    if (!b.contains(key) || !b[key].is_number_integer() || b[key].get<long long>() < lo || b[key].get<long long>() > hi)
-      throw std::invalid_argument(ctx.claim_id() + ": field '" + field + "." + key + "': expected an integer in " +
-                                  std::to_string(lo) + " .. " + std::to_string(hi));
-    return b[key].get<int>();
-  };
-  const int batch = count("batch", 1, 64), seq = count("tokens", 2, 1 << 16), pad = count("left_pad", 1, seq - 2);
-  claimcheck::ScratchDir dir("vs_transformers_long");
-  const auto [scaled, c] = scaled_config(ctx, config, overrides, dir.path(),
-                                         b.value("overrides", nlohmann::json::object()), field + ".overrides");
-  claimcheck::train::export_decoder_run(scaled, "fp32", ctx.seed(), batch, seq, dir.path() / "padded",
-                                        ctx.planted_fault(), pad);
-  const nlohmann::json r = claimcheck::run_python_driver(
-      ctx, "reference/python/hf_reference.py",
-      {"decoder", "--config", scaled.string(), "--run", "fp32_padded:" + (dir.path() / "padded").string()});
-  if (r.contains("skip")) {
-    ctx.pending("the decoder at length against transformers: " + r["skip"].get<std::string>());
-    return;
-  }
-  // The keys were counted by the short runs; this call's count is the same model's.
-  nlohmann::json m = r;
-  m["measurements"] = nlohmann::json::array();
-  for (const auto& x : r["measurements"])
-    if (x.value("name", "") != "transformers_keys_mismatch") m["measurements"].push_back(x);
-  m["details"] = {{"transformers_at_length", r["details"].value("transformers", nlohmann::json::object())}};
-  claimcheck::forward_driver_result(ctx, m);
-  ctx.assumption("at length: " + ctx.input_path(config).filename().string() + " with " + ctx.input(overrides).dump() +
-                 " and " + b.value("overrides", nlohmann::json::object()).dump() + ", B = " + std::to_string(batch) +
-                 ", T = " + std::to_string(seq) + ", the last row left-padded by " + std::to_string(pad) +
-                 " (attention_mask, position_ids = cumsum(mask) - 1), fp32");
+                 ", T = " + std::to_string(seq) + ", eager attention on the reference side" + at_length);
 }
 
 }  // namespace checks

@@ -5,7 +5,8 @@
       transformers' model for C's model_type (LlamaForCausalLM, Qwen2ForCausalLM), built from C with eager attention,
       loads DIR/model.safetensors (strict: every key and shape), runs DIR/run.safetensors' input_ids with labels =
       input_ids (transformers shifts them itself), backpropagates its loss, and compares the logits, the loss and
-      every parameter's gradient with the project's: the figure transformers_LABEL. A run that holds attention_mask
+      every parameter's gradient with the project's: the figure transformers_LABEL. A DIR with a config.json of its
+      own is built from that config instead of C. A run that holds attention_mask
       and position_ids (a left-padded batch) passes them to the model, labels padding -100 and compares the logits
       of the tokens only.
   generate --config C --dir DIR
@@ -33,6 +34,7 @@ transformers, peft or safetensors is a "skip" with the reason, which the checks 
 import argparse
 import json
 import math
+import os
 import sys
 
 PROG = "hf_reference.py"
@@ -159,7 +161,9 @@ def decoder(a):
         label, _, folder = spec.partition(":")  # fp32, bf16, or either with a suffix: fp32_padded
         dtype_name = label.split("_")[0]
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
-        model = hf_model(cfg, dtype)
+        # A run with a config.json of its own (e.g. with rope_scaling) is built from it.
+        run_cfg = hf_config(f"{folder}/config.json") if os.path.exists(f"{folder}/config.json") else cfg
+        model = hf_model(run_cfg, dtype)
         details["model_class"] = type(model).__name__
         weights = load_file(f"{folder}/model.safetensors")
         run = load_file(f"{folder}/run.safetensors")
@@ -193,7 +197,7 @@ def decoder(a):
             # attention differ by ~1000 units on these logits): the figure is how far the project's bf16 lies from
             # the fp32 answer (transformers in fp32 on the same bf16 weights), in units of how far transformers'
             # own bf16 lies from it (RMS of the difference, per tensor: the logits and every weight matrix's gradient).
-            truth_model = hf_model(cfg, torch.float32)
+            truth_model = hf_model(run_cfg, torch.float32)
             truth = forward_backward(truth_model, {k: v.float() for k, v in weights.items()}, ids, mask, positions)
             worst = {}
             for k in project:
