@@ -1,5 +1,5 @@
-// claimcheck list | run | account | compare | matrix — the command line (design.md): its declaration, list, run,
-// compare, matrix
+// claimcheck list | run | account | compare | matrix | site — the command line (design.md): its declaration, list,
+// run, compare, matrix, site
 // and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h). One file past 500 lines: every
 // subcommand's options are declared together (CLI11), so that their names, checks and help are read in one place.
 #include <unistd.h>
@@ -38,6 +38,7 @@
 #include "registry.h"
 #include "report.h"
 #include "runner.h"
+#include "site.h"
 #include "tolerance.h"
 
 #ifndef CLAIMCHECK_SOURCE_DIR
@@ -112,6 +113,7 @@ struct CommandLine {
     auto* compare =
         app.add_subcommand("compare", "what changed between two report.json: statuses, figures, benchmarks");
     auto* matrix = app.add_subcommand("matrix", "which claims hold on which machines: a matrix of report.json files");
+    auto* site = app.add_subcommand("site", "the history of every machine's reports as a static site");
     for (auto* sub : {list, run}) {
       repeated(sub, "--chapter", "chNN (alternatives when repeated)");
       repeated(sub, "--label", "a label: analytic, numeric, measured, phenomenon, libtorch, python, gpu, ...");
@@ -163,6 +165,12 @@ struct CommandLine {
     matrix->footer(
         "exit: 0 written; 2 bad input (not a report, an unknown schema, two reports of the same machine "
         "and commit)");
+    single(site, "history", "HISTORY", "a folder of reports: one folder per machine, one per run (gh-pages)")
+        ->required();
+    single(site, "--out", "DIR",
+           "write index.html (the matrix), machines/*.html (the timelines) and site.json into DIR")
+        ->required();
+    site->footer("exit: 0 written; 2 bad input (no report.json under HISTORY, a file that is not a report)");
     for (auto* sub : {list, run, account})
       single(sub, "--root", "DIR", "the repository (default: $CLAIMCHECK_ROOT, else the source tree of this build)");
   }
@@ -188,10 +196,10 @@ struct CommandLine {
   const Args& parse(int argc, char** argv) {
     const std::string first = argc >= 2 ? argv[1] : "";
     if (first == "help") throw CLI::CallForHelp();
-    const std::vector<std::string> commands = {"list", "run", "account", "compare", "matrix"};
+    const std::vector<std::string> commands = {"list", "run", "account", "compare", "matrix", "site"};
     if (!first.empty() && first[0] != '-' && std::find(commands.begin(), commands.end(), first) == commands.end())
       throw InputError("unknown command '" + first + "'" + did_you_mean(first, commands) +
-                       " (list, run, account, compare, matrix); see --help");
+                       " (list, run, account, compare, matrix, site); see --help");
     app.parse(argc, argv);
     args.command = app.get_subcommands().front()->get_name();
     return args;
@@ -587,6 +595,17 @@ int cmd_matrix(const Args& a) {
   return 0;
 }
 
+// ---- site ---------------------------------------------------------------------
+int cmd_site(const Args& a) {
+  const fs::path out = one(a, "--out");
+  const json site = write_site(one(a, "history"), out);
+  std::size_t runs = 0;
+  for (const auto& m : site["machines"]) runs += m["runs"].size();
+  std::cout << "site of " << site["machines"].size() << " machine(s), " << runs << " run(s) written to "
+            << out.generic_string() << "/\n";
+  return 0;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -597,6 +616,7 @@ int cli_main(int argc, char** argv) {
     if (a.command == "run") return cmd_run(a);
     if (a.command == "compare") return cmd_compare(a);
     if (a.command == "matrix") return cmd_matrix(a);
+    if (a.command == "site") return cmd_site(a);
     return cmd_account(a);
   } catch (const CLI::Success& e) {  // --help, --version
     return cl.app.exit(e);

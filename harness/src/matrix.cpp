@@ -146,6 +146,8 @@ std::string machine_label(const json& hw) {
   return out;
 }
 
+std::string matrix_machine_key(const json& hardware) { return machine_key(hardware); }
+
 MatrixInput load_matrix_input(const fs::path& file, const fs::path& out_dir) {
   const std::string f = file.string();
   json rep = load_report_for_compare(file);

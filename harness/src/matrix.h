@@ -34,6 +34,9 @@ std::string matrix_markdown(const nlohmann::json& m);
 std::string matrix_headline_markdown(const nlohmann::json& m);
 std::string matrix_html(const nlohmann::json& m);  // matrix_html.cpp
 
+// What tells two machines apart in a report's records.hardware (CPU, its model numbers and microarchitecture, the
+// CPUs, the GPU; not the commit, not the day).
+std::string matrix_machine_key(const nlohmann::json& hardware);
 // "Zen 4 · 2 CPUs" and the like: the column heading of a report's machine.
 std::string machine_label(const nlohmann::json& hardware);
 // The texts the Markdown and HTML share: "holds on k of n", a cell ("pass 12 MB [value when isa:…]"), a card.
