@@ -38,6 +38,21 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
   const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
   const auto a1 =
       train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
+  // The same at the longer length in a LoRA run (the base frozen, adapters on the seven projections): "activations
+  // do not depend on the parameter count" (LoRA trains 0.5 % of them).
+  const int lora_r = ctx.input("measure_lora_r").get<int>();
+  const auto l2 =
+      train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault(), lora_r);
+  ctx.measure("lora_over_full_activations", l2.bytes_per_token_layer / f2.bytes_per_token_layer, "ratio");
+  {  // and itemised by the answer key: the plain layer's list, less the frozen norms' outputs, plus each x A^T
+    double plain = 0;
+    for (const auto& t : ref::saved_per_layer(sc)) plain += 2.0 * static_cast<double>(t.elements_per_token);
+    for (const auto& t : ref::plain_layer_extra_bytes(sc)) plain += static_cast<double>(t.elements_per_token);
+    double change = 0;
+    for (const auto& t : ref::lora_layer_saved_change_bytes(sc, lora_r, 7))
+      change += static_cast<double>(t.elements_per_token);
+    ctx.measure("lora_activations_itemised", l2.bytes_per_token_layer / (plain + change), "ratio");
+  }
   const double h = static_cast<double>(sc.hidden);
   const double k = f2.bytes_per_token_layer / h;  // bytes per token per layer, in units of hidden
   const double k_model = 2.0 * static_cast<double>([&] {

@@ -99,7 +99,7 @@ struct ProjImpl : torch::nn::Module {
   // A as peft initialises it (kaiming_uniform_ with a = sqrt(5): U(-1/sqrt(in), 1/sqrt(in))), B zero; the scale
   // alpha / r, or alpha / sqrt(r) with rsLoRA (peft's use_rslora).
   // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init",
-  // "unmerge_unscaled".
+  // "unmerge_unscaled", "lora_input_copied" (the adapter's path reads a copy of its input: autograd keeps the copy).
   void enable_lora(int r, double alpha, const std::string& fault = "", bool rslora = false) {
     const auto in = base->weight.size(1), out = base->weight.size(0);
     A = register_parameter("lora_A", torch::empty({r, in}));
@@ -118,10 +118,14 @@ struct ProjImpl : torch::nn::Module {
     scale = fault == "alpha_not_over_r" ? alpha : alpha / denom;  // a planted fault forgets the / r
     merge_unscaled = fault == "merge_without_scale";
     unmerge_unscaled = fault == "unmerge_unscaled";
+    input_copied = fault == "lora_input_copied";
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = base(x);
-    if (A.defined() && !merged) y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, A), B);
+    if (A.defined() && !merged) {
+      const auto in = input_copied ? x.clone() : x;  // planted: a copy of the input, kept for A's gradient
+      y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(in, A), B);
+    }
     return y;
   }
   // (alpha / r) B A: what the adapter adds to the weight.
@@ -148,7 +152,7 @@ struct ProjImpl : torch::nn::Module {
   torch::nn::Linear base;
   torch::Tensor A, B;
   double scale = 0;
-  bool merge_unscaled = false, unmerge_unscaled = false;
+  bool merge_unscaled = false, unmerge_unscaled = false, input_copied = false;
   bool merged = false;
 };
 TORCH_MODULE(Proj);

@@ -336,13 +336,20 @@ bool autocast_precision(const std::string& precision) {
 
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                     bool eager_attention, bool by_segment, const std::string& precision,
-                                    const std::string& fault) {
+                                    const std::string& fault, int lora_r) {
   const bool autocast = autocast_precision(precision);
+  if (lora_r < 0) throw std::invalid_argument("saved_activations: LoRA rank " + std::to_string(lora_r));
   install_counting_allocator();
   const DecoderConfig c = read_decoder_config(config);
   AllocScope scope;
   torch::manual_seed(seed);
   Session s(c);
+  if (lora_r > 0) {  // a LoRA run: the base frozen, adapters (r, 2r) on every projection, as chapter 5's
+    for (auto& p : s.model->parameters()) p.requires_grad_(false);
+    for (auto& layer : s.model->layers)
+      for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
+        layer->projs.at(t)->enable_lora(lora_r, 2.0 * lora_r, fault);
+  }
   if (!autocast) s.model->to(torch::kBFloat16);
   s.model->run.eager_attention = eager_attention;
   s.model->run.attention_fault = fault;  // tests only: a planted attention fault

@@ -166,6 +166,18 @@ std::vector<SavedTensor> plain_layer_extra_bytes(const ModelConfig& c) {
   return t;
 }
 
+std::vector<SavedTensor> lora_layer_saved_change_bytes(const ModelConfig& c, std::int64_t r, std::int64_t targets) {
+  if (c.experts > 0 || c.mlp != ModelConfig::Mlp::gated) return {};
+  if (r < 1 || targets < 0)
+    throw SpecError("lora_layer_saved_change_bytes: rank " + std::to_string(r) + ", " + std::to_string(targets) +
+                    " targets");
+  std::vector<SavedTensor> t;
+  for (const auto& n : c.layer_norms)
+    t.push_back({n + " output (bf16), not kept: its weight is frozen", -2 * c.hidden});
+  t.push_back({"each adapter's x A^T (bf16), B's input", targets * 2 * r});
+  return t;
+}
+
 std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c) {
   std::vector<SavedTensor> t = saved_per_layer(c);
   if (c.experts == 0) return t;

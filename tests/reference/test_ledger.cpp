@@ -377,3 +377,14 @@ TEST(Ledger, GptShapeCountsAsGpt2IsPublished) {
     }
   }
 }
+
+// A LoRA run of the plain Llama layer keeps the plain list less the two frozen norms' bf16 outputs, plus each
+// adapter's x A^T: on the scaled Llama (hidden 512), r = 16 on seven projections, 7 x 32 - 2 x 1024 bytes per token.
+TEST(Ledger, LoraLayerSavedChange) {
+  const auto c = cfg("reference/data/configs/llama-scaled-ch04.json");
+  std::int64_t change = 0;
+  for (const auto& t : ref::lora_layer_saved_change_bytes(c, 16, 7)) change += t.elements_per_token;
+  EXPECT_EQ(change, 7 * 2 * 16 - 2 * 2 * 512);
+  EXPECT_THROW(ref::lora_layer_saved_change_bytes(c, 0, 7), ref::SpecError);
+  EXPECT_TRUE(ref::lora_layer_saved_change_bytes(cfg("reference/data/configs/mixtral-8x7b.json"), 16, 7).empty());
+}

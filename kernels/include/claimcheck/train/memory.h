@@ -65,9 +65,10 @@ struct ActivationMeasure {
   double shared_bytes = 0;           // what the layers share (RoPE's cos and sin), in bytes
   std::vector<std::pair<std::string, double>> segments;  // bytes per token saved by each segment of layer 0
 };
+// lora_r > 0: a LoRA run (the base frozen, adapters of rank lora_r and alpha 2 lora_r on the seven projections).
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                     bool eager_attention, bool by_segment, const std::string& precision,
-                                    const std::string& fault = "");
+                                    const std::string& fault = "", int lora_r = 0);
 
 // Gradient checkpointing (the project's own, kernels/train/decoder.cpp) against the plain model on the layers:
 // saved bytes after the forward, step time (forward + backward, best of `repeats`), and the gradients.

@@ -198,6 +198,11 @@ std::vector<SavedTensor> saved_per_sparse_layer(const ModelConfig& c);
 // each norm's input widened to fp32 and its fp32 reciprocal RMS, k and v repeated to every query head, SDPA's fp32
 // logsumexp per head, SiLU's output. A dense gated layer only (empty otherwise).
 std::vector<SavedTensor> plain_layer_extra_bytes(const ModelConfig& c);
+// What a LoRA run of that plain layer (the base and its norms frozen, adapters of rank r on `targets` of its
+// projections) keeps beyond it, in BYTES per token (negative: kept no longer): each norm's bf16 output, the factor
+// its weight's gradient needs, goes (the weight is frozen); each adapter keeps its bf16 x A^T (its B's input; its own
+// input x is the projection's, already kept). A dense gated layer only (empty otherwise).
+std::vector<SavedTensor> lora_layer_saved_change_bytes(const ModelConfig& c, std::int64_t r, std::int64_t targets);
 struct ActivationOptions {
   int bytes_per_element = 2;           // bf16 activations
   bool eager_attention_probs = false;  // keep the T x T softmax per head (eager attention)
