@@ -99,7 +99,8 @@ struct ProjImpl : torch::nn::Module {
   // A as peft initialises it (kaiming_uniform_ with a = sqrt(5): U(-1/sqrt(in), 1/sqrt(in))), B zero; the scale
   // alpha / r, or alpha / sqrt(r) with rsLoRA (peft's use_rslora).
   // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init",
-  // "unmerge_unscaled", "lora_input_copied" (the adapter's path reads a copy of its input: autograd keeps the copy).
+  // "unmerge_unscaled", "lora_input_copied" (the adapter's path reads a copy of its input: autograd keeps the copy),
+  // "lora_dropout_applied" (dropout 0.1 on the adapter's input where the config says 0: its mask and output kept).
   void enable_lora(int r, double alpha, const std::string& fault = "", bool rslora = false) {
     const auto in = base->weight.size(1), out = base->weight.size(0);
     A = register_parameter("lora_A", torch::empty({r, in}));
@@ -119,11 +120,13 @@ struct ProjImpl : torch::nn::Module {
     merge_unscaled = fault == "merge_without_scale";
     unmerge_unscaled = fault == "unmerge_unscaled";
     input_copied = fault == "lora_input_copied";
+    dropout = fault == "lora_dropout_applied" ? 0.1 : 0.0;
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = base(x);
     if (A.defined() && !merged) {
-      const auto in = input_copied ? x.clone() : x;  // planted: a copy of the input, kept for A's gradient
+      auto in = input_copied ? x.clone() : x;  // planted: a copy of the input, kept for A's gradient
+      if (dropout > 0) in = torch::dropout(in, dropout, is_training());  // planted
       y = y + scale * torch::nn::functional::linear(torch::nn::functional::linear(in, A), B);
     }
     return y;
@@ -153,6 +156,7 @@ struct ProjImpl : torch::nn::Module {
   torch::Tensor A, B;
   double scale = 0;
   bool merge_unscaled = false, unmerge_unscaled = false, input_copied = false;
+  double dropout = 0;
   bool merged = false;
 };
 TORCH_MODULE(Proj);

@@ -99,7 +99,7 @@ PLANTED = [
     # that ignore the padding are no fault under RoPE, which is relative: the cached decode's kv_positions_restart is.)
     ("rope_scaling_ignored", "ch04.activation_gib"), ("attention_mask_ignored", "ch04.activation_gib"),
     # A LoRA adapter that keeps a copy of its input: the LoRA run's bytes against the answer key's itemised list.
-    ("lora_input_copied", "ch04.activation_gib"),
+    ("lora_input_copied", "ch04.activation_gib"), ("lora_dropout_applied", "ch04.activation_gib"),
     ("lora_a_zero_init", "ch05.lora_delta"),
     ("template_last_answer_only", "ch05.loss_mask"), ("no_default_system", "ch05.loss_mask"),
     ("pad_targets_unshifted", "ch05.loss_mask"),
