@@ -162,15 +162,19 @@ MatrixInput load_matrix_input(const fs::path& file, const fs::path& out_dir) {
     if (!c.contains("chapter") || !c["chapter"].is_string())
       input_error(f, "claims[" + std::to_string(i) + "].chapter", "missing");
   }
-  MatrixInput in{f, std::move(rep), ""};
-  const fs::path html = file.parent_path() / "report.html";
-  std::error_code ec;
-  const fs::path target = fs::exists(html, ec) ? html : file;
-  in.link = fs::weakly_canonical(fs::absolute(target), ec)
-                .lexically_relative(fs::weakly_canonical(fs::absolute(out_dir), ec))
-                .generic_string();
-  return in;
+  return {f, std::move(rep), report_link(file, out_dir)};
 }
+
+std::string report_link(const fs::path& report_json, const fs::path& from_dir) {
+  const fs::path html = report_json.parent_path() / "report.html";
+  std::error_code ec;
+  const fs::path target = fs::exists(html, ec) ? html : report_json;
+  return fs::weakly_canonical(fs::absolute(target), ec)
+      .lexically_relative(fs::weakly_canonical(fs::absolute(from_dir), ec))
+      .generic_string();
+}
+
+std::string matrix_text(const json& o, const char* key) { return mx_text(o, key); }
 
 json build_matrix(const std::vector<MatrixInput>& inputs) {
   if (inputs.empty()) throw InputError("claimcheck matrix: no report given");

@@ -24,6 +24,11 @@ struct MatrixInput {
   std::string link;  // from the output folder to the machine's report (report.html beside it, else the JSON)
 };
 MatrixInput load_matrix_input(const std::filesystem::path& file, const std::filesystem::path& out_dir);
+// The link from from_dir to the page of the report at report_json: report.html beside it where there is one, else
+// the JSON (MatrixInput::link; the site's pages link so too).
+std::string report_link(const std::filesystem::path& report_json, const std::filesystem::path& from_dir);
+// o[key] as text: a string as it is, any other value as JSON, "" where it is missing or null.
+std::string matrix_text(const nlohmann::json& o, const char* key);
 
 // The matrix of `inputs` (at least one). Two reports of the same machine and commit are bad input (InputError
 // naming the second file).

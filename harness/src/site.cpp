@@ -34,10 +34,6 @@ struct SiteMachine {
   std::vector<SiteRun> runs;  // oldest first
 };
 
-std::string site_text(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || o[key].is_null()) return "";
-  return o[key].is_string() ? o[key].get<std::string>() : o[key].dump();
-}
 std::string site_esc(const std::string& s) { return html_escape(s); }
 
 // A file name from a machine's label: letters and digits, the rest one '-', and the key's hash to tell apart two
@@ -57,20 +53,6 @@ std::string site_slug(const std::string& label, const std::string& key) {
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", h);
   return (s.empty() ? "machine" : s.substr(0, 48)) + "-" + std::string(hex).substr(0, 6);
-}
-
-std::string site_rel_link(const fs::path& target, const fs::path& from_dir) {
-  std::error_code ec;
-  return fs::weakly_canonical(fs::absolute(target), ec)
-      .lexically_relative(fs::weakly_canonical(fs::absolute(from_dir), ec))
-      .generic_string();
-}
-
-// The report.html beside a report.json where there is one, else the JSON.
-fs::path site_page_of(const fs::path& report_json) {
-  const fs::path html = report_json.parent_path() / "report.html";
-  std::error_code ec;
-  return fs::exists(html, ec) ? html : report_json;
 }
 
 std::vector<fs::path> site_find_reports(const fs::path& history) {
@@ -103,21 +85,21 @@ SiteMoves site_moves_between(const SiteRun& a, const SiteRun& b) {
   const json cmp = compare_reports(a.report, a.file.string(), b.report, b.file.string(), opt);
   SiteMoves m;
   for (const auto& c : cmp.value("claims", json::array())) {
-    const std::string change = site_text(c, "change");
+    const std::string change = matrix_text(c, "change");
     if (change == "unchanged" || change == "not compared" || change.empty()) continue;
-    m.claims[site_text(c, "id")] = change + ": " + site_text(c, "old") + " → " + site_text(c, "new") +
-                                   (site_text(c, "reason").empty() ? "" : " (" + site_text(c, "reason") + ")");
+    m.claims[matrix_text(c, "id")] = change + ": " + matrix_text(c, "old") + " → " + matrix_text(c, "new") +
+                                     (matrix_text(c, "reason").empty() ? "" : " (" + matrix_text(c, "reason") + ")");
   }
   for (const auto& f : cmp.value("figures", json::array())) {
-    const std::string t = site_text(f, "tolerance");
+    const std::string t = matrix_text(f, "tolerance");
     if (t.find("moved") == std::string::npos) continue;  // "moved out of" / "moved back within" its tolerance
-    std::string& r = m.claims[site_text(f, "claim")];
-    r += (r.empty() ? "" : "; ") + site_text(f, "figure") + " " + t;
+    std::string& r = m.claims[matrix_text(f, "claim")];
+    r += (r.empty() ? "" : "; ") + matrix_text(f, "figure") + " " + t;
   }
   for (const auto& e : cmp.value("benchmarks", json::array())) {
-    const std::string v = site_text(e, "verdict");
+    const std::string v = matrix_text(e, "verdict");
     if (v == "slower" || v == "faster")
-      m.benchmarks[site_text(e, "name")] =
+      m.benchmarks[matrix_text(e, "name")] =
           v + " beyond its noise (U test p = " + sig3(e.value("p_value", 1.0)) + ", median " +
           (e["move"].is_number() ? sig3(100 * e["move"].get<double>()) + " %" : std::string("?")) + ")";
   }
@@ -206,8 +188,8 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
     for (const char* k : {"pass", "partial", "fail", "xfail", "xpass", "error", "skip"})
       if (s.value(k, 0) > 0) sum += (sum.empty() ? "" : ", ") + std::to_string(s.value(k, 0)) + " " + k;
     o << "<tr><td>" << i + 1 << "</td><td>" << site_esc(r.at) << "</td><td class=\"id\"><a href=\""
-      << site_esc(site_rel_link(site_page_of(r.file), page_dir)) << "\">" << site_esc(r.sha.substr(0, 7))
-      << "</a></td><td>" << site_esc(sum) << "</td></tr>";
+      << site_esc(report_link(r.file, page_dir)) << "\">" << site_esc(r.sha.substr(0, 7)) << "</a></td><td>"
+      << site_esc(sum) << "</td></tr>";
     runs.push_back({{"commit", r.sha}, {"generated_at", r.at}, {"summary", s}});
   }
   o << "</table></section>\n";
@@ -217,16 +199,16 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
   std::set<std::string> seen;
   for (auto it = m.runs.rbegin(); it != m.runs.rend(); ++it)
     for (const auto& c : it->report["claims"])
-      if (seen.insert(site_text(c, "id")).second) by_chapter[site_text(c, "chapter")].push_back(&c);
+      if (seen.insert(matrix_text(c, "id")).second) by_chapter[matrix_text(c, "chapter")].push_back(&c);
   for (auto& [ch, list] : by_chapter) {
     std::sort(list.begin(), list.end(),
-              [](const json* a, const json* b) { return site_text(*a, "id") < site_text(*b, "id"); });
+              [](const json* a, const json* b) { return matrix_text(*a, "id") < matrix_text(*b, "id"); });
     o << "<section class=\"chapter\" id=\"" << site_esc(ch) << "\"><h2>" << site_esc(ch) << " · "
-      << site_esc(site_text(*list.front(), "chapter_title"))
+      << site_esc(matrix_text(*list.front(), "chapter_title"))
       << "</h2><table><tr><th>claim</th><th>figure over the runs</th>"
       << "<th>latest</th><th>moves</th></tr>";
     for (const json* c : list) {
-      const std::string id = site_text(*c, "id");
+      const std::string id = matrix_text(*c, "id");
       std::vector<SitePoint> pts;
       json jp = json::array();
       std::string moved_all;
@@ -234,13 +216,13 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
         const SiteRun& r = m.runs[i];
         const json* in = nullptr;
         for (const auto& x : r.report["claims"])
-          if (site_text(x, "id") == id) in = &x;
+          if (matrix_text(x, "id") == id) in = &x;
         SitePoint p;
-        p.status = in ? site_text(*in, "status") : "absent";
+        p.status = in ? matrix_text(*in, "status") : "absent";
         const json meas = in ? in->value("measured", json()) : json();
         p.value = meas.is_object() ? meas.value("value", json()) : json();
-        p.unit = meas.is_object() ? site_text(meas, "unit") : "";
-        p.link = site_rel_link(site_page_of(r.file), page_dir) + "#" + id;
+        p.unit = meas.is_object() ? matrix_text(meas, "unit") : "";
+        p.link = report_link(r.file, page_dir) + "#" + id;
         if (i > 0 && moves[i - 1].claims.count(id)) p.moved = moves[i - 1].claims.at(id);
         p.title = r.sha.substr(0, 7) + " · " + r.at + " · " + p.status +
                   (p.value.is_null() ? ""
@@ -253,7 +235,7 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
       claims[id] = jp;
       const SitePoint& last = pts.back();
       o << "<tr class=\"claim\" id=\"" << site_esc(id) << "\"><td class=\"id\">" << site_esc(id)
-        << "<div class=\"src\">" << site_esc(site_text(*c, "title")) << "</div></td><td>" << site_timeline_svg(pts)
+        << "<div class=\"src\">" << site_esc(matrix_text(*c, "title")) << "</div></td><td>" << site_timeline_svg(pts)
         << "</td><td>" << site_esc(last.status)
         << (last.value.is_number() ? " · " + sig3(last.value.get<double>()) + " " + site_esc(last.unit) : std::string())
         << "</td><td class=\"moved-text\">" << site_esc(moved_all) << "</td></tr>\n";
@@ -264,8 +246,8 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
   std::vector<std::string> names;
   for (const auto& r : m.runs)
     for (const auto& b : r.report.value("benchmarks", json::array()))
-      if (std::find(names.begin(), names.end(), site_text(b, "name")) == names.end())
-        names.push_back(site_text(b, "name"));
+      if (std::find(names.begin(), names.end(), matrix_text(b, "name")) == names.end())
+        names.push_back(matrix_text(b, "name"));
   json benches = json::object();
   if (!names.empty()) {
     o << "<section id=\"benchmarks\"><h2>Benchmarks (ratio over the competitor; higher is faster)</h2><table><tr>"
@@ -279,13 +261,13 @@ std::string site_machine_page(const SiteMachine& m, const std::vector<SiteMoves>
         SitePoint p;
         p.status = "absent";
         for (const auto& b : r.report.value("benchmarks", json::array()))
-          if (site_text(b, "name") == name) {
+          if (matrix_text(b, "name") == name) {
             p.value = b.value("ratio", json());
             p.status = "pass";
-            if (!site_text(b, "short").empty()) short_name = site_text(b, "short");
+            if (!matrix_text(b, "short").empty()) short_name = matrix_text(b, "short");
           }
         p.unit = "x";
-        p.link = site_rel_link(site_page_of(r.file), page_dir);
+        p.link = report_link(r.file, page_dir);
         if (i > 0 && moves[i - 1].benchmarks.count(name)) p.moved = moves[i - 1].benchmarks.at(name);
         p.title =
             r.sha.substr(0, 7) + " · " + r.at + (p.value.is_number() ? " · " + sig3(p.value.get<double>()) + "x" : "");
@@ -315,7 +297,7 @@ json write_site(const fs::path& history, const fs::path& out) {
     MatrixInput in = load_matrix_input(file, out);
     const json& rec = in.report["records"];
     SiteRun r{file, std::move(in.report), rec["commit"]["sha"].get<std::string>(), ""};
-    r.at = site_text(r.report, "generated_at");
+    r.at = matrix_text(r.report, "generated_at");
     const std::string key = matrix_machine_key(rec["hardware"]);
     SiteMachine& m = machines[key];
     m.key = key;
@@ -343,7 +325,7 @@ json write_site(const fs::path& history, const fs::path& out) {
     json data;
     std::string card;
     for (const auto& mc : matrix["machines"])
-      if (site_text(mc, "commit") == m.runs.back().sha && site_text(mc, "label").rfind(m.label, 0) == 0)
+      if (matrix_text(mc, "commit") == m.runs.back().sha && matrix_text(mc, "label").rfind(m.label, 0) == 0)
         card = matrix_card_text(mc);
     files.emplace_back(out / "machines" / (m.slug + ".html"),
                        site_machine_page(m, moves, out / "machines", card, &data));

@@ -106,6 +106,17 @@ def build(torch, weights, a):
     return m, mismatch, context
 
 
+def load_export(torch, load_file, a):
+    """The export in a.dir (model.safetensors before step 0, run.safetensors what the steps saw and did) and the model
+    build() makes from a's sizes on those parameters, seeded and deterministic: (model, mismatched names, run)."""
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    weights = load_file(os.path.join(a.dir, "model.safetensors"))
+    run = load_file(os.path.join(a.dir, "run.safetensors"))
+    model, mismatch, _ = build(torch, weights, a)
+    return model, mismatch, run
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--dir", required=True)
@@ -127,11 +138,8 @@ def main(argv):
     except ImportError as e:
         emit(skip=f"torch and safetensors are not importable by {sys.executable} ({type(e).__name__}: {e})")
         return
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    weights = load_file(os.path.join(a.dir, "model.safetensors"))
-    run = load_file(os.path.join(a.dir, "run.safetensors"))
-    model, mismatch, T = build(torch, weights, a)
+    model, mismatch, run = load_export(torch, load_file, a)
+    T = a.context
     steps = run["loss"].numel()
     details = {"torch": torch.__version__, "steps": steps, "parameters_mismatch": mismatch[:8]}
 

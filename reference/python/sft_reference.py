@@ -20,7 +20,6 @@ Figures (the pydriver protocol, details under "pytorch"):
 A missing torch, safetensors or jinja2 is a "skip" with the reason."""
 import argparse
 import math
-import os
 import sys
 
 from hf_reference import emit, figure_value as figure  # the pydriver protocol, shared
@@ -61,13 +60,9 @@ def main(argv):
         emit(skip=f"torch, safetensors and jinja2 are not importable by {sys.executable} ({type(e).__name__}: {e})")
         return
     import chat_template
-    from char_reference import build, units
+    from char_reference import load_export, units
     encoded, render = chat_template.encode(a)
-    torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
-    weights = load_file(os.path.join(a.dir, "model.safetensors"))
-    run = load_file(os.path.join(a.dir, "run.safetensors"))
-    model, mismatch, _ = build(torch, weights, a)
+    model, mismatch, run = load_export(torch, load_file, a)
     steps = run["loss"].numel()
     details = {"torch": torch.__version__, "steps": steps, "parameters_mismatch": mismatch[:8],
                "template": {k: v for k, v in render.items() if k != "template"}, "conversations": len(encoded)}
