@@ -13,13 +13,17 @@
 
 static void lora_fraction_built(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  const auto m = ch05::measure_qwen_lora(ctx);
-  ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
-  ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
-
+  if (ctx.wants_any({"built_fraction", "built_trainable"})) {  // all but a planted-fault run's subset
+    const auto m = ch05::measure_qwen_lora(ctx);
+    ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
+    ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+  }
   // The same LoRA placed on the whole model, against peft's get_peft_model on transformers' model (the config scaled
   // by inputs.reference_overrides): the modules adapted, the trainable count, then with the same weights and
   // adapters the logits, the loss, every adapter's gradient and one AdamW step.
+  if (!ctx.wants_any({"peft_model_modules_mismatch", "peft_model_trainable_ratio", "peft_model_vs_project",
+                      "peft_model_step_over_lr", "peft_model_merge_unmerge", "peft_model_saved_adapter"}))
+    return;
   claimcheck::ScratchDir dir("lora_vs_peft_model");
   const auto scaled = checks::scaled_config(ctx, "config", "reference_overrides", dir.path()).first;
   const auto spec = ch05::lora_spec(ctx);

@@ -125,6 +125,9 @@ struct CommandLine {
     single(run, "--benchmarks", "FILE", "benchmark ratios (ci/bench_ratios.py output) to put in the report");
     single(run, "--seed", "N", "the seed of every seeded check (default 20260929)")->check(kNonNegativeInteger);
     flag(run, "--quiet", "print failures and the summary only");
+    repeated(run, "--statement",
+             "judge only this statement of the one claim selected ('value' or an `also` name; repeatable): a "
+             "planted-fault test's run; the claim reads partial at best");
     single(run, "--previous", "FILE",
            "a previous report.json: report.html shows what changed since (claimcheck compare)");
     single(run, "--timeout", "SECONDS",
@@ -353,6 +356,20 @@ int cmd_run(const Args& a) {
   if (!staging.empty()) fs::remove_all(staging);
   const char* fault = std::getenv("CLAIMCHECK_FAULT");
   if (fault && *fault) run_config["planted_fault"] = fault;
+  const std::vector<std::string> statements =
+      a.opts.count("--statement") ? a.opts.at("--statement") : std::vector<std::string>{};
+  if (!statements.empty()) {
+    if (ids.size() != 1)
+      throw InputError("--statement: names statements of one claim; the selection picks " + std::to_string(ids.size()));
+    const Expected& e = cat.at(ids.front());
+    std::vector<std::string> names;
+    for (const auto& st : e.statements) names.push_back(st.name);
+    for (const auto& n : statements)
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        throw InputError("--statement " + n + ": " + e.file.string() + " states no '" + n + "'" +
+                         did_you_mean(n, names) + " (its value and its also names)");
+    run_config["statements"] = statements;
+  }
   json records_cache;
   RecordInputs rin{root, expected_dir, run_config, seed, &hw, logs};
   RunContextInputs in{root,
@@ -364,6 +381,7 @@ int cmd_run(const Args& a) {
                       },
                       fault ? fault : "",
                       sel.labels,
+                      statements,
                       staging};
 
   std::vector<ClaimResult> results;

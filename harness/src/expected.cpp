@@ -312,9 +312,10 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   }
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
-  only_keys(j, file, "", {"schema",   "id",       "title",  "source",         "source_en", "establishes", "kind",
-                          "requires", "optional", "parts",  "setup_specific", "value",     "unit",        "compare",
-                          "variants", "also",     "expect", "xfail_reason",   "pending",   "inputs",      "timed"});
+  only_keys(j, file, "",
+            {"schema",   "id",           "title",          "source", "source_en", "establishes", "kind",     "requires",
+             "optional", "parts",        "setup_specific", "value",  "unit",      "compare",     "variants", "also",
+             "expect",   "xfail_reason", "pending",        "inputs", "timed",     "faults"});
   Expected e;
   e.file = path;
   e.raw = j;
@@ -392,6 +393,27 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     e.statements.front().xfail_reason = get_string(j, file, "", "xfail_reason");
   } else if (expect != "pass") {
     input_error(file, "expect", "'" + expect + "' is neither 'pass' nor 'xfail'");
+  }
+  if (j.contains("faults")) {  // each planted fault and the statements it must turn
+    const json& faults = j["faults"];
+    if (!faults.is_object()) input_error(file, "faults", "expected an object of fault: [statements]");
+    static const std::regex fault_re("^[a-z0-9_]+$");
+    for (const auto& [fault, names] : faults.items()) {
+      const std::string p = "faults." + fault;
+      if (!std::regex_match(fault, fault_re)) input_error(file, p, "a fault's name is [a-z0-9_]+");
+      if (!names.is_array()) input_error(file, p, "expected a list of statement names");
+      std::vector<std::string> list;
+      for (const auto& n : names) {
+        if (!n.is_string()) input_error(file, p, "expected a list of statement names");
+        const std::string name = n.get<std::string>();
+        if (std::none_of(e.statements.begin(), e.statements.end(),
+                         [&](const Statement& st) { return st.name == name; }))
+          input_error(file, p, "'" + name + "' is not a statement of this file ('value' or an `also` name)");
+        if (std::find(list.begin(), list.end(), name) != list.end()) input_error(file, p, "'" + name + "' twice");
+        list.push_back(name);
+      }
+      e.faults[fault] = list;
+    }
   }
   if (j.contains("pending")) e.pending = get_string(j, file, "", "pending");
   if (j.contains("inputs")) {

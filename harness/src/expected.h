@@ -83,7 +83,10 @@ struct Expected {
   // A figure of the claim is a time or a speed on this machine: another process taking the cores moves it, so the
   // runner watches the machine's load while it runs (runner.h run_claim_watched).
   bool timed = false;
-  std::vector<Statement> statements;   // [0] is the primary
+  std::vector<Statement> statements;  // [0] is the primary
+  // The faults planted in the code under test or the answer key that the check must see, each with the statements it
+  // must turn (`faults`; read by tests/cli/cli_faults.py, which runs them with `run --statement`).
+  std::map<std::string, std::vector<std::string>> faults;
   std::optional<std::string> pending;  // the check has not arrived yet: why / which issue
   nlohmann::json inputs = nlohmann::json::object();
   nlohmann::json raw;

@@ -167,6 +167,7 @@ class ContextImpl final : public Context {
   json records() const override { return in_.records ? in_.records() : json(nullptr); }
   const fs::path& root() const override { return in_.root; }
   const std::string& planted_fault() const override { return in_.planted_fault; }
+  bool wants(const std::string& statement) const override { return statement_selected(in_.statements, statement); }
   bool part_selected(const std::string& kind) const override {
     if (kind == "measured" && in_.hardware && !in_.hardware->emulated.empty()) return false;  // nothing timed there
     return kind_selected(in_.selected_labels, kind);
@@ -237,9 +238,11 @@ ClaimResult base_result(const Expected& e) {
   return r;
 }
 
-// Compare every statement of the expected file with what the check measured.
-void judge(const Expected& e, const std::map<std::string, double>& derived, const HardwareInfo* hw, ClaimResult& r) {
+// Compare every statement of the expected file (those the run selects: --statement) with what the check measured.
+void judge(const Expected& e, const std::map<std::string, double>& derived, const HardwareInfo* hw,
+           const std::vector<std::string>& selected, ClaimResult& r) {
   for (const auto& s0 : e.statements) {
+    if (!statement_selected(selected, s0.name)) continue;
     Statement s = s0;
     std::pair<std::string, std::string> chosen;       // the variant that applies and the property that chose it
     if (!variant_matches(s0.applies, hw, derived)) {  // a statement of a form that does not run here
@@ -422,6 +425,10 @@ std::string with_figures(const std::string& text, const std::map<std::string, do
   return out;
 }
 
+bool statement_selected(const std::vector<std::string>& selected, const std::string& name) {
+  return selected.empty() || std::find(selected.begin(), selected.end(), name) != selected.end();
+}
+
 bool kind_selected(const std::vector<std::string>& labels, const std::string& kind) {
   bool any_kind = false;
   for (const auto& l : labels) {
@@ -580,8 +587,13 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     if (emulated_part) ctx.pending("the measured part: measured on an emulated CPU: " + emulated);
     if (part && !emulated_part) {
       const auto lacks = lacking(*part, caps);
+      const bool judged = std::any_of(e.statements.begin(), e.statements.end(), [&](const Statement& st) {
+        return st.measured_part && statement_selected(in.statements, st.name);
+      });
       if (!ctx.part_selected("measured"))
         ctx.pending("the measured part: not selected (the run asked for other kinds)");
+      else if (!judged)
+        ctx.pending("the measured part: not selected (--statement names none of its statements)");
       else if (lacks)
         ctx.pending("the measured part " + *lacks);
       else if (!part->fn)
@@ -591,8 +603,21 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
         part->fn(ctx);
     }
     if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
-    judge(e, ctx.derived(), in.hardware, r);
+    judge(e, ctx.derived(), in.hardware, in.statements, r);
     fold_outcome(r);
+    // Only the statements asked for were judged (--statement): never a pass of the claim.
+    if (!in.statements.empty()) {
+      std::string names;
+      for (const auto& n : in.statements) names += (names.empty() ? "" : ", ") + n;
+      r.details["statements_selected"] = in.statements;
+      if (r.status == Status::pass || r.status == Status::xfail) {
+        std::string held;
+        for (const auto& m : r.measurements)
+          if (m.compared) held += (held.empty() ? "" : "; ") + m.name + ": " + m.verdict;
+        r.status = Status::partial;
+        r.reason = held + " — only these statements were judged (--statement): " + names;
+      }
+    }
     // Every judged statement held but a part of the claim was not judged: partial, never a pass.
     if (r.status == Status::pass && !r.pending_parts.empty()) {
       r.status = Status::partial;

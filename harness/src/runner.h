@@ -47,12 +47,16 @@ struct RunContextInputs {
   std::function<nlohmann::json()> records;   // the run's seven records, built on demand
   std::string planted_fault;                 // $CLAIMCHECK_FAULT (tests only)
   std::vector<std::string> selected_labels;  // --label values
+  std::vector<std::string> statements;       // --statement values: judge only these (empty: every statement)
   std::filesystem::path artifact_dir;        // where keep_file() puts files (report/artifacts); empty: a temp folder
 };
 
 // Whether a run selecting `labels` asks for work of this kind ("measured", "analytic", ...): false only when the
 // labels name kinds and not this one (Context::part_selected).
 bool kind_selected(const std::vector<std::string>& labels, const std::string& kind);
+
+// Whether a run that selects `selected` (--statement values; empty: all) judges the statement `name`.
+bool statement_selected(const std::vector<std::string>& selected, const std::string& name);
 
 // The module a run must load before `check` (or its measured part) runs: true when it, or its measured part
 // selected by `labels`, sits in the unloaded LibTorch module and its requirements are met here.

@@ -41,6 +41,14 @@ shutil.rmtree(os.path.dirname(exp_typo))
 r = run(cc, "run", "--claim", "zzz")
 t.check(r.returncode == 2 and "did you mean" not in r.stderr, f"no suggestion where none is close: {r.stderr!r}")
 expect_error(["run", "--seed", "x1"], "--seed", what="bad seed")
+# A run judged on some statements (a planted-fault test's): of one claim, each a statement it states; never a pass.
+expect_error(["run", "--claim", "ch06.decode_ms", "--statement", "weight_byte"], "decode_ms.json", "weight_byte",
+             "did you mean 'weight_bytes'?", what="a statement the claim does not state")
+expect_error(["run", "--claim", "ch04.*", "--statement", "value"], "--statement", "one claim",
+             what="--statement over several claims")
+r = run(cc, "run", "--claim", "ch06.decode_ms", "--statement", "weight_bytes")
+t.check(r.returncode == 0 and r.stdout.startswith("PARTIAL") and "only these statements were judged" in r.stdout,
+        f"a run judged on one statement reads partial: exit {r.returncode} {r.stdout.strip()[:300]}")
 expect_error(["run", "--expected", "/nonexistent/dir"], "/nonexistent/dir", what="missing expected dir")
 
 # account: configs that are not (supported) decoder configs, or are broken.

@@ -15,7 +15,7 @@ def args():
     p.add_argument("--root", required=True)
     p.add_argument("--part", default="all", help="a test's part, where it has parts (cli_faults: moves-timed, "
                    "moves-untimed, bad-input)")
-    p.add_argument("--pair", default=None, help="cli_faults: the one planted fault to run, FAULT:CLAIM[:LABEL]")
+    p.add_argument("--pair", default=None, help="cli_faults: the one planted fault to run, FAULT:CLAIM")
     p.add_argument("--list-pairs", action="store_true", help="cli_faults: print the planted faults, one per line")
     p.add_argument("--sample", action="store_true", help="a representative sample of a long test (make test); "
                    "without it the whole test (ctest -L full, a CI stage of its own)")

@@ -55,6 +55,8 @@ def two_lines(d): d["compare"]["why"] = "one line\nand another"
 def long_why(d): d["compare"]["why"] = "x" * 201
 def bad_when(d): statement_with_variants(d)["variants"][0]["when"] = "isa:avx512_bf16|isa:amx_bf16"
 def unknown_need(d): d["requires"] = ["cuda"]
+def fault_name(d): d["faults"] = {"Bad-Name": ["value"]}
+def fault_not_list(d): d["faults"] = {"ledger_gib_for_gb": "value"}
 
 cases = [
     ("an unknown top-level key", "ch06/decode_ms.json", unknown_top, "alsoo"),
@@ -67,6 +69,8 @@ cases = [
     ("a why of 201 characters", "ch06/decode_ms.json", long_why, "compare.why"),
     ("a condition in the retired syntax", "ch03/cpu_bf16_autocast.json", bad_when, "variants[0].when"),
     ("an unknown requirement", "ch06/decode_ms.json", unknown_need, "requires"),
+    ("a fault's name out of [a-z0-9_]", "ch06/decode_ms.json", fault_name, "faults.Bad-Name"),
+    ("a fault's statements not a list", "ch06/decode_ms.json", fault_not_list, "faults.ledger_gib_for_gb"),
 ]
 for what, rel, mutate, field in cases:
     d = load(rel)
@@ -128,11 +132,29 @@ agree("an empty parts", "ch06/kv_cache.json", lambda d: d.__setitem__("parts", {
 agree("schema 1.0", "ch06/decode_ms.json", lambda d: d.__setitem__("schema", 1.0))
 agree("an empty establishes", "ch06/decode_ms.json", lambda d: d.__setitem__("establishes", ""))
 agree("a kind twice", "ch06/decode_ms.json", lambda d: d.__setitem__("kind", ["analytic", "analytic"]))
+agree("a fault's statement twice", "ch06/decode_ms.json",
+      lambda d: d.__setitem__("faults", {"ledger_gib_for_gb": ["weight_bytes", "weight_bytes"]}))
+
+# What the schema cannot see: a fault naming a statement its file does not state (a typo would run no statement).
+d = load("ch06/decode_ms.json")
+d["faults"] = {"ledger_gib_for_gb": ["weight_byte"]}
+tmp = tempfile.mkdtemp(prefix="cc_schema_")
+try:
+    shutil.copytree(os.path.join(a.root, "expected"), os.path.join(tmp, "expected"))
+    path = os.path.join(tmp, "expected", "ch06", "decode_ms.json")
+    json.dump(d, open(path, "w"), indent=2, ensure_ascii=False)
+    r = subprocess.run([a.claimcheck, "list", "--expected", os.path.join(tmp, "expected"), "--root", a.root],
+                       capture_output=True, text=True, timeout=120)
+    err = r.stderr.strip()
+    if r.returncode != 2 or "field 'faults.ledger_gib_for_gb'" not in err or "weight_byte" not in err:
+        failures.append(f"a fault naming no statement: claimcheck exit {r.returncode}, stderr {err[:300]!r}")
+finally:
+    shutil.rmtree(tmp)
 
 for f in failures:
     print("FAIL:", f)
 print(f"{len(files)} expected files{' validated against the schema' if validator else ''}; "
-      f"{len(cases)} planted mistakes; {len(WHEN) + 7} edge cases held to both; {len(failures)} failures")
+      f"{len(cases)} planted mistakes; {len(WHEN) + 8} edge cases held to both; {len(failures)} failures")
 if failures:
     sys.exit(1)
 if not validator:

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,15 @@ class Context {
   // names kinds and not this one. A claim with an analytic and a measured part skips the measured part
   // under `--label analytic` and lists it as pending.
   virtual bool part_selected(const std::string& kind) const = 0;
+  // Whether the run judges this statement ("value" or an `also` name): false only when `run --statement` names
+  // others (a planted-fault test judges the statements its fault must turn, expected/<claim>.json's `faults`). A
+  // check may skip the work behind statements the run does not judge; what it measures anyway is reported, unjudged.
+  virtual bool wants(const std::string& statement) const = 0;
+  bool wants_any(std::initializer_list<const char*> statements) const {
+    for (const char* s : statements)
+      if (wants(s)) return true;
+    return false;
+  }
   // A fault planted on purpose by a test ($CLAIMCHECK_FAULT), "" in normal runs. Checks pass it to
   // the code under test; the report records it.
   virtual const std::string& planted_fault() const = 0;
