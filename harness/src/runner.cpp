@@ -605,12 +605,13 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     if (!ctx.kept().empty()) r.details["kept_files"] = hash_kept(ctx.kept());
     judge(e, ctx.derived(), in.hardware, in.statements, r);
     fold_outcome(r);
-    // Only the statements asked for were judged (--statement): never a pass of the claim.
+    // Only the statements asked for were judged (--statement): never a pass of the claim (an expected failure among
+    // them still reads as one, a fault or a moved value as a failure).
     if (!in.statements.empty()) {
       std::string names;
       for (const auto& n : in.statements) names += (names.empty() ? "" : ", ") + n;
       r.details["statements_selected"] = in.statements;
-      if (r.status == Status::pass || r.status == Status::xfail) {
+      if (r.status == Status::pass) {
         std::string held;
         for (const auto& m : r.measurements)
           if (m.compared) held += (held.empty() ? "" : "; ") + m.name + ": " + m.verdict;

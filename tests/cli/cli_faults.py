@@ -170,7 +170,7 @@ if a.part in ("moves-timed", "moves-untimed"):
         if runnable.get(d["id"], "yes") != "yes":
             print(f"skipping {d['id']}: {runnable[d['id']]}")
             continue
-        move_onto_measured(a, t, flips, exp, path, d, name, tries=3)
+        move_onto_measured(a, t, flips, exp, path, d, name, only=("--statement", name), tries=3)
     shutil.rmtree(tmp)
     t.finish()
 
