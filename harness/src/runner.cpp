@@ -170,6 +170,12 @@ class ContextImpl final : public Context {
   bool wants(const std::string& statement) const override { return statement_selected(in_.statements, statement); }
   bool part_selected(const std::string& kind) const override {
     if (kind == "measured" && in_.hardware && !in_.hardware->emulated.empty()) return false;  // nothing timed there
+    // A run judged on some statements (--statement) that names none of the measured part's ("part": "measured").
+    if (kind == "measured" && !in_.statements.empty() &&
+        std::none_of(e_.statements.begin(), e_.statements.end(), [&](const Statement& st) {
+          return st.measured_part && statement_selected(in_.statements, st.name);
+        }))
+      return false;
     return kind_selected(in_.selected_labels, kind);
   }
 
@@ -425,6 +431,55 @@ std::string with_figures(const std::string& text, const std::map<std::string, do
   return out;
 }
 
+namespace {
+std::map<std::string, Driver>& drivers() {
+  static std::map<std::string, Driver> d;
+  return d;
+}
+// The check of a claim whose expected file names a driver: the script, with {seed} and {inputs.NAME} filled in.
+void driver_check(Context& ctx) {
+  const Driver& d = drivers().at(ctx.claim_id());
+  std::vector<std::string> args;
+  for (const auto& a : d.args) {
+    if (a == "{seed}") {
+      args.push_back(std::to_string(ctx.seed()));
+    } else if (a.rfind("{inputs.", 0) == 0 && a.back() == '}') {
+      const json& v = ctx.input(a.substr(8, a.size() - 9));
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", v.is_number() ? v.get<double>() : 0.0);
+      args.push_back(v.is_string() ? v.get<std::string>() : std::string(buf));
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (!fs::exists(ctx.root() / d.script))
+    throw std::runtime_error(ctx.claim_id() + ": field 'driver.script': " + (ctx.root() / d.script).string() +
+                             " does not exist");
+  forward_driver_result(ctx, run_python_driver(ctx, d.script, args));
+}
+}  // namespace
+
+void register_drivers(const std::map<std::string, Expected>& catalogue) {
+  auto& reg = registry();
+  reg.erase(std::remove_if(reg.begin(), reg.end(), [](const CheckInfo& c) { return c.fn == &driver_check; }),
+            reg.end());
+  drivers().clear();
+  for (const auto& [id, e] : catalogue) {
+    if (!e.driver) continue;
+    if (const CheckInfo* c = find_check(id))
+      input_error(e.file.string(), "driver",
+                  "the check of '" + id + "' is also registered at " + location(*c) + ": one or the other");
+    drivers()[id] = *e.driver;
+    CheckInfo c;
+    c.id = id;
+    c.fn = &driver_check;
+    c.fn_name = "driver";
+    c.file = e.driver->script;
+    c.derives = e.driver->derives;
+    reg.push_back(c);
+  }
+}
+
 bool statement_selected(const std::vector<std::string>& selected, const std::string& name) {
   return selected.empty() || std::find(selected.begin(), selected.end(), name) != selected.end();
 }
@@ -590,10 +645,10 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
       const bool judged = std::any_of(e.statements.begin(), e.statements.end(), [&](const Statement& st) {
         return st.measured_part && statement_selected(in.statements, st.name);
       });
-      if (!ctx.part_selected("measured"))
-        ctx.pending("the measured part: not selected (the run asked for other kinds)");
-      else if (!judged)
+      if (!judged)
         ctx.pending("the measured part: not selected (--statement names none of its statements)");
+      else if (!ctx.part_selected("measured"))
+        ctx.pending("the measured part: not selected (the run asked for other kinds)");
       else if (lacks)
         ctx.pending("the measured part " + *lacks);
       else if (!part->fn)
