@@ -1,5 +1,6 @@
 """The result protocol of Python drivers (read by claimcheck::run_python_driver / forward_driver_result):
-the driver prints one JSON object as its last line of stdout."""
+the driver prints one JSON object as its last line of stdout. A driver that is a claim's whole check is named in
+its expected file (`driver`: script, args, derives), with no C++ wrapper."""
 import json
 import os
 import sys

@@ -315,7 +315,7 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   only_keys(j, file, "",
             {"schema",   "id",           "title",          "source", "source_en", "establishes", "kind",     "requires",
              "optional", "parts",        "setup_specific", "value",  "unit",      "compare",     "variants", "also",
-             "expect",   "xfail_reason", "pending",        "inputs", "timed",     "faults"});
+             "expect",   "xfail_reason", "pending",        "inputs", "timed",     "faults",      "driver"});
   Expected e;
   e.file = path;
   e.raw = j;
@@ -419,6 +419,45 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   if (j.contains("inputs")) {
     if (!j["inputs"].is_object()) input_error(file, "inputs", "expected an object");
     e.inputs = j["inputs"];
+  }
+  if (j.contains("driver")) {  // the check is a Python driver: its script, arguments and derived values
+    const json& d = j["driver"];
+    if (!d.is_object()) input_error(file, "driver", "expected an object {script, args, derives}");
+    only_keys(d, file, "driver.", {"script", "args", "derives"});
+    Driver drv;
+    drv.script = get_string(d, file, "driver.", "script");
+    if (drv.script.empty() || drv.script[0] == '/' || drv.script.find("..") != std::string::npos ||
+        fs::path(drv.script).extension() != ".py")
+      input_error(file, "driver.script", "'" + drv.script + "': a .py file inside the repository, relative to it");
+    if (d.contains("args")) drv.args = get_string_list(d, file, "args", "driver.");
+    for (std::size_t i = 0; i < drv.args.size(); ++i) {
+      const std::string& a = drv.args[i];
+      if (a.empty() || a.front() != '{') continue;
+      const std::string f = "driver.args[" + std::to_string(i) + "]";
+      if (a == "{seed}") continue;
+      if (a.rfind("{inputs.", 0) != 0 || a.back() != '}')
+        input_error(file, f, "'" + a + "': a literal, {seed} or {inputs.NAME}");
+      const std::string name = a.substr(8, a.size() - 9);
+      if (!e.inputs.contains(name)) input_error(file, f, "'" + a + "': inputs." + name + " is missing");
+      if (!e.inputs[name].is_string() && !e.inputs[name].is_number())
+        input_error(file, f, "'" + a + "': inputs." + name + " is neither a string nor a number");
+    }
+    if (d.contains("derives")) {
+      const json& dv = d["derives"];
+      if (!dv.is_object()) input_error(file, "driver.derives", "expected an object of name: source");
+      for (const auto& [name, src] : dv.items()) {
+        const std::string s = src.is_string() ? src.get<std::string>() : "";
+        if (s == "probe")
+          drv.derives[name] = Source::probe;
+        else if (s == "reference")
+          drv.derives[name] = Source::reference;
+        else if (s == "under_test")
+          drv.derives[name] = Source::under_test;
+        else
+          input_error(file, "driver.derives." + name, "expected probe, reference or under_test");
+      }
+    }
+    e.driver = drv;
   }
   return e;
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/check.h"
 #include "tolerance.h"
 
 namespace claimcheck {
@@ -71,6 +72,14 @@ struct Statement {
   std::string xfail_reason;  // its measured reason
 };
 
+// A check that is a Python driver and nothing more (`driver`): the harness runs the script with its arguments and
+// forwards its result protocol (checks/pydriver.py), as a check registered in C++ would (claimcheck/io.h).
+struct Driver {
+  std::string script;                     // relative to the repository root
+  std::vector<std::string> args;          // literal, or "{seed}", or "{inputs.NAME}" (a string or a number)
+  std::map<std::string, Source> derives;  // the values it derives and where they come from (check.h Source)
+};
+
 struct Expected {
   std::filesystem::path file;
   std::string id, chapter, title, source, source_en;
@@ -87,6 +96,7 @@ struct Expected {
   // The faults planted in the code under test or the answer key that the check must see, each with the statements it
   // must turn (`faults`; read by tests/cli/cli_faults.py, which runs them with `run --statement`).
   std::map<std::string, std::vector<std::string>> faults;
+  std::optional<Driver> driver;        // the claim's check is this Python driver (no C++ registration)
   std::optional<std::string> pending;  // the check has not arrived yet: why / which issue
   nlohmann::json inputs = nlohmann::json::object();
   nlohmann::json raw;

@@ -55,6 +55,12 @@ struct RunContextInputs {
 // labels name kinds and not this one (Context::part_selected).
 bool kind_selected(const std::vector<std::string>& labels, const std::string& kind);
 
+// Registers a check for each claim of `catalogue` whose expected file names a `driver` (a Python script and its
+// arguments): it runs the script and forwards its result (claimcheck/io.h), as a one-line C++ check would. An
+// InputError names the file where the claim also has a check registered in C++. Replaces the drivers of a previous
+// catalogue.
+void register_drivers(const std::map<std::string, Expected>& catalogue);
+
 // Whether a run that selects `selected` (--statement values; empty: all) judges the statement `name`.
 bool statement_selected(const std::vector<std::string>& selected, const std::string& name);
 

@@ -56,7 +56,8 @@ TEST(Consistency, CatalogueExpectedFilesAndChecksAgree) {
 
   const auto registered = registered_claim_ids();
   for (const auto& [id, e] : expected) {
-    const bool has_check = registered.count(id) > 0;
+    const bool has_check = registered.count(id) > 0 || e.driver.has_value();  // C++, or a driver the file names
+    EXPECT_FALSE(registered.count(id) > 0 && e.driver.has_value()) << id << ": a C++ check and a driver";
     EXPECT_NE(has_check, e.pending.has_value())
         << id << (has_check ? ": has a check and a pending marker" : ": has neither a check nor a pending marker");
   }
@@ -109,6 +110,19 @@ TEST(Consistency, TheModuleHoldsTheChecksThatSayLibtorch) {
 #ifdef CLAIMCHECK_TORCH_MANIFEST
   EXPECT_GT(in_module, 0u);
 #endif
+}
+
+// A claim whose check is a Python driver (its expected file's `driver`): checks/<chapter>/<name>.py, which exists.
+TEST(Consistency, EveryDriverWhereTheIdSays) {
+  const auto expected = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  std::size_t n = 0;
+  for (const auto& [id, e] : expected) {
+    if (!e.driver) continue;
+    ++n;
+    EXPECT_EQ(e.driver->script, "checks/" + id.substr(0, 4) + "/" + id.substr(5) + ".py") << id;
+    EXPECT_TRUE(fs::exists(fs::path(CLAIMCHECK_SOURCE_DIR) / e.driver->script)) << id << ": " << e.driver->script;
+  }
+  EXPECT_GE(n, 6u);  // chapter 1's six
 }
 
 TEST(Consistency, OneFilePerClaimWhereTheIdSays) {

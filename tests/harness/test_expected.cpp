@@ -111,6 +111,30 @@ TEST(Expected, BadInputNamesFileAndField) {
                "compare.rule");
 }
 
+// A driver (the check is a Python script): its arguments a literal, {seed} or an input that exists, its derived values'
+// sources one of three; each mistake one error naming the field.
+TEST(Expected, ADriverIsRefusedWhereItsArgumentsOrSourcesAreWrong) {
+  const auto with = [](const std::string& name, const std::string& driver) {
+    return R"({"schema": 1, "id": "ch04.)" + name + R"(", "title": "t", "source": "s", "kind": ["phenomenon"],
+    "requires": ["python"], "value": true, "unit": "bool", "compare": {"rule": "equal", "why": "w"},
+    "inputs": {"n": 3, "o": {"a": 1}}, "driver": )" +
+           driver + "}";
+  };
+  const Expected ok = load_expected_file(
+      write("drv", with("drv", R"({"script": "checks/ch04/drv.py", "args": ["x", "{seed}", "{inputs.n}"],
+      "derives": {"r": "probe"}})")));
+  ASSERT_TRUE(ok.driver.has_value());
+  EXPECT_EQ(ok.driver->args.size(), 3u);
+  EXPECT_EQ(ok.driver->derives.at("r"), Source::probe);
+  expect_error("drv1", with("drv1", R"({"script": "/abs/drv.py"})"), "driver.script");
+  expect_error("drv2", with("drv2", R"({"script": "checks/ch04/drv2.sh"})"), "driver.script");
+  expect_error("drv3", with("drv3", R"({"script": "c.py", "args": ["{inputs.missing}"]})"), "driver.args[0]");
+  expect_error("drv4", with("drv4", R"({"script": "c.py", "args": ["x", "{inputs.o}"]})"), "driver.args[1]");
+  expect_error("drv5", with("drv5", R"({"script": "c.py", "args": ["{sed}"]})"), "driver.args[0]");
+  expect_error("drv6", with("drv6", R"({"script": "c.py", "derives": {"r": "measured"}})"), "driver.derives.r");
+  expect_error("drv7", with("drv7", R"({"script": "c.py", "argv": []})"), "driver.argv");
+}
+
 TEST(Expected, TheShippedCatalogueLoads) {
   auto cat = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
   EXPECT_EQ(cat.size(), 57u);
