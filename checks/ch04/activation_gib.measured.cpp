@@ -37,7 +37,27 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16", ctx.planted_fault());
   const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
   const auto a1 =
-      train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "autocast", ctx.planted_fault());
+      train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "autocast", ctx.planted_fault());
+  // 「autocast 不把参数变成 bf16：减半的是矩阵乘的中间结果」: the same fp32 model without autocast, segment by
+  // segment. What the matmuls produce and what is computed from their outputs before the next matmul (attention's
+  // output, gate and up and SiLU x up, down_proj's) is kept in bf16: half its fp32 bytes; the norms keep fp32, and
+  // each projection also keeps its bf16 input copy (more than fp32 there).
+  const auto p1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "fp32", ctx.planted_fault());
+  {
+    nlohmann::json seg = nlohmann::json::array();
+    double half_a = 0, half_f = 0;
+    for (std::size_t i = 0; i < a1.segments.size(); ++i) {
+      const auto& name = a1.segments[i].first;
+      seg.push_back({{"segment", name}, {"autocast", a1.segments[i].second}, {"fp32", p1.segments[i].second}});
+      if (name == "attention" || name == "silu_times_up" || name == "down_proj_residual") {
+        half_a += a1.segments[i].second;
+        half_f += p1.segments[i].second;
+      }
+    }
+    ctx.detail("autocast_vs_fp32_bytes_per_token_by_segment", seg);
+    ctx.measure("autocast_matmul_outputs_over_fp32", half_a / half_f, "ratio");
+    ctx.measure("autocast_saved_over_fp32", a1.bytes_per_token_layer / p1.bytes_per_token_layer, "ratio");
+  }
   // The same at the longer length in a LoRA run (the base frozen, adapters on the seven projections): "activations
   // do not depend on the parameter count" (LoRA trains 0.5 % of them).
   const int lora_r = ctx.input("measure_lora_r").get<int>();
@@ -132,7 +152,7 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
   // planted-fault test's run --statement).
   if (ctx.wants_any({"lora_over_full_activations", "lora_activations_itemised", "measured_k", "measured_k_itemised",
                      "measured_k_ledger_model", "measured_extrapolated", "measured_k_growth_with_T",
-                     "measured_eager_k_growth_with_T", "measured_autocast_k",
+                     "measured_eager_k_growth_with_T", "measured_autocast_k", "autocast_matmul_outputs_over_fp32",
                      "measured_eager_probability_bytes_per_context_token"}))
     activation_gib_bytes(ctx);
   // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.

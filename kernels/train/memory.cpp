@@ -328,8 +328,8 @@ std::map<std::string, std::string> autocast_dtypes(const std::filesystem::path& 
 
 namespace {
 bool autocast_precision(const std::string& precision) {
-  if (precision != "bf16" && precision != "autocast")
-    throw std::invalid_argument("precision '" + precision + "': expected bf16 or autocast");
+  if (precision != "bf16" && precision != "autocast" && precision != "fp32")
+    throw std::invalid_argument("precision '" + precision + "': expected bf16, autocast or fp32");
   return precision == "autocast";
 }
 }  // namespace
@@ -350,7 +350,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
       for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
         layer->projs.at(t)->enable_lora(lora_r, 2.0 * lora_r, fault);
   }
-  if (!autocast) s.model->to(torch::kBFloat16);
+  if (precision == "bf16") s.model->to(torch::kBFloat16);  // autocast and fp32 keep the fp32 model
   s.model->run.eager_attention = eager_attention;
   s.model->run.attention_fault = fault;  // tests only: a planted attention fault
   auto ids = torch::randint(0, c.vocab, {batch, tokens});
@@ -365,7 +365,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
     torch::Tensor out;
     {
       c10::AutoGradMode mode(grad);
-      compat::set_cpu_autocast(autocast);
+      compat::set_cpu_autocast(autocast && fault != "autocast_forgotten");  // fault (tests): no autocast
       out = s.model->forward(ids);
       compat::set_cpu_autocast(false);
     }
