@@ -11,6 +11,7 @@
 #include "expected.h"
 #include "probe.h"
 #include "records.h"
+#include "registry.h"
 #include "runner.h"
 
 using namespace claimcheck;
@@ -293,4 +294,28 @@ TEST(Checks, AppliesAndPartial) {
   EXPECT_NE(r.reason.find("pending: the measured part"), std::string::npos) << r.reason;
   EXPECT_EQ(exit_status({r}), 0);
   EXPECT_EQ(summarize({r}).by_status.at("partial"), 1);
+}
+
+// A claim's check named in its expected file (`driver`) is registered from the catalogue, once per load, and a claim
+// with both a driver and a C++ check is refused naming the file and the field.
+TEST(Runner, DriversAreRegisteredFromTheCatalogueAndNeverBesideACheck) {
+  auto cat = load_expected_dir(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected");
+  register_drivers(cat);
+  register_drivers(cat);  // a second load replaces the first's
+  std::size_t n = 0;
+  for (const auto& c : registry()) n += c.id == "ch01.pool_rules";
+  EXPECT_EQ(n, 1u);
+  ASSERT_NE(find_check("ch01.pool_rules"), nullptr);
+  EXPECT_EQ(location(*find_check("ch01.pool_rules")), "checks/ch01/pool_rules.py");
+  auto both = cat;
+  both.at("ch02.ci95_5pt").driver = Driver{"checks/ch02/ci95_5pt.py", {}, {}};
+  try {
+    register_drivers(both);
+    ADD_FAILURE() << "a driver beside a C++ check was accepted";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("ci95_5pt.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("field 'driver'"), std::string::npos) << m;
+  }
+  register_drivers(cat);
 }
