@@ -236,6 +236,7 @@ TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const
   o.batch = 8;
   o.eval_every = 0;
   o.schedule = {1e-3, 1e-4, 5, steps};
+  if (fault == "frozen") o.fault = "frozen";  // a planted fault (tests): train_tiny's own, lr = 0
   return train_tiny(c, data, o);
 }
 
