@@ -170,12 +170,7 @@ class ContextImpl final : public Context {
   bool wants(const std::string& statement) const override { return statement_selected(in_.statements, statement); }
   bool part_selected(const std::string& kind) const override {
     if (kind == "measured" && in_.hardware && !in_.hardware->emulated.empty()) return false;  // nothing timed there
-    // A run judged on some statements (--statement) that names none of the measured part's ("part": "measured").
-    if (kind == "measured" && !in_.statements.empty() &&
-        std::none_of(e_.statements.begin(), e_.statements.end(), [&](const Statement& st) {
-          return st.measured_part && statement_selected(in_.statements, st.name);
-        }))
-      return false;
+    if (kind == "measured" && !measured_part_judged(e_, in_.statements)) return false;
     return kind_selected(in_.selected_labels, kind);
   }
 
@@ -484,6 +479,12 @@ bool statement_selected(const std::vector<std::string>& selected, const std::str
   return selected.empty() || std::find(selected.begin(), selected.end(), name) != selected.end();
 }
 
+bool measured_part_judged(const Expected& e, const std::vector<std::string>& selected) {
+  return selected.empty() || std::any_of(e.statements.begin(), e.statements.end(), [&](const Statement& st) {
+           return st.measured_part && statement_selected(selected, st.name);
+         });
+}
+
 bool kind_selected(const std::vector<std::string>& labels, const std::string& kind) {
   bool any_kind = false;
   for (const auto& l : labels) {
@@ -642,10 +643,7 @@ ClaimResult run_claim(const Expected& e, const RunContextInputs& in, Capabilitie
     if (emulated_part) ctx.pending("the measured part: measured on an emulated CPU: " + emulated);
     if (part && !emulated_part) {
       const auto lacks = lacking(*part, caps);
-      const bool judged = std::any_of(e.statements.begin(), e.statements.end(), [&](const Statement& st) {
-        return st.measured_part && statement_selected(in.statements, st.name);
-      });
-      if (!judged)
+      if (!measured_part_judged(e, in.statements))
         ctx.pending("the measured part: not selected (--statement names none of its statements)");
       else if (!ctx.part_selected("measured"))
         ctx.pending("the measured part: not selected (the run asked for other kinds)");

@@ -63,6 +63,8 @@ void register_drivers(const std::map<std::string, Expected>& catalogue);
 
 // Whether a run that selects `selected` (--statement values; empty: all) judges the statement `name`.
 bool statement_selected(const std::vector<std::string>& selected, const std::string& name);
+// Whether such a run judges a statement of the claim's measured part ("part": "measured"): always without --statement.
+bool measured_part_judged(const Expected& e, const std::vector<std::string>& selected);
 
 // The module a run must load before `check` (or its measured part) runs: true when it, or its measured part
 // selected by `labels`, sits in the unloaded LibTorch module and its requirements are met here.
