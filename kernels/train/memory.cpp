@@ -401,7 +401,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
 
 CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& precision, const std::string& fault) {
-  const bool autocast = precision == "fp32" ? false : autocast_precision(precision);
+  const bool autocast = autocast_precision(precision);
   install_counting_allocator();
   const DecoderConfig c = read_decoder_config(config);
   AllocScope scope;
