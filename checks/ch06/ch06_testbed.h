@@ -11,7 +11,9 @@
 // (ch06_roofs.h) title and draw the report's roofline with the device's name.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -176,21 +178,39 @@ inline nlohmann::json roofline_point(const Kernel& k, double seconds) {
 }
 
 // A batch sweep of one bf16 matrix on this CPU (inputs rows, cols, batches), on the testbed's roofs (measured here,
-// after the inputs, with `needs`).
+// after the inputs, with `needs`). With `beyond_llc`, the matrix is stacked as `layers` copies of itself into one
+// tall [layers * rows, cols] matrix at least as large as the read probe's arrays (4x the last-level cache): a
+// kernel that re-reads its weights then re-reads them from memory, as a model's layers would, on a CPU whose cache
+// holds one matrix as on one whose cache does not.
 struct SweepRun {
   int N = 0, Kd = 0;
+  int rows = 0, layers = 1;  // N = rows * layers
   std::vector<int> batches;
   std::vector<SweepPoint> points;
   claimcheck::base::aligned_vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
-inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {}) {
+inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {},
+                          bool beyond_llc = false) {
   SweepRun s;
-  s.N = positive_int(ctx, "rows", 65536);
+  s.rows = positive_int(ctx, "rows", 65536);
   s.Kd = positive_int(ctx, "cols", 65536);
   s.batches = batch_list(ctx, "batches", must_batch);
   tb.measure(needs);
-  s.W = random_bf16(static_cast<std::size_t>(s.N) * s.Kd, s.Kd, ctx.seed());
+  const std::size_t one = static_cast<std::size_t>(s.rows) * s.Kd;
+  if (beyond_llc && !tb.gpu()) {
+    const double target = static_cast<double>(tb.cpu_roof().bw.array_bytes);
+    s.layers = std::max(1, static_cast<int>(std::ceil(target / (2.0 * static_cast<double>(one)))));
+    if (static_cast<long long>(s.layers) * s.rows > std::numeric_limits<int>::max())
+      throw std::runtime_error("inputs.rows: " + std::to_string(s.layers) + " stacked copies of " +
+                               std::to_string(s.rows) + " rows exceed the GEMV's int row count");
+  }
+  s.N = s.rows * s.layers;
+  s.W = random_bf16(one, s.Kd, ctx.seed());
+  if (s.layers > 1) {
+    s.W.resize(one * static_cast<std::size_t>(s.layers));
+    for (int l = 1; l < s.layers; ++l) std::copy_n(s.W.data(), one, s.W.data() + one * static_cast<std::size_t>(l));
+  }
   s.opts = gemv_options(ctx);
   s.points = batch_sweep(s.W, s.N, s.Kd, s.batches, s.opts, ctx.seed());
   return s;
