@@ -60,8 +60,8 @@ static void decode_intensity(claimcheck::Context& ctx) {
   }
 
   // Measured part.
-  // The matrix stacked beyond the last-level cache: on a CPU whose cache holds one up_proj (117 MB in a 480 MiB
-  // L3), a kernel re-reading the weights per token would re-read them from the cache and look batched.
+  // The matrix stacked beyond the last-level cache: on a CPU whose cache holds one up_proj, a kernel re-reading the
+  // weights per token would re-read them from the cache and look batched.
   const ch06::SweepRun run = ch06::run_sweep(ctx, tb, /*must_batch=*/4, {}, /*beyond_llc=*/true);
   const int N = run.N, Kd = run.Kd;
   const std::vector<int>& batches = run.batches;
