@@ -94,8 +94,8 @@ static void prefill_ms(claimcheck::Context& ctx) {
   // products on sampled tokens and rows: the worst of the seven.
   double worst = 0;
   for (std::size_t i = 0; i < mats.size(); ++i)
-    worst = std::max(worst, ch06::ref::gemm_bf16_sampled_error(mats[i].w, mats[i].N, mats[i].K, X.data(), T,
-                                                               Ys[i].data()));
+    worst =
+        std::max(worst, ch06::ref::gemm_bf16_sampled_error(mats[i].w, mats[i].N, mats[i].K, X.data(), T, Ys[i].data()));
   ctx.measure("output_matches_reference", worst, "ratio");
   const double layer_flops = prefill.flops, layer_bytes = prefill.bytes;
   ctx.derive("flops_over_peak", paired.roof_seconds() * 1e3, "ms");

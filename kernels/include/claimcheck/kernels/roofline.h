@@ -6,9 +6,9 @@
 //  - the bf16 engines where the CPU has them: AVX-512 bf16 dot products (vdpbf16ps) and the AMX tile unit
 //    (tdpbf16ps), each with independent accumulators and a result checked against its closed form;
 //  - read bandwidth, STREAM-style: a read-only reduction over an array of at least 4x the last-level cache, and a
-//    triad (a = b + s*c) over three arrays of a quarter of that each (reported, not judged), threads pinned to the CPUs of the affinity mask; the median of several passes (STREAM
-//    reports the best; on a shared VM the best pass catches bursts that no kernel sustains, the median is what a
-//    decode step sees), the best kept beside it.
+//    triad (a = b + s*c) over three arrays of a quarter of that each (reported, not judged), threads pinned to the
+//    CPUs of the affinity mask; the median of several passes (STREAM reports the best; on a shared VM the best pass
+//    catches bursts that no kernel sustains, the median is what a decode step sees), the best kept beside it.
 // The theoretical peak to hold these against is the answer key's business (reference/), not the probe's.
 #pragma once
 #include <cstddef>
