@@ -1,6 +1,7 @@
 // ch06.backward_2x — 「反向 ≈ 2 × 前向」: a GEMM-dominated block (the layers of a Llama-shaped decoder, fp32, the
 // input requiring grad) in LibTorch: backward time over forward time, the median of each step's ratio. Each forward
-// GEMM has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them.
+// GEMM has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them. What the
+// last timed step computed (its loss and every gradient) is held against the answer key's fp64 layers (ch06_block.h).
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/check.h"
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include "ch06_block.h"
 #include "claimcheck/train/perf.h"
 #endif
 
@@ -28,6 +30,7 @@ static void backward_2x(claimcheck::Context& ctx) {
   claimcheck::train::BlockStepOn on;
   on.threads = 1;
   on.cpu_clock = true;
+  on.capture = true;  // what the last timed step computed, held against the answer key below
   if (gpu)
     on = {true, true, ch06::positive_int(ctx, "gpu_layers", 128)};
   else if (ctx.hardware().gpu)
@@ -40,6 +43,8 @@ static void backward_2x(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(r.backward_over_forward, "ratio");
+  // What the timed step computed (the CPU form: the reference runs in fp64 on the CPU).
+  if (!gpu) ch06::verify_block_step(ctx, ctx.input_path(config), r);
   ctx.detail("ms", {{"forward", r.forward_s * 1e3},
                     {"backward", r.backward_s * 1e3},
                     {"step", r.step_s * 1e3},

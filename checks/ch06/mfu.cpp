@@ -1,11 +1,13 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
-// peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model.
+// peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model. The
+// block's last timed step (its loss and gradients) is held against the answer key's fp64 layers (ch06_block.h).
 #include "ch06_gpu.h"
 #include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
 
 #if CLAIMCHECK_WITH_TORCH
+#include "ch06_block.h"
 #include "claimcheck/train/perf.h"
 #endif
 
@@ -63,7 +65,7 @@ static void mfu(claimcheck::Context& ctx) {
   // on one thread reads half the threads on two). Timed in a second run on the CPU clock, the best CPU time over the
   // best wall time of the first read 1.062 once under torch 2.4.1 on a 2-vCPU guest: two runs' noise, not threads.
   const auto block = train::time_block_step(ctx.input_path("config"), ctx.seed(), batch, tokens, repeats,
-                                            ctx.planted_fault(), {false, false, 0, roof.threads});
+                                            ctx.planted_fault(), {false, false, 0, roof.threads, false, true});
   const auto tiny = train::time_tiny_step(ctx.seed(), ctx.input("tiny_batch").get<int>(), repeats);
   const double block_flops = 3 * block.forward_flops;
   // The library's own fp32 GEMM at the step's largest shape (the answer key's LibTorch call, on the probe's threads,
@@ -85,6 +87,7 @@ static void mfu(claimcheck::Context& ctx) {
   ctx.derive("library_gemm_pct", library_pct, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
   ctx.measure("step_threads_share", block.step_threads_busy / roof.threads, "ratio");
+  ch06::verify_block_step(ctx, ctx.input_path("config"), block);
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},
                        {"gflop", block_flops / 1e9},
                        {"achieved_gflops", block_flops / block.step_s / 1e9},

@@ -22,6 +22,11 @@ struct LayerStack {
         if (p.dim() == 2) p.normal_(0.0, 0.02);
     }
     auto ang = torch::outer(torch::arange(tokens, torch::kFloat), rope_inv_freq(c, c.rope_theta));
+    if (c.fault == "block_rope_interleaved") {  // planted: GPT-J's layout (pairs 2i, 2i+1) for a rotate-half layer
+      cos = ang.cos().repeat_interleave(2, -1);
+      sin = ang.sin().repeat_interleave(2, -1);
+      return;
+    }
     cos = torch::cat({ang.cos(), ang.cos()}, -1);
     sin = torch::cat({ang.sin(), ang.sin()}, -1);
   }

@@ -36,6 +36,10 @@ struct DecoderConfig {
 };
 // Throws std::invalid_argument "<file>: field '<key>': <why>" for a config this code cannot build.
 DecoderConfig read_decoder_config(const std::filesystem::path& file);
+// The Hugging Face name of a parameter of Decoder, by its key in named_parameters() ("layers_0.q_proj.base.weight"):
+// what LlamaForCausalLM / Qwen2ForCausalLM's state_dict calls it ("model.layers.0.self_attn.q_proj.weight"). Throws
+// std::logic_error for a key it has no name for.
+std::string hf_name(const std::string& key);
 // A config misread on purpose (tests only): "qkv_bias_missing" (Qwen2's q/k/v without bias),
 // "tie_word_embeddings_ignored" (an lm_head of its own), "attention_bias_misread" (attention biases inverted); any
 // other fault is the model's (DecoderConfig::fault).

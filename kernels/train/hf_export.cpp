@@ -73,7 +73,8 @@ void move_norms_and_biases(Decoder& model) {
     }
 }
 
-// The Hugging Face name of a parameter of Decoder (what LlamaForCausalLM / Qwen2ForCausalLM's state_dict calls it).
+}  // namespace
+
 std::string hf_name(const std::string& key) {
   if (key == "embed_tokens.weight" || key == "norm.weight") return "model." + key;
   if (key == "lm_head.weight") return key;
@@ -89,8 +90,6 @@ std::string hf_name(const std::string& key) {
     block = "mlp.";
   return "model.layers." + m[1].str() + "." + block + module + "." + m[3].str();
 }
-
-}  // namespace
 
 DecoderExport export_decoder_run(const std::filesystem::path& config, const std::string& dtype, std::uint64_t seed,
                                  int batch, int seq, const std::filesystem::path& dir, const std::string& fault,

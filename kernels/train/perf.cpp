@@ -29,11 +29,18 @@ using base::Clock;
 using base::seconds_since;
 using step_detail::LayerStack;
 using step_detail::StepData;
+
+// A copy of t, fp32, on the host.
+StepTensor host_tensor(const std::string& name, const torch::Tensor& t) {
+  const auto h = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return {name, h.sizes().vec(), {h.data_ptr<float>(), h.data_ptr<float>() + h.numel()}};
+}
 }  // namespace
 
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault, const BlockStepOn& on) {
-  DecoderConfig c = read_decoder_config(config);
+  // A planted fault of the decoder layer's (DecoderConfig::fault) reaches the layers; the step's own are read below.
+  DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
   if (on.layers < 0) throw std::invalid_argument("time_block_step: layers must not be negative");
   if (on.layers > 0) c.layers = std::min<std::int64_t>(c.layers, on.layers);
   std::string why;
@@ -76,9 +83,20 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
   };
-  for (int i = 0; i < std::max(1, repeats) + 1; ++i) {  // the first run warms up
+  const int runs = std::max(1, repeats) + 1;
+  auto capture = std::make_shared<BlockStepCapture>();
+  torch::Tensor last_x, last_loss;
+  for (int i = 0; i < runs; ++i) {  // the first run warms up
     opt.zero_grad();
-    const auto x = data.input(dtype);
+    // A planted fault hands the input over without requires_grad.
+    const auto x = fault == "step_input_no_grad" ? data.input(dtype).detach() : data.input(dtype);
+    if (on.capture && i == runs - 1) {  // the weights the last step runs with, before its update (not timed)
+      for (std::size_t l = 0; l < block.layers.size(); ++l)
+        for (const auto& p : block.layers[l]->named_parameters())
+          capture->weights.push_back(host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value()));
+      capture->input = host_tensor("input", x);
+      capture->proj = host_tensor("proj", data.proj);
+    }
     const double c0 = process_cpu_s();
     const auto w0 = Clock::now();
     const auto t0 = now();
@@ -89,6 +107,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.step();
     const auto t3 = now();
     const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_s() - c0;
+    last_x = x;
+    last_loss = loss;
     if (i == 0) continue;
     if (!on.cuda && wall > 0) busy.push_back(cpu / wall);
     const double fwd = std::chrono::duration<double>(t1 - t0).count(),
@@ -97,6 +117,16 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     r.forward_s = std::min(r.forward_s, fwd);
     r.backward_s = std::min(r.backward_s, bwd);
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
+  }
+  if (on.capture) {  // the gradients the last timed step's backward left (AdamW does not touch them)
+    capture->loss = last_loss.item<double>();
+    for (std::size_t l = 0; l < block.layers.size(); ++l)
+      for (const auto& p : block.layers[l]->named_parameters())
+        if (p.value().grad().defined())
+          capture->grads.push_back(
+              host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value().grad()));
+    if (last_x.grad().defined()) capture->grads.push_back(host_tensor("input", last_x.grad()));
+    r.capture = capture;
   }
   r.backward_over_forward = base::median(ratios);
   if (!busy.empty()) r.step_threads_busy = base::median(busy);

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "claimcheck/ref/block.h"
+#include "claimcheck/ref/ledger.h"
 #include "claimcheck/train/perf.h"
 #include "claimcheck/train/qwen.h"
 #include "module.h"
@@ -68,6 +70,87 @@ TEST(TorchModule, BlockStepRunsInBf16AndSaysWhyNotOnCuda) {
     EXPECT_THROW(train::time_block_step(config, 3, 1, 16, 1, "", {true, true, 1}), std::runtime_error);
     EXPECT_THROW(train::item_sync_timing(3, 10, 5, 1), std::runtime_error);
   }
+}
+
+// What a timed block step computed, against the answer key's fp64 layers: a healthy step within its bounds, a step
+// that leaves a gradient out or runs the wrong RoPE read as such, and a config the reference cannot build refused
+// naming the file and field.
+TEST(TorchModule, BlockStepCaptureMeetsTheFp64Reference) {
+  namespace train = claimcheck::train;
+  namespace ref = claimcheck::ref;
+  const std::filesystem::path config =
+      std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/configs/llama-scaled-ch04.json";
+  auto compare = [&](const std::string& fault) {
+    train::BlockStepOn on;
+    on.layers = 2;
+    on.capture = true;
+    const auto r = train::time_block_step(config, 5, 2, 24, 1, fault, on);
+    EXPECT_TRUE(r.capture);
+    auto view = [](const train::StepTensor& t) { return ref::TensorRef{t.name, t.shape, t.values.data()}; };
+    std::vector<ref::TensorRef> w, g;
+    for (const auto& t : r.capture->weights) w.push_back(view(t));
+    for (const auto& t : r.capture->grads) g.push_back(view(t));
+    ref::BlockSpec spec = ref::load_block_spec(config);
+    spec.layers = 2;
+    return ref::compare_block_step_fp64(spec, w, view(r.capture->input), view(r.capture->proj), r.capture->loss, g);
+  };
+  const auto ok = compare("");
+  EXPECT_EQ(ok.grads_compared, 2 * 9 + 1);
+  EXPECT_LT(ok.loss_error, 1e-6);
+  EXPECT_LT(ok.grad_error, 1e-5) << ok.worst_grad;
+  const auto no_dx = compare("step_input_no_grad");
+  EXPECT_LT(no_dx.loss_error, 1e-6);
+  EXPECT_GT(no_dx.grad_error, 1e300);
+  EXPECT_NE(no_dx.worst_grad.find("input (missing"), std::string::npos) << no_dx.worst_grad;
+  const auto rope = compare("block_rope_interleaved");
+  EXPECT_GT(rope.loss_error, 1e-5);
+  EXPECT_GT(rope.grad_error, 1e-2);
+  // A weight of the wrong shape, or missing, is refused by name.
+  train::BlockStepOn on;
+  on.layers = 1;
+  on.capture = true;
+  const auto r = train::time_block_step(config, 5, 1, 8, 1, "", on);
+  std::vector<ref::TensorRef> w;
+  for (const auto& t : r.capture->weights)
+    if (t.name != "model.layers.0.mlp.up_proj.weight") w.push_back({t.name, t.shape, t.values.data()});
+  ref::BlockSpec spec = ref::load_block_spec(config);
+  spec.layers = 1;
+  const ref::TensorRef in{"input", r.capture->input.shape, r.capture->input.values.data()};
+  const ref::TensorRef proj{"proj", r.capture->proj.shape, r.capture->proj.values.data()};
+  try {
+    ref::compare_block_step_fp64(spec, w, in, proj, r.capture->loss, {});
+    ADD_FAILURE() << "a missing weight was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.0.mlp.up_proj.weight"), std::string::npos) << e.what();
+  }
+  // Configs the reference layer does not compute: one line naming the file and field.
+  const auto dir = std::filesystem::temp_directory_path() / ("cc_block_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string base =
+      R"("vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+         "num_attention_heads": 4, "num_key_value_heads": 2)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8})",
+       "field 'rope_scaling.rope_type'"},
+      {R"("model_type": "llama", "rope_theta": "big")", "field 'rope_theta'"},
+      {R"("model_type": "llama", "rms_norm_eps": -1)", "field 'rms_norm_eps'"},
+      {R"("model_type": "llama", "hidden_act": "gelu")", "field 'hidden_act'"},
+      {R"("model_type": "gemma")", "field 'model_type'"},
+  };
+  for (const auto& [keys, field] : cases) {
+    const auto file = dir / "config.json";
+    std::ofstream(file) << "{" << base << ", " << keys << "}";
+    try {
+      ref::load_block_spec(file);
+      ADD_FAILURE() << keys << ": not refused";
+    } catch (const ref::SpecError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(field), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // A config's rope_scaling (or transformers 5's rope_parameters) that the decoder cannot build is one line naming the

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "claimcheck/ref/attention.h"
+#include "claimcheck/ref/block.h"
 #include "claimcheck/ref/gemv.h"
 #include "claimcheck/ref/optim.h"
 #include "claimcheck/ref/roofline.h"
@@ -48,6 +49,12 @@ double torch_cuda_read_bandwidth(std::size_t, int) { none(); }
 double torch_matmul_fp32_seconds(int, int, int, int, int) { none(); }
 std::vector<float> torch_adamw_steps(const std::vector<float>&, const std::vector<std::vector<float>>&,
                                      const AdamWSettings&) {
+  none();
+}
+
+// The reference decoder layers (chapter 6's timed training step).
+BlockStepComparison compare_block_step_fp64(const BlockSpec&, const std::vector<TensorRef>&, const TensorRef&,
+                                            const TensorRef&, double, const std::vector<TensorRef>&) {
   none();
 }
 }  // namespace claimcheck::ref

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@ namespace claimcheck::train {
 // requires grad; the loss is a fixed random projection of the output. Best of `repeats` interleaved runs of each
 // phase. FLOPs are counted from the built modules: 2 per weight per token in every Linear, plus causal
 // attention's QK^T and PV (2 x 2 x heads x head_dim x T(T+1)/2 per sequence and layer).
+struct BlockStepCapture;
 struct BlockStepTiming {
   double forward_s = 0, backward_s = 0;
   double backward_over_forward = 0;  // the median over the repeats of each one's backward / forward (one step's two
@@ -29,6 +31,22 @@ struct BlockStepTiming {
   int batch = 0, tokens = 0, layers = 0, threads = 0;
   std::int64_t hidden = 0, intermediate = 0;
   std::string device = "cpu", dtype = "float32";
+  std::shared_ptr<const BlockStepCapture> capture;  // BlockStepOn::capture: what the last timed step computed
+};
+// A tensor of the timed step, fp32 on the host, under its Hugging Face name ("model.layers.0.self_attn.q_proj.weight";
+// "input" for the block's input).
+struct StepTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+// What the last timed step computed, for a reference to be held against: the weights it ran with (before its AdamW
+// update), its input and the projection its loss reads (loss = sum(output * proj)), the loss, and the gradients
+// the step's backward left: one per weight that has one, and the input's ("input"), each under its tensor's name.
+struct BlockStepCapture {
+  std::vector<StepTensor> weights, grads;
+  StepTensor input, proj;
+  double loss = 0;
 };
 // Where the step runs: the CPU in fp32 (the default), or the CUDA device (LibTorch CUDA) with bf16 weights, data
 // and AdamW state, each phase timed with the queue drained around it. layers > 0 takes the config's first `layers`
@@ -42,10 +60,14 @@ struct BlockStepOn {
   int layers = 0;
   int threads = 0;
   bool cpu_clock = false;
+  bool capture = false;  // keep the last timed step's weights, input, loss and gradients (BlockStepTiming::capture)
 };
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
 // "flops_per_token_only" (forward_flops counts one token, not the step's), "step_one_thread" (the CPU step on one
-// intra-op thread, whatever `threads` says).
+// intra-op thread, whatever `threads` says), "step_input_no_grad" (the input is handed over without requires_grad:
+// the backward never computes the first layer's dX), "block_rope_interleaved" (the RoPE tables laid out as
+// interleaved pairs while the layers rotate halves); any other fault is the decoder layer's (DecoderConfig::fault:
+// "gqa_tiled", "rope_half_swapped", "rmsnorm_no_rsqrt", ...).
 // Throws std::runtime_error (the reason) where on.cuda and LibTorch sees no CUDA device.
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault = "", const BlockStepOn& on = {});

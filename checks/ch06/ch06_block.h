@@ -1,0 +1,39 @@
+// Shared by the chapter 6 checks that time the LibTorch training step (backward_2x, mfu): what the last timed step
+// computed, against the answer key's fp64 decoder layers (reference/src/torch/block_torch.cpp) on the same weights
+// and input. Include after claimcheck/train/perf.h, where CLAIMCHECK_WITH_TORCH.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "claimcheck/check.h"
+#include "claimcheck/ref/block.h"
+#include "claimcheck/train/perf.h"
+
+namespace ch06 {
+
+// The statements output_matches_reference (the loss, over the scale of its sum) and grads_match_reference (the worst
+// gradient, over its own scale) for a step run with BlockStepOn::capture on `config`'s layers.
+inline void verify_block_step(claimcheck::Context& ctx, const std::filesystem::path& config,
+                              const claimcheck::train::BlockStepTiming& r) {
+  namespace ref = claimcheck::ref;
+  if (!r.capture) throw std::logic_error("verify_block_step: the step was run without BlockStepOn::capture");
+  const auto& cap = *r.capture;
+  auto view = [](const claimcheck::train::StepTensor& t) { return ref::TensorRef{t.name, t.shape, t.values.data()}; };
+  std::vector<ref::TensorRef> weights, grads;
+  for (const auto& t : cap.weights) weights.push_back(view(t));
+  for (const auto& t : cap.grads) grads.push_back(view(t));
+  const ref::BlockSpec spec = ref::load_block_spec(config);
+  const auto c = ref::compare_block_step_fp64(spec, weights, view(cap.input), view(cap.proj), cap.loss, grads);
+  ctx.measure("output_matches_reference", c.loss_error, "ratio");
+  ctx.measure("grads_match_reference", c.grad_error, "ratio");
+  ctx.detail("step_against_reference", {{"loss", cap.loss},
+                                        {"reference_loss", c.reference_loss},
+                                        {"gradients_compared", c.grads_compared},
+                                        {"worst_gradient", c.worst_grad},
+                                        {"reference", "the answer key's fp64 Llama layers (LibTorch autograd)"}});
+}
+
+}  // namespace ch06
