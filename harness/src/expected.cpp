@@ -190,7 +190,8 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
   s.name = name;
   const std::string p = path.empty() ? "" : path + ".";
   if (!path.empty())
-    only_keys(j, file, p, {"value", "unit", "compare", "variants", "part", "applies", "expect", "xfail_reason"});
+    only_keys(j, file, p,
+              {"value", "unit", "compare", "variants", "part", "applies", "expect", "xfail_reason", "untimed"});
   const json& v = field(j, file, p, "value");
   if (v.is_number()) {
     if (!std::isfinite(v.get<double>())) input_error(file, p + "value", "not a finite number");
@@ -242,6 +243,10 @@ Statement parse_statement(const json& j, const std::string& file, const std::str
       if (w.find("derived:") != std::string::npos)
         throw std::invalid_argument("'" + w + "' reads a derived value: where a statement applies is the machine's");
     });
+  if (j.contains("untimed")) {
+    if (!j.at("untimed").is_boolean()) input_error(file, p + "untimed", "expected a boolean");
+    s.untimed = j.at("untimed").get<bool>();
+  }
   if (j.contains("expect")) {
     if (path.empty()) input_error(file, "expect", "a claim-level expectation is read elsewhere");
     const std::string expect = get_string(j, file, p, "expect");
@@ -383,6 +388,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     for (const auto& [k, v] : also.items()) {
       if (!v.is_object()) input_error(file, "also." + k, "expected an object");
       e.statements.push_back(parse_statement(v, file, k, "also." + k));
+      if (e.statements.back().untimed && !e.timed)
+        input_error(file, "also." + k + ".untimed", "only a statement of a timed claim (\"timed\": true) is untimed");
     }
   }
   const std::string expect = j.contains("expect") ? get_string(j, file, "", "expect") : "pass";

@@ -70,6 +70,9 @@ struct Statement {
   FeatureExpr applies;
   bool xfail = false;        // "expect": "xfail" on an `also` statement: the evidence refutes this part
   std::string xfail_reason;  // its measured reason
+  // "untimed": true on a statement of a timed claim: it judges what the timed run computed, not how fast (its output
+  // against the answer key), so no neighbour can turn it, and its failure is never put down to interference.
+  bool untimed = false;
 };
 
 // A check that is a Python driver and nothing more (`driver`): the harness runs the script with its arguments and

@@ -106,10 +106,16 @@ class LoadWatch {
 // Above this share of the machine taken by others (or stolen), a timed claim's failure is not judged.
 inline constexpr double kBusyShare = 0.2;
 
+// Whether a neighbour could explain this outcome of a timed claim: an xpass, an error, or a fail none of whose failing
+// statements is untimed (Statement::untimed: what the run computed, against the answer key). A wrong output is
+// wrong on a busy machine too.
+bool interference_may_explain(const Expected& e, const ClaimResult& r);
+
 // run_claim for a timed claim (Expected::timed) on a machine others share: where it fails (a fail, an xpass, an
-// error) while other processes took more than kBusyShare of the CPUs, it is run again (up to `tries` runs in all,
-// `pause_s` apart); where the machine stays busy, the outcome is an error naming the interference and its figures,
-// never a failure with a wrong cause. details.interference records each run's load. A claim not timed: run_claim.
+// error; interference_may_explain) while other processes took more than kBusyShare of the CPUs, it is run again (up to
+// `tries` runs in all, `pause_s` apart); where the machine stays busy, the outcome is an error naming the interference
+// and its figures, never a failure with a wrong cause. details.interference records each run's load. A claim not timed:
+// run_claim.
 ClaimResult run_claim_watched(const Expected& e, const RunContextInputs& in, Capabilities& caps, int tries = 3,
                               double pause_s = 2);
 

@@ -5,6 +5,8 @@
 
 #include "errors.h"
 #include "expected.h"
+#include "outcome.h"
+#include "runner.h"
 
 using namespace claimcheck;
 namespace fs = std::filesystem;
@@ -176,4 +178,39 @@ TEST(Expected, VariantXfailIsThatVariants) {
     t.replace(t.find("isa:avx512_bf16"), 15, bad);
     expect_error("vwb", t, "variants[0].when");
   }
+}
+
+// "untimed" marks a timed claim's statement about what its run computed: a failure of it stands on a busy machine
+// (runner.h interference_may_explain), where a time's failure is run again.
+TEST(Expected, AnUntimedStatementFailsWhateverTheMachinesLoad) {
+  const std::string also = R"(, "timed": true, "also": {"out": {"value": 0, "unit": "ratio", "untimed": true,
+    "compare": {"rule": "bound", "max": 0.001, "why": "w"}}})";
+  Expected e = load_expected_file(write("untimed", valid("untimed", also)));
+  ASSERT_EQ(e.statements.size(), 2u);
+  EXPECT_FALSE(e.statements[0].untimed);
+  EXPECT_TRUE(e.statements[1].untimed);
+  ClaimResult r;
+  r.status = Status::fail;
+  Measurement value{"value", 1.0, "GB"}, out{"out", 0.5, "ratio"};
+  value.compared = out.compared = true;
+  value.ok = false;
+  out.ok = true;
+  r.measurements = {value, out};
+  EXPECT_TRUE(interference_may_explain(e, r));  // only the time failed
+  r.measurements[1].ok = false;
+  EXPECT_FALSE(interference_may_explain(e, r));  // the output is wrong: no neighbour explains that
+  r.measurements[0].ok = true;
+  EXPECT_FALSE(interference_may_explain(e, r));
+  r.status = Status::error;
+  EXPECT_TRUE(interference_may_explain(e, r));
+  r.status = Status::pass;
+  EXPECT_FALSE(interference_may_explain(e, r));
+  // Only a timed claim's statement is untimed; a boolean.
+  expect_error("untimed_claim",
+               valid("untimed_claim", R"(, "also": {"out": {"value": 0, "unit": "ratio", "untimed": true,
+    "compare": {"rule": "bound", "max": 0.001, "why": "w"}}})"),
+               "also.out.untimed");
+  expect_error("untimed_str", valid("untimed_str", R"(, "timed": true, "also": {"out": {"value": 0, "unit": "ratio",
+    "untimed": "yes", "compare": {"rule": "bound", "max": 0.001, "why": "w"}}})"),
+               "also.out.untimed");
 }
