@@ -20,7 +20,8 @@ namespace {
 //    2 x 4 accumulators on AVX2, 4 x 4 on AVX-512 (its 32 registers), every weight read once from memory, a
 //    horizontal sum per output at the end.
 //  - Larger batches: weights packed once per (k block, two vectors of output columns) into fp32 k-major panels
-//    [kc][2L]; a register tile of MB activation rows x 2 vectors runs over the panel, BLIS-style (gemm_tile.inc:
+//    [kc][2L], and the activations' k block packed once per tile of rows (k-major); a register tile of MB
+//    activation rows x 2 vectors runs over the panel, BLIS-style (gemm_tile.inc:
 //    AVX2 6 x 16 with 12 ymm accumulators, AVX-512 12 x 32 with 24 zmm: a 512-bit tile at every batch, which a core
 //    with two full 512-bit FMA units needs to reach more than half its peak); outputs accumulated in Y across k
 //    blocks. Compute-bound at the FMA rate for large B.
@@ -275,10 +276,60 @@ CC_AVX2_F16C void pack_panel_avx2(const bf16_t* W, int N, long K, int n0, long k
       for (int k = k8; k < kc; ++k) P[k * kPanelN + g + i] = n0 + g + i < N ? bf16_f32(w[i][k]) : 0.0f;
   }
 }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers
+// The same on AVX-512 (PN a multiple of 16): 16 x 16 blocks, widened in zmm and transposed in three shuffle stages
+// (in-lane pairs, in-lane quads, then 128-bit lanes): 4 shuffles per row of 16, where the 8 x 8 form takes 3 per
+// row of 8.
+CC_AVX512_F16C void pack_panel_avx512(const bf16_t* W, int N, long K, int n0, long k0, int kc, int PN, float* P) {
+  const int k16 = kc & ~15;
+  for (int g = 0; g < PN; g += 16) {
+    const bf16_t* w[16];
+    bool live[16];
+    for (int i = 0; i < 16; ++i) {
+      live[i] = n0 + g + i < N;
+      w[i] = W + std::min(n0 + g + i, N - 1) * K + k0;
+    }
+    for (int k = 0; k < k16; k += 16) {
+      __m512 r[16], t[16], u[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        r[i] = live[i] ? _mm512_castsi512_ps(_mm512_slli_epi32(
+                             _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k))), 16))
+                       : _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int i = 0; i < 16; i += 2) {  // t[i], t[i + 1]: rows i, i + 1 interleaved within each lane
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 16; q += 4) {  // u[q + m]: rows q .. q + 3 of column 4L + m, in lane L
+        u[q + 0] = _mm512_shuffle_ps(t[q], t[q + 2], 0x44);
+        u[q + 1] = _mm512_shuffle_ps(t[q], t[q + 2], 0xee);
+        u[q + 2] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+        u[q + 3] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0xee);
+      }
+      float* o = P + static_cast<long>(k) * PN + g;
+#pragma GCC unroll 4
+      for (int m = 0; m < 4; ++m) {  // column 4L + m: lane L of u[m], u[4 + m], u[8 + m], u[12 + m]
+        const __m512 x0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), x1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xee);
+        const __m512 y0 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44),
+                     y1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xee);
+        _mm512_storeu_ps(o + (0 + m) * PN, _mm512_shuffle_f32x4(x0, y0, 0x88));
+        _mm512_storeu_ps(o + (4 + m) * PN, _mm512_shuffle_f32x4(x0, y0, 0xdd));
+        _mm512_storeu_ps(o + (8 + m) * PN, _mm512_shuffle_f32x4(x1, y1, 0x88));
+        _mm512_storeu_ps(o + (12 + m) * PN, _mm512_shuffle_f32x4(x1, y1, 0xdd));
+      }
+    }
+    for (int i = 0; i < 16; ++i)
+      for (int k = k16; k < kc; ++k) P[k * PN + g + i] = live[i] ? bf16_f32(w[i][k]) : 0.0f;
+  }
+}
+#pragma GCC diagnostic pop
 #endif
 
 // The panel tiles, one source (gemm_tile.inc) per vector type.
-using TileFn = void (*)(const float*, long, const float*, int, float*, long, int);
+using TileFn = void (*)(const float*, const float*, int, float*, long, int);
 namespace tile_portable {
 struct V {  // one "vector" of 8 floats in plain C++ (the compiler vectorises what the target allows)
   struct Reg {
@@ -471,30 +522,46 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
 #endif
   const PanelKernel& pk = panel_for(pth);
   const int PN = pk.panel_n, TB = pk.tile_b;
-  const int panels = (N + PN - 1) / PN;
-  // One task per panel of output columns (pulled dynamically): Y's columns zeroed, then for each k block the panel
-  // packed once and run against every activation row.
-  parallel_rows(panels, 1, threads, [&](int p0, int p1) {
-    float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kMaxPanelN);
-    for (int p = p0; p < p1; ++p) {
-      const int n = p * PN, cols = std::min(PN, N - n);
-      for (int b = 0; b < B; ++b)
-        std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
-      for (int k0 = 0; k0 < K; k0 += kGemmKc) {
-        const int kc = std::min(kGemmKc, K - k0);
+  const int panels = (N + PN - 1) / PN, tiles = (B + TB - 1) / TB;
+  // For each k block: the block of X packed once for every panel (each register tile's rows k-major, [k][mb]: its
+  // broadcasts one contiguous stream; rows K floats apart are as many streams, and at a power-of-two K they fall
+  // in one set of the L1, whose ways they then take from the panel), then one task per panel of output columns
+  // (pulled dynamically): Y's columns zeroed in the first block, the panel packed once and run against every tile.
+  float* XP = scratch_floats(2, static_cast<std::size_t>(tiles) * TB * std::min(kGemmKc, K));
+  for (int k0 = 0; k0 < K; k0 += kGemmKc) {
+    const int kc = std::min(kGemmKc, K - k0);
+    parallel_rows(tiles, 1, threads, [&](int t0, int t1) {
+      for (int t = t0; t < t1; ++t) {
+        const int b = t * TB, mb = std::min(TB, B - b);
+        float* o = XP + static_cast<std::size_t>(t) * TB * kc;
+        for (int i = 0; i < mb; ++i) {
+          const float* x = X + static_cast<long>(b + i) * K + k0;
+          for (int k = 0; k < kc; ++k) o[k * mb + i] = x[k];
+        }
+      }
+    });
+    parallel_rows(panels, 1, threads, [&](int p0, int p1) {
+      float* P = scratch_floats(1, static_cast<std::size_t>(kGemmKc) * kMaxPanelN);
+      for (int p = p0; p < p1; ++p) {
+        const int n = p * PN, cols = std::min(PN, N - n);
+        if (k0 == 0)
+          for (int b = 0; b < B; ++b)
+            std::fill(Y + static_cast<long>(b) * N + n, Y + static_cast<long>(b) * N + n + cols, 0.0f);
 #if CC_X86
-        if (pth != kPortable)
+        if (pth == kAvx512)
+          pack_panel_avx512(W, N, K, n, k0, kc, PN, P);
+        else if (pth != kPortable)
           pack_panel_avx2(W, N, K, n, k0, kc, PN, P);
         else
 #endif
           pack_panel(W, N, K, n, k0, kc, PN, P);
-        for (int b = 0; b < B; b += TB) {
-          const int mb = std::min(TB, B - b);
-          pk.tiles[mb](X + static_cast<long>(b) * K + k0, K, P, kc, Y + static_cast<long>(b) * N + n, N, cols);
+        for (int t = 0; t < tiles; ++t) {
+          const int b = t * TB, mb = std::min(TB, B - b);
+          pk.tiles[mb](XP + static_cast<std::size_t>(t) * TB * kc, P, kc, Y + static_cast<long>(b) * N + n, N, cols);
         }
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace claimcheck::kernels::gemv_detail
