@@ -3,6 +3,7 @@
 // and input. Include after claimcheck/train/perf.h, where CLAIMCHECK_WITH_TORCH.
 #pragma once
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -84,7 +84,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
   };
   const int runs = std::max(1, repeats) + 1;
-  auto capture = std::make_shared<BlockStepCapture>();
+  const auto capture = on.capture ? std::make_shared<BlockStepCapture>() : nullptr;
   torch::Tensor last_x, last_loss;
   for (int i = 0; i < runs; ++i) {  // the first run warms up
     opt.zero_grad();
