@@ -218,6 +218,22 @@ void BM_matmul_bf16(benchmark::State& st, const std::string& engine) {
     st.SetIterationTime(t[1]);
   }
   benchmark::DoNotOptimize(c.data());
+  // What the last timed call wrote, on 8 x 8 sampled entries (the last row and column among them) against fp64 dot
+  // products: each error over its sum of |a w| within an fp32 accumulation's bound (validate_matmul's).
+  double worst = 0;
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      const int m = i * (n - 1) / 7, col = j * (n - 1) / 7;
+      double want = 0, absdot = 0;
+      for (int k = 0; k < n; ++k) {
+        const double p = ref::bf16_value(a[static_cast<std::size_t>(m) * n + k]) *
+                         ref::bf16_value(w[static_cast<std::size_t>(col) * n + k]);
+        want += p;
+        absdot += std::fabs(p);
+      }
+      worst = std::max(worst, std::fabs(c[static_cast<std::size_t>(m) * n + col] - want) / std::max(absdot, 1e-30));
+    }
+  bench::verify(st, worst, 16 * std::ldexp(1.0, -24) * std::sqrt(n + 1.0), "bf16 matmul");
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = g_threads;
   st.SetLabel(K::matmul_bf16_engine());
@@ -320,16 +336,23 @@ int main(int argc, char** argv) {
       ->UseRealTime();
   benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseRealTime();
   if (bf16_cpu) {
+    // 1024^3 to 4096^3: from a matmul whose operands fit the caches to one that streams them.
     benchmark::RegisterBenchmark("matmul/libtorch_bf16", BM_libtorch_matmul_bf16)
+        ->Arg(1024)
+        ->Arg(2048)
         ->Arg(4096)
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
     benchmark::RegisterBenchmark("matmul/custom_bf16", BM_matmul_bf16, std::string())
+        ->Arg(1024)
+        ->Arg(2048)
         ->Arg(4096)
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
     if (dot_row)
       benchmark::RegisterBenchmark("matmul/custom_bf16_dot", BM_matmul_bf16, std::string("avx512_bf16"))
+          ->Arg(1024)
+          ->Arg(2048)
           ->Arg(4096)
           ->Unit(benchmark::kMillisecond)
           ->UseManualTime();

@@ -65,6 +65,33 @@ void counters(benchmark::State& st, double bytes, double flops) {
   st.counters["threads"] = g_threads;
 }
 
+const std::vector<double>& nf4_levels() {
+  static const std::vector<double> levels =
+      ref::load_nf4_levels(CLAIMCHECK_SOURCE_DIR "/reference/data/quant/nf4-absmax64.json");
+  return levels;
+}
+
+// What a chain's step computed (y, from x) against the answer key's fp64 step over the same weights (NF4 with the
+// products this CPU's kernel owes), layer by layer as ch06.decode_4bit's output_matches_reference reads it
+// (ref::decode_step_error_by_layer): about 1e-6 for fp32 accumulation.
+double chain_error(const K::DecodeStack& s, const float* x, const float* y) {
+  const K::DecodeShape& d = s.shape();
+  const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
+  const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
+  std::vector<float> inputs(static_cast<std::size_t>(d.hidden) * d.layers), out(static_cast<std::size_t>(d.hidden));
+  s.step(x, out.data(), {g_threads, {}}, inputs.data());
+  return ref::decode_step_error_by_layer(
+      {d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim},
+      [&](int l, int m, const double* in, double* o) {
+        if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
+          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], nf4_levels(), in, o, nullptr,
+                             bench::nf4_products());
+        else
+          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
+      },
+      inputs.data(), out.data(), y);
+}
+
 void BM_chain(benchmark::State& st, bool nf4) {
   const K::DecodeStack& s = nf4 ? nf4_stack() : bf16_stack();
   const auto x = input(s.shape().hidden, 1);
@@ -74,6 +101,10 @@ void BM_chain(benchmark::State& st, bool nf4) {
     s.step(x.data(), out.data(), o);
     benchmark::DoNotOptimize(out.data());
   }
+  // The last timed step's output, against fp64 once per chain (about a second; every repetition computes the same).
+  static double error[2] = {-1, -1};
+  if (error[nf4] < 0) error[nf4] = chain_error(s, x.data(), out.data());
+  bench::verify(st, error[nf4], 1e-4, nf4 ? "NF4 decode chain" : "bf16 decode chain");
   counters(st, static_cast<double>(s.weight_bytes()), s.flops());
 }
 
@@ -172,9 +203,9 @@ void BM_gemv_nf4(benchmark::State& st, int N, int Kd) {
     K::gemv_nf4(q, x.data(), y.data(), o);
     benchmark::DoNotOptimize(y.data());
   }
-  static const std::vector<double> levels =
-      ref::load_nf4_levels(CLAIMCHECK_SOURCE_DIR "/reference/data/quant/nf4-absmax64.json");
-  bench::verify(st, ref::gemv_nf4_sampled_error(q.packed.data(), q.scales.data(), N, Kd, levels, x.data(), y.data()),
+  bench::verify(st,
+                ref::gemv_nf4_sampled_error(q.packed.data(), q.scales.data(), N, Kd, nf4_levels(), x.data(), y.data(),
+                                            bench::nf4_products()),
                 1e-4, "NF4 GEMV");
   counters(st, static_cast<double>(q.bytes()), 2.0 * N * Kd);
 }
@@ -296,7 +327,8 @@ bool validate() {
         std::fprintf(stderr, "validation failed: NF4 quantisation: %s\n", c.first_detail.c_str());
         return false;
       }
-      ref::gemv_nf4_fp64(q.packed.data(), q.scales.data(), N, Kd, levels, xd.data(), r.data(), a.data());
+      ref::gemv_nf4_fp64(q.packed.data(), q.scales.data(), N, Kd, levels, xd.data(), r.data(), a.data(),
+                         bench::nf4_products());
       K::gemv_nf4(q, X.data(), y.data(), o);
       for (int n = 0; n < N; ++n)
         if (!close(y[n], r[n], a[n], Kd, "gemv_nf4", n)) return false;
@@ -330,6 +362,9 @@ int main(int argc, char** argv) {
     if (torch) reg("gemv/libtorch_bf16/" + shape, BM_gemv_libtorch, N, Kd);
     reg("gemv/nf4/" + shape, BM_gemv_nf4, N, Kd);
   }
+  // NF4 from cache (2.4 MB of codes and scales, in the L2 and L3 caches): the dequantisation's own rate, what
+  // memory's bandwidth is held against in the benchmark table (is the kernel fast enough to be memory-bound?).
+  reg("gemv/nf4_cached/1024x4096", BM_gemv_nf4, 1024, 4096);
   auto* g = reg("gemm/bf16/14336x4096", BM_gemm_bf16, 14336, 4096);
   for (int B : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) g->Arg(B);
   if (torch) {

@@ -129,6 +129,35 @@ def rows_from(data):
                        f"(x{nf_bytes / bf_bytes:.2f}); nf4 reads at {nf_bytes / nf / 1e6:.1f} GB/s"
                        if nf_bytes and bf_bytes else ""),
         })
+    if bf and nf and nf_bytes and bf_bytes:
+        # The NF4 kernel at memory speed (issue 34): its time per byte over the bf16 chain's, 1 where both read at
+        # the same rate; the repetitions' ratios as the samples.
+        byte_ratio = nf_bytes / bf_bytes
+        rows.append({
+            "name": "NF4 decode chain time over its bytes / bf16 decode chain's",
+            "ratio": nf / bf / byte_ratio, "nf4_ms": nf, "bf16_ms": bf, "bytes_ratio": byte_ratio,
+            "spread": spread("decode/bf16_chain", "decode/nf4_chain"),
+            "samples": [x / byte_ratio for x in per_repetition(runs, "decode/nf4_chain", "decode/bf16_chain")],
+            "detail": (f"nf4 {nf_bytes / nf / 1e6:.1f} GB/s vs bf16 {bf_bytes / bf / 1e6:.1f} GB/s from memory "
+                       f"({threads} threads, {ctx.get('simd_path', '?')}); 1 = the bytes' ratio"),
+        })
+    cached = "gemv/nf4_cached/1024x4096"
+    cw = med(cached, "FLOP/s")
+    cb = med(cached, "bytes/s")
+    if cw and cb and bw:
+        # From cache: the weights/s the NF4 kernel dequantises and multiplies (FLOP/s / 2) over the weights/s the
+        # read bandwidth brings at NF4's bytes per weight: above 1, memory and not the kernel bounds NF4 decode.
+        bytes_per_weight = cb / (cw / 2)
+        rows.append({
+            "name": "NF4 GEMV from cache: weights/s over what the read bandwidth brings",
+            "ratio": (cw / 2) / (bw / bytes_per_weight), "gweights_s": cw / 2 / 1e9, "gbps": cb / 1e9,
+            "samples": [(r["FLOP/s"] / 2) / (b["bytes/s"] / bytes_per_weight) for r, b in
+                        zip(sorted(runs.get(cached, []), key=lambda r: r.get("repetition_index", 0)),
+                            sorted(runs.get("bandwidth/read", []), key=lambda r: r.get("repetition_index", 0)))],
+            "detail": (f"1024 x 4096 from cache: {cw / 2 / 1e9:.1f} G weights/s ({cb / 1e9:.1f} GB/s of NF4) vs the "
+                       f"read bandwidth's {bw / bytes_per_weight / 1e9:.1f} G weights/s ({threads} threads, "
+                       f"{ctx.get('simd_path', '?')})"),
+        })
     for shape in ("14336x4096", "4096x14336"):
         g = med(f"gemv/bf16/{shape}", "real_time")
         gb = med(f"gemv/bf16/{shape}", "bytes/s")

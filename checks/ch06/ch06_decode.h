@@ -75,31 +75,29 @@ inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int s
 }
 
 // What a timed step computed (y, from input x) against the answer key's fp64 step over the same weights
-// (ref::decode_step_fp64 over ref::gemv_bf16_fp64, or ref::gemv_nf4_fp64 with the format's levels for an nf4
-// stack): the largest element's error over the reference's largest magnitude. A kernel that reads its bytes and
-// computes the wrong thing reads O(1); fp32 accumulation over K <= 14,336 and two layers, about 1e-6.
-inline double stack_output_error(const K::DecodeStack& s, const float* x, const float* y,
-                                 const std::vector<double>& nf4_levels = {}) {
+// (ref::gemv_bf16_fp64, or ref::gemv_nf4_fp64 with the format's levels and the products this CPU's kernel owes for an
+// nf4 stack), layer by layer (ref::decode_step_error_by_layer): one more step, untimed, on the same weights and x
+// keeps each layer's input. The largest element's error over the reference's largest magnitude: a kernel that reads
+// its bytes and computes the wrong thing reads O(1) in the layer it is wrong in; fp32 accumulation over K <= 14,336,
+// about 1e-6 (bf16 products: below 5e-6 a layer; end to end over two layers their roundings of the activations
+// parted from fp64's read 1.7-4.0e-4 on a 2-vCPU Zen 4 guest, 2026-12-06, six seeds).
+inline double stack_output_error(const K::DecodeStack& s, const float* x, const float* y, const K::GemvOptions& o,
+                                 const std::vector<double>& nf4_levels = {},
+                                 ref::Nf4Products nf4_products = ref::Nf4Products::fp32) {
   const auto& d = s.shape();
-  const ref::RefDecodeShape rs{d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim};
-  const std::vector<double> xd(x, x + d.hidden);
-  std::vector<double> r(static_cast<std::size_t>(d.hidden));
-  ref::decode_step_fp64(
-      rs,
-      [&](int l, int m, const double* in, double* o) {
+  std::vector<float> inputs(static_cast<std::size_t>(d.hidden) * d.layers), out(static_cast<std::size_t>(d.hidden));
+  s.step(x, out.data(), o, inputs.data());
+  return ref::decode_step_error_by_layer(
+      {d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim},
+      [&](int l, int m, const double* a, double* b) {
         const MatShape ms = mat_shape(d, m);
         if (const K::Nf4Matrix* q = s.nf4_weight(l, m))
-          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), ms.rows, ms.cols, nf4_levels, in, o);
+          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), ms.rows, ms.cols, nf4_levels, a, b, nullptr,
+                             nf4_products);
         else
-          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], ms.rows, ms.cols, in, o);
+          ref::gemv_bf16_fp64(s.bf16_weights(l)[m], ms.rows, ms.cols, a, b);
       },
-      xd.data(), r.data());
-  double err = 0, scale = 0;
-  for (int i = 0; i < d.hidden; ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(y[i]) - r[static_cast<std::size_t>(i)]));
-    scale = std::max(scale, std::fabs(r[static_cast<std::size_t>(i)]));
-  }
-  return scale > 0 ? err / scale : INFINITY;
+      inputs.data(), out.data(), y);
 }
 
 }  // namespace ch06

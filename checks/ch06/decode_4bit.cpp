@@ -2,6 +2,8 @@
 // Analytic on Llama-3-8B under the format named in the expected file; measured here: the same Llama-3-8B-shaped
 // stack decoded with bf16 weights and with NF4 weights (one fp32 absmax per 64, dequantised in registers).
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ch06_testbed.h"
@@ -75,15 +77,32 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const auto opts = ch06::gemv_options(ctx);
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed(), opts.faults), s4(shape, "nf4", ctx.seed(), opts.faults);
   // The machine's balance, from the probe and the answer key alone (nothing the NF4 kernel does moves it): the NF4
-  // step's floor is the larger of its bytes at the read roof and its dequantisation at the FMA roof
-  // (ref::nf4_gemv_compute_seconds); the bf16 step's is its bytes at the read roof. Their ratio is the time ratio a
-  // kernel at its roof shows here, and it chooses the expectation (expected/ch06/decode_4bit.json).
+  // step's floor is the larger of its bytes at the read roof and its dequantisation at the roof of the engine the
+  // CPU's NF4 arithmetic runs on (ref::nf4_gemv_compute_seconds: the bf16 dot products where the CPU has them,
+  // ref::nf4_products_for, else the fp32 FMAs); the bf16 step's is its bytes at the read roof. Their ratio is the
+  // time ratio a kernel at its roof shows here, and it chooses the expectation (expected/ch06/decode_4bit.json).
+  // The NF4 step's products are the CPU's to choose too, never the kernel's to say.
+  const ref::Nf4Products products = ref::nf4_products_for(ctx.hardware().has_isa("avx512_bf16"));
   ch06::Testbed tb(ctx, /*cpu_only=*/true);
-  const ch06::Roofs& roofs = tb.measure();
+  ch06::Testbed::Needs needs;
+  needs.engines = products == ref::Nf4Products::bf16;
+  const ch06::Roofs& roofs = tb.measure(needs);
+  std::string engine = "fp32 FMA";
+  double engine_peak = roofs.peak;
+  if (needs.engines) {
+    engine = "bf16 dot products";
+    engine_peak = 0;
+    for (const auto& [name, flops] : roofs.engines)
+      if (name == engine) engine_peak = flops;
+    if (!(engine_peak > 0))
+      throw std::runtime_error(ctx.claim_id() +
+                               ": this CPU has avx512_bf16 and the bf16 dot-product probe read "
+                               "nothing: no roof for the NF4 kernel's engine");
+  }
   const double weights = static_cast<double>(s16.weight_bytes()) / 2;
   const double bf16_floor = roofs.bytes_seconds(static_cast<double>(s16.weight_bytes()));
   const double nf4_memory_floor = roofs.bytes_seconds(static_cast<double>(s4.weight_bytes()));
-  const double nf4_compute_floor = ref::nf4_gemv_compute_seconds(weights, roofs.peak);
+  const double nf4_compute_floor = ref::nf4_gemv_compute_seconds(weights, engine_peak);
   const double byte_ratio = static_cast<double>(s4.weight_bytes()) / static_cast<double>(s16.weight_bytes());
   const double predicted_ratio = std::max(nf4_memory_floor, nf4_compute_floor) / bf16_floor;
   ctx.derive("nf4_predicted_time_over_bytes", predicted_ratio / byte_ratio, "ratio");
@@ -98,11 +117,11 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const claimcheck::base::Bracketed pairs = claimcheck::base::bracketed(
       rounds, [&] { return ch06::time_stack(s16, opts, steps, x.data(), y16.data()); },
       [&] { return ch06::time_stack(s4, opts, steps, x.data(), y4.data()); });
-  ctx.measure(
-      "output_matches_reference",
-      std::max(ch06::stack_output_error(s16, x.data(), y16.data()),
-               ch06::stack_output_error(s4, x.data(), y4.data(), ref::load_nf4_levels(ctx.input_path("quant")))),
-      "ratio");
+  ctx.measure("output_matches_reference",
+              std::max(ch06::stack_output_error(s16, x.data(), y16.data(), opts),
+                       ch06::stack_output_error(s4, x.data(), y4.data(), opts,
+                                                ref::load_nf4_levels(ctx.input_path("quant")), products)),
+              "ratio");
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;
   ctx.measure("time_ratio_over_predicted", time_ratio / predicted_ratio, "ratio");
@@ -116,20 +135,24 @@ static void decode_4bit(claimcheck::Context& ctx) {
                     {"nf4", t4 * 1e3},
                     {"bf16_mb", s16.weight_bytes() / 1e6},
                     {"nf4_mb", s4.weight_bytes() / 1e6},
-                    {"kernel_isa", ch06::K::gemv_simd_path()}});
+                    {"kernel_isa", ch06::K::gemv_simd_path()},
+                    {"nf4_engine", engine},
+                    {"nf4_products", ref::nf4_products_name(products)}});
   ctx.detail("pair_ratios", ratios);
   ctx.assumption("the machine's balance: the NF4 step's floor " + ch06::fmt3(nf4_memory_floor * 1e3) +
                  " ms at the read roof (" + ch06::fmt3(roofs.read / 1e9) + " GB/s) or " +
-                 ch06::fmt3(nf4_compute_floor * 1e3) + " ms dequantising at the FMA roof (" +
-                 ch06::fmt3(roofs.peak / 1e9) + " GFLOP/s, " + ch06::fmt3(ref::kNf4FlopEquivalentsPerWeight) +
+                 ch06::fmt3(nf4_compute_floor * 1e3) + " ms dequantising at the roof of its engine, " + engine + " (" +
+                 ch06::fmt3(engine_peak / 1e9) + " GFLOP/s, " + ch06::fmt3(ref::kNf4FlopEquivalentsPerWeight) +
                  " FLOP-equivalents per weight), the bf16 step's " + ch06::fmt3(bf16_floor * 1e3) +
                  " ms: a kernel at its roof shows a time ratio of " + ch06::fmt3(predicted_ratio) + " (" +
                  (nf4_compute_floor > nf4_memory_floor ? "compute-bound" : "memory-bound: the bytes' ratio") + ")");
-  ctx.assumption("measured: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layers, " + std::to_string(rounds) +
-                 " NF4 samples each between two bf16 samples (each the median of " + std::to_string(steps) +
-                 " steps), the median of the pairs' ratios (the GB/s: each format's best sample); NF4 = 4 bits + one "
-                 "fp32 absmax per 64 weights (" +
-                 std::to_string(byte_ratio) + " of bf16's bytes)");
+  ctx.assumption(
+      "measured: " + std::to_string(shape.layers) + " Llama-3-8B-shaped layers, " + std::to_string(rounds) +
+      " NF4 samples each between two bf16 samples (each the median of " + std::to_string(steps) +
+      " steps), the median of the pairs' ratios (the GB/s: each format's best sample); NF4 = 4 bits + one "
+      "fp32 absmax per 64 weights (" +
+      std::to_string(byte_ratio) + " of bf16's bytes), its products in " + ref::nf4_products_name(products) +
+      (products == ref::Nf4Products::bf16 ? " (the CPU has vdpbf16ps: levels and activations rounded to bf16)" : ""));
 }
 CLAIMCHECK_REGISTER(decode_4bit)
     .claim("ch06.decode_4bit")

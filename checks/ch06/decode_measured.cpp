@@ -46,7 +46,7 @@ static void decode_measured(claimcheck::Context& ctx) {
   const double t = run.seconds;
   // What the timed steps computed (y, the last sample's), against the answer key's fp64 step: before anything else
   // writes y.
-  const double output_error = tb.gpu() ? NAN : ch06::stack_output_error(*stack, x.data(), y.data());
+  const double output_error = tb.gpu() ? NAN : ch06::stack_output_error(*stack, x.data(), y.data(), opts);
   double t_other = 0;
   std::string other_why;
   nlohmann::json eager;

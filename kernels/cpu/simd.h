@@ -8,6 +8,7 @@
 //   CC_INLINE         forced inlining
 //   CC_AVX2, CC_AVX512           the attention kernels' ISAs: AVX2 + FMA, and AVX-512 F/BW/VL/DQ on top
 //   CC_AVX2_F16C, CC_AVX512_F16C the decode (GEMV) kernels': the same with F16C, which their dispatch checks too
+//   CC_AVX512_BF16    the NF4 GEMV's dot-product kernel: CC_AVX512_F16C with avx512_bf16 (vdpbf16ps)
 //   CC_PROBE(isa)     the roofline probe's chains (roofline/): a target list of their own, never inlined into a caller
 //                     compiled for the baseline
 //   CC_CPU_HAS(feat)  whether this CPU has an x86 feature (GCC's __builtin_cpu_supports; false off x86-64)
@@ -38,6 +39,7 @@
 #define CC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #define CC_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 #define CC_AVX512_F16C __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define CC_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 #define CC_PROBE(isa) __attribute__((target(isa), noinline))
 #if CC_X86
 #define CC_CPU_HAS(x) (__builtin_cpu_init(), __builtin_cpu_supports(x))

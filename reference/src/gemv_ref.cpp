@@ -81,14 +81,14 @@ double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float
 }
 
 double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, int N, int K,
-                              const std::vector<double>& levels, const float* x, const float* y) {
+                              const std::vector<double>& levels, const float* x, const float* y, Nf4Products products) {
   const std::vector<double> xd(x, x + K);
   double worst = 0;
   for (int r = 0; r < std::min(N, 64); ++r) {
     const int n = N <= 64 ? r : static_cast<int>(static_cast<long>(r) * (N - 1) / 63);
     const std::size_t at = static_cast<std::size_t>(n) * K;  // K a multiple of 64: whole bytes, whole blocks
     double ref = 0, absdot = 0;
-    gemv_nf4_fp64(packed + at / 2, scales + at / 64, 1, K, levels, xd.data(), &ref, &absdot);
+    gemv_nf4_fp64(packed + at / 2, scales + at / 64, 1, K, levels, xd.data(), &ref, &absdot, products);
     worst = std::max(worst, std::fabs(y[n] - ref) / std::max(absdot, 1e-30));
   }
   return worst;
@@ -129,14 +129,26 @@ namespace {
 int nibble(const std::uint8_t* packed, long i) { return (i % 2) ? packed[i / 2] >> 4 : packed[i / 2] & 0x0f; }
 }  // namespace
 
+const char* nf4_products_name(Nf4Products p) { return p == Nf4Products::bf16 ? "bf16" : "fp32"; }
+
 void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
-                   const double* x, double* y, double* absdot) {
+                   const double* x, double* y, double* absdot, Nf4Products products) {
   if (K % 64 != 0 || levels.size() != 16) throw std::invalid_argument("gemv_nf4_fp64: K % 64 or levels");
+  // The factors as the products take them: each rounded to bf16 (through fp32, as a kernel's fp32 activations are)
+  // where the products are bf16's.
+  const bool bf = products == Nf4Products::bf16;
+  const auto as_bf16 = [](double v) { return bf16_value(bf16_nearest(static_cast<float>(v))); };
+  std::vector<double> level(levels), xk(x, x + K);
+  if (bf) {
+    for (auto& v : level) v = as_bf16(v);
+    for (auto& v : xk) v = as_bf16(v);
+  }
   for (int n = 0; n < N; ++n) {
     double s = 0, a = 0;
     for (int k = 0; k < K; ++k) {
       const long i = static_cast<long>(n) * K + k;
-      const double p = levels[nibble(packed, i)] * static_cast<double>(scales[i / 64]) * x[k];
+      const double p = level[static_cast<std::size_t>(nibble(packed, i))] * xk[static_cast<std::size_t>(k)] *
+                       static_cast<double>(scales[i / 64]);
       s += p;
       a += std::fabs(p);
     }
@@ -205,6 +217,33 @@ void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double
     for (int i = 0; i < H; ++i) h[i] += t[i];
   }
   for (int i = 0; i < H; ++i) out[i] = h[i];
+}
+
+double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* inputs, const float* out,
+                                  const float* y) {
+  const std::size_t H = static_cast<std::size_t>(s.hidden);
+  // The worst element's error over the largest magnitude of r.
+  const auto error = [&](const float* got, const double* r) {
+    double err = 0, scale = 0;
+    for (std::size_t i = 0; i < H; ++i) {
+      err = std::max(err, std::fabs(static_cast<double>(got[i]) - r[i]));
+      scale = std::max(scale, std::fabs(r[i]));
+    }
+    return scale > 0 ? err / scale : INFINITY;
+  };
+  const std::vector<double> whole(out, out + H);
+  double worst = error(y, whole.data());
+  RefDecodeShape one = s;
+  one.layers = 1;
+  std::vector<double> r(H);
+  for (int l = 0; l < s.layers; ++l) {
+    const float* in = inputs + static_cast<std::size_t>(l) * H;
+    const std::vector<double> xd(in, in + H);
+    decode_step_fp64(
+        one, [&](int, int m, const double* a, double* b) { mv(l, m, a, b); }, xd.data(), r.data());
+    worst = std::max(worst, error(l + 1 < s.layers ? in + H : out, r.data()));
+  }
+  return worst;
 }
 
 }  // namespace claimcheck::ref

@@ -43,10 +43,11 @@ K::DecodeShape small_stack() {
 }
 
 // Runs body once per SIMD path this CPU can run, that path forced ("avx512_emulated": the AVX-512 panel tile's source
-// on two ymm per register, so that its 16-lane, 12 x 32 indexing runs on every AVX2 machine; "neon": AArch64's).
+// on two ymm per register, so that its 16-lane, 12 x 32 indexing runs on every AVX2 machine; "neon": AArch64's;
+// "avx512_bf16": AVX-512 with the NF4 GEMV on vdpbf16ps).
 template <typename Fn>
 void for_each_path(Fn body) {
-  for (const char* p : {"portable", "avx2", "avx512", "avx512_emulated", "neon"}) {
+  for (const char* p : {"portable", "avx2", "avx512", "avx512_bf16", "avx512_emulated", "neon"}) {
     if (!K::gemv_force_path(p)) continue;
     SCOPED_TRACE(std::string("path ") + p);
     ASSERT_EQ(K::gemv_simd_path(), p);
@@ -58,6 +59,24 @@ void for_each_path(Fn body) {
 struct Shape {
   int N, K;
 };
+
+// What the NF4 GEMV multiplies on a forced path (gemv.h): bf16 products on avx512_bf16, fp32 elsewhere.
+ref::Nf4Products nf4_products(const std::string& path) {
+  return path == "avx512_bf16" ? ref::Nf4Products::bf16 : ref::Nf4Products::fp32;
+}
+
+// Whether /proc/cpuinfo lists a flag (what the checks read: HardwareInfo), apart from the kernels' own detection.
+[[maybe_unused]] bool cpuinfo_flag(const std::string& flag) {
+  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return false;
+  char line[8192];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "flags", 5) == 0)
+      found = std::strstr(line, (" " + flag + " ").c_str()) || std::strstr(line, (" " + flag + "\n").c_str());
+  std::fclose(f);
+  return found;
+}
 
 }  // namespace
 
@@ -99,7 +118,18 @@ TEST(Gemv, ParsesFaults) {
 
 TEST(Gemv, PathsAreKnown) {
   const std::string d = K::gemv_detected_path();
-  EXPECT_TRUE(d == "avx512" || d == "avx2" || d == "neon" || d == "portable");
+  EXPECT_TRUE(d == "avx512_bf16" || d == "avx512" || d == "avx2" || d == "neon" || d == "portable");
+#if defined(__x86_64__)  // (under qemu-user an AArch64 build reads the host's flags)
+  // The NF4 products a check holds this CPU to (ref::nf4_products_for, from the CPU's flags) are the ones its
+  // detected path computes.
+  EXPECT_EQ(nf4_products(d), ref::nf4_products_for(cpuinfo_flag("avx512_bf16"))) << d;
+#endif
+  if (d == "avx512_bf16") {
+    EXPECT_TRUE(K::gemv_force_path("avx512"));  // the fp32 NF4 kernel stays testable
+  } else {
+    EXPECT_FALSE(K::gemv_force_path("avx512_bf16"));
+  }
+  EXPECT_TRUE(K::gemv_force_path(""));
 #if defined(__aarch64__)
   EXPECT_EQ(d, "neon");                        // every AArch64 core has NEON
   EXPECT_EQ(K::roofline_simd_path(), "neon");  // and the FMA probe runs it too
@@ -193,7 +223,7 @@ TEST(Gemv, Nf4QuantisationPicksTheNearestLevel) {
 TEST(Gemv, Nf4MatchesFp64) {
   const auto L = levels();
   const std::vector<Shape> shapes = {{1, 64}, {3, 128}, {13, 192}, {37, 640}, {130, 1024}, {5, 4096}};
-  for_each_path([&](const std::string&) {
+  for_each_path([&](const std::string& p) {
     for (const auto& s : shapes) {
       SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
       const auto W = random_bf16(static_cast<std::size_t>(s.N) * s.K, 21 + s.N * 3 + s.K, 0.05f);
@@ -201,7 +231,7 @@ TEST(Gemv, Nf4MatchesFp64) {
       const auto x = random_f32(s.K, 77 + s.K);
       const auto xd = widen(x.data(), x.size());
       std::vector<double> r(s.N), a(s.N);
-      ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), s.N, s.K, L, xd.data(), r.data(), a.data());
+      ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), s.N, s.K, L, xd.data(), r.data(), a.data(), nf4_products(p));
       std::vector<float> y1(s.N, NAN), y2(s.N, NAN);
       K::gemv_nf4(m, x.data(), y1.data(), {1, {}});
       K::gemv_nf4(m, x.data(), y2.data(), {2, {}});
@@ -209,6 +239,42 @@ TEST(Gemv, Nf4MatchesFp64) {
       EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), sizeof(float) * s.N)) << "1 and 2 threads differ";
     }
   });
+}
+
+// The two contracts are told apart where the checks judge an output (ch06.decode_4bit: the largest error over the
+// largest output, within 1e-4): each path's kernel meets its own reference far inside that and misses the other's
+// (the bf16 rounding of levels and activations, about 2^-9 of each product) by more, so a kernel that runs the wrong
+// arithmetic for its CPU fails the check.
+TEST(Gemv, Nf4ProductsContractsDiffer) {
+  const auto L = levels();
+  const int N = 256, Kd = 4096;
+  const auto W = random_bf16(static_cast<std::size_t>(N) * Kd, 5, 0.05f);
+  const K::Nf4Matrix m = K::quantize_nf4(W.data(), N, Kd);
+  const auto x = random_f32(Kd, 6);
+  const auto xd = widen(x.data(), x.size());
+  std::vector<double> r32(N), rbf(N);
+  ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), N, Kd, L, xd.data(), r32.data());
+  ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), N, Kd, L, xd.data(), rbf.data(), nullptr,
+                     ref::Nf4Products::bf16);
+  // The largest error over the reference's largest magnitude (checks/ch06/ch06_decode.h: stack_output_error).
+  const auto error = [&](const auto& y, const std::vector<double>& r) {
+    double err = 0, scale = 0;
+    for (int n = 0; n < N; ++n) {
+      err = std::max(err, std::fabs(static_cast<double>(y[n]) - r[n]));
+      scale = std::max(scale, std::fabs(r[n]));
+    }
+    return err / scale;
+  };
+  EXPECT_GT(error(r32, rbf), 1e-3) << "the bf16 and fp32 references agree within what a check allows";
+  for_each_path([&](const std::string& p) {
+    std::vector<float> y(N);
+    K::gemv_nf4(m, x.data(), y.data(), {2, {}});
+    const bool bf = nf4_products(p) == ref::Nf4Products::bf16;
+    EXPECT_LT(error(y, bf ? rbf : r32), 1e-5);
+    EXPECT_GT(error(y, bf ? r32 : rbf), 1e-3);
+  });
+  EXPECT_STREQ(ref::nf4_products_name(ref::Nf4Products::bf16), "bf16");
+  EXPECT_STREQ(ref::nf4_products_name(ref::Nf4Products::fp32), "fp32");
 }
 
 TEST(Gemv, PlantedFaultsKeepResults) {
@@ -232,7 +298,8 @@ TEST(Gemv, PlantedFaultsKeepResults) {
     K::gemv_nf4(m, x.data(), a.data(), {2, {}});
     K::gemv_nf4(m, x.data(), b.data(), twice);
     EXPECT_EQ(a, b) << "nf4 read twice";
-    // Dequantised to bf16 first: each weight moves by at most half a bf16 step (2^-9 relative).
+    // Dequantised to bf16 first (then the bf16 GEMV on fp32 activations): each weight moves by at most half a bf16
+    // step (2^-9 relative) from the fp32 reference's.
     const auto xd = widen(x.data(), x.size());
     std::vector<double> r(N), ab(N);
     ref::gemv_nf4_fp64(m.packed.data(), m.scales.data(), N, Kd, levels(), xd.data(), r.data(), ab.data());
@@ -302,25 +369,31 @@ TEST(Gemv, DecodeStackMatchesFp64) {
   const auto x = random_f32(s.hidden, 12);
   const auto xd = widen(x.data(), x.size());
   const auto L = levels();
-  std::vector<double> rb(s.hidden), rn(s.hidden);
+  std::vector<double> rb(s.hidden);
   ref::decode_step_fp64(
       rs,
       [&](int l, int m, const double* in, double* out) {
         ref::gemv_bf16_fp64(bf.bf16_weights(l)[m], rows[m], cols[m], in, out);
       },
       xd.data(), rb.data());
-  ref::decode_step_fp64(
-      rs,
-      [&](int l, int m, const double* in, double* out) {
-        const K::Nf4Matrix* q = nf.nf4_weight(l, m);
-        ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out);
-      },
-      xd.data(), rn.data());
+  const auto nf4_reference = [&](ref::Nf4Products products) {
+    std::vector<double> r(s.hidden);
+    ref::decode_step_fp64(
+        rs,
+        [&](int l, int m, const double* in, double* out) {
+          const K::Nf4Matrix* q = nf.nf4_weight(l, m);
+          ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out, nullptr, products);
+        },
+        xd.data(), r.data());
+    return r;
+  };
+  const std::vector<double> rn32 = nf4_reference(ref::Nf4Products::fp32), rnbf = nf4_reference(ref::Nf4Products::bf16);
   double scale = 0;
   for (double v : rb) scale = std::max(scale, std::fabs(v));
   EXPECT_GT(scale, 0.5);  // activations stay O(1) through the layers
   EXPECT_LT(scale, 50.0);
-  for_each_path([&](const std::string&) {
+  for_each_path([&](const std::string& p) {
+    const std::vector<double>& rn = nf4_products(p) == ref::Nf4Products::bf16 ? rnbf : rn32;
     for (int threads : {1, 2}) {
       std::vector<float> yb(s.hidden), yn(s.hidden);
       bf.step(x.data(), yb.data(), {threads, {}});
@@ -332,6 +405,37 @@ TEST(Gemv, DecodeStackMatchesFp64) {
     }
   });
   EXPECT_THROW(K::DecodeStack(s, "int8", 1), std::invalid_argument);
+}
+
+// A step checked layer by layer (ref::decode_step_error_by_layer, what the ch06 checks read): each layer's input as
+// the stack ran it is kept, every layer meets the fp64 step on it, and a wrong layer or a judged output that is not
+// the step's own is seen.
+TEST(Gemv, DecodeStackIsCheckedLayerByLayer) {
+  K::DecodeShape s = small_stack();
+  s.layers = 3;
+  const K::DecodeStack nf(s, "nf4", 9);
+  const ref::RefDecodeShape rs{s.hidden, s.kv_dim, s.ffn, s.layers, s.head_dim};
+  const int rows[7] = {s.hidden, s.kv_dim, s.kv_dim, s.hidden, s.ffn, s.ffn, s.hidden};
+  const int cols[7] = {s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.hidden, s.ffn};
+  const auto L = levels();
+  const auto x = random_f32(s.hidden, 13);
+  for_each_path([&](const std::string& p) {
+    const auto mv = [&](int l, int m, const double* in, double* out) {
+      const K::Nf4Matrix* q = nf.nf4_weight(l, m);
+      ref::gemv_nf4_fp64(q->packed.data(), q->scales.data(), rows[m], cols[m], L, in, out, nullptr, nf4_products(p));
+    };
+    std::vector<float> inputs(static_cast<std::size_t>(s.hidden) * s.layers, NAN), out(s.hidden), y(s.hidden);
+    nf.step(x.data(), y.data(), {2, {}});
+    nf.step(x.data(), out.data(), {2, {}}, inputs.data());
+    EXPECT_EQ(0, std::memcmp(inputs.data(), x.data(), sizeof(float) * s.hidden)) << "layer 0's input is x";
+    EXPECT_LT(ref::decode_step_error_by_layer(rs, mv, inputs.data(), out.data(), y.data()), 1e-5);
+    auto bad = inputs;
+    bad[static_cast<std::size_t>(s.hidden) + 3] *= 1.01f;  // layer 0's output (layer 1's input) off by 1% in one place
+    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, bad.data(), out.data(), y.data()), 1e-4);  // the checks' bound
+    auto other = y;
+    other[5] += 0.01f;  // a judged output that is not the step's
+    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, inputs.data(), out.data(), other.data()), 1e-4);
+  });
 }
 
 TEST(Gemv, LibTorchCompetitorMatchesFp64) {

@@ -81,17 +81,15 @@ bool gemv_force_path(const std::string& name) {
     want = kAvx2;
   else if (name == "avx512")
     want = kAvx512;
+  else if (name == "avx512_bf16")
+    want = kAvx512Bf16;
   else if (name == "avx512_emulated")
     want = kEmulated512;
   else if (name == "neon")
     want = kNeon;
   else
     return false;
-  const int needs = want == kEmulated512 ? kAvx2 : want;
-  // This CPU cannot run it: NEON is AArch64's, the x86-64 paths are ordered by width.
-  if (needs == kNeon ? kDetected != kNeon
-                     : needs > kPortable && (kDetected == kNeon || needs > static_cast<int>(kDetected)))
-    return false;
+  if (want >= 0 && !can_run(static_cast<Path>(want))) return false;
   g_forced.store(want);
   return true;
 }

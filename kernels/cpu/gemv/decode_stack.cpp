@@ -123,7 +123,7 @@ const Nf4Matrix* DecodeStack::nf4_weight(int layer, int m) const {
   return &nf4_[static_cast<std::size_t>(layer) * 7 + m];
 }
 
-void DecodeStack::step(const float* x, float* out, const GemvOptions& o) const {
+void DecodeStack::step(const float* x, float* out, const GemvOptions& o, float* layer_inputs) const {
   const int H = s_.hidden, KV = s_.kv_dim, F = s_.ffn, hd = effective_head_dim(s_);
   const int group = H / KV;  // query heads per kv head
   std::vector<float> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
@@ -136,6 +136,7 @@ void DecodeStack::step(const float* x, float* out, const GemvOptions& o) const {
       gemv_nf4(nf4_[i], in, o_, o);
   };
   for (int l = 0; l < s_.layers; ++l) {
+    if (layer_inputs) std::memcpy(layer_inputs + static_cast<std::size_t>(l) * H, h.data(), H * sizeof(float));
     mv(l, 0, h.data(), q.data());
     mv(l, 1, h.data(), k.data());
     mv(l, 2, h.data(), v.data());

@@ -17,7 +17,7 @@ Path detect_path() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq"))
-    return kAvx512;
+    return __builtin_cpu_supports("avx512bf16") ? kAvx512Bf16 : kAvx512;
 #if defined(__clang__) && __clang_major__ < 18  // clang asks for "f16c" from 18 on; every AVX2 CPU has F16C
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kAvx2;
 #else
@@ -37,11 +37,28 @@ Path path() {
   return f >= 0 ? static_cast<Path>(f) : kDetected;
 }
 const char* path_name(Path p) {
-  return p == kAvx512        ? "avx512"
+  return p == kAvx512Bf16    ? "avx512_bf16"
+         : p == kAvx512      ? "avx512"
          : p == kEmulated512 ? "avx512_emulated"
          : p == kAvx2        ? "avx2"
          : p == kNeon        ? "neon"
                              : "portable";
+}
+bool can_run(Path p) {
+  switch (p) {
+    case kPortable:
+      return true;
+    case kNeon:
+      return kDetected == kNeon;
+    case kAvx2:
+    case kEmulated512:  // (AVX2 code)
+      return kDetected == kAvx2 || kDetected == kAvx512 || kDetected == kAvx512Bf16;
+    case kAvx512:
+      return kDetected == kAvx512 || kDetected == kAvx512Bf16;
+    case kAvx512Bf16:
+      return kDetected == kAvx512Bf16;
+  }
+  return false;
 }
 
 // ---- activation re-ordering -----------------------------------------------------------------------------------
@@ -85,9 +102,15 @@ float* scratch_floats(int which, std::size_t n) {
   if (v.size() < n + 16) v.resize(n + 16);
   return v.data();
 }
+bf16_t* scratch_bf16(std::size_t n) {
+  thread_local std::vector<bf16_t> s;
+  if (s.size() < n) s.resize(n);
+  return s.data();
+}
 
 // ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------
 void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads) {
+  pth = bf16_kernels_path(pth);
   if (pth == kEmulated512) pth = kAvx2;
   const float* xs = x;
   if (pth != kPortable) {
@@ -115,7 +138,7 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   if (pth == kNeon) pth = kPortable;  // NF4 on AArch64: the portable kernel (vectorised by the compiler)
 #if CC_X86
   const float* xs = x;
-  if (pth != kPortable) {
+  if (pth == kAvx512 || pth == kAvx2) {
     float* buf = scratch_floats(0, W.K);
     if (pth == kAvx512)
       nf4_order_avx512(x, W.K, buf);
@@ -127,8 +150,16 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   const int chunk = row_chunk(rows, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
   const std::uint8_t* P = W.packed.data();
   const float* S = W.scales.data();
+#if CC_X86
+  bf16_t* xb = nullptr;
+  if (pth == kAvx512Bf16) {
+    xb = scratch_bf16(static_cast<std::size_t>(nf4_bf16_padded(W.K)));
+    nf4_order_bf16(x, W.K, xb);
+  }
+#endif
   parallel_rows(rows, chunk, threads, [&](int r0, int r1) {
 #if CC_X86
+    if (pth == kAvx512Bf16) return nf4_rows_avx512bf16(P, S, W.K, xb, r0, r1, y);
     if (pth == kAvx512) return nf4_rows_avx512(P, S, W.K, xs, r0, r1, y);
     if (pth == kAvx2) return nf4_rows_avx2(P, S, W.K, xs, r0, r1, y);
 #endif

@@ -487,6 +487,7 @@ const PanelKernel& panel_for(Path pth) {
 }  // namespace
 
 void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads) {
+  pth = bf16_kernels_path(pth);
 #if CC_NEON
   if (pth == kNeon && B <= kDirectMaxB) {
     std::vector<float> xs(static_cast<std::size_t>(B) * K);

@@ -13,6 +13,7 @@
 //   thread_pool.h/.cpp  the persistent pool and parallel_rows, which every kernel's rows are shared out with
 //   dispatch.cpp      the path this CPU runs (or a test forced), the activations' re-ordering, one GEMV pass
 //   portable.cpp, avx2.cpp, avx512.cpp, neon.cpp   the GEMV row kernels of each ISA
+//   avx512_bf16.cpp   the NF4 GEMV on the bf16 dot-product instruction
 //   gemm.cpp          the batched bf16 GEMV (a skinny GEMM): direct tiles and packed panels (gemm_tile.inc)
 //   nf4.cpp           NF4 quantisation
 //   decode_stack.cpp  decode_weights_bf16 and DecodeStack
@@ -67,8 +68,11 @@ alignas(64) inline constexpr float kNf4[16] = {-1.0f,
 // kEmulated512 (tests only, forced by name): the AVX2 kernels, except the batched GEMM's panel tile, which runs the
 // AVX-512 tile's source on two ymm per register (gemm_tile.inc), so that its 16-lane indexing is tested where no
 // AVX-512 is.
-// kNeon: AArch64's (the others are x86-64's, ordered by width).
-enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3, kNeon = 4 };
+// kNeon: AArch64's.
+// kAvx512Bf16: the AVX-512 kernels, except NF4, which runs on the bf16 dot-product instruction (vdpbf16ps, where the
+// CPU has avx512_bf16): its products are those of the levels and the activations rounded to bf16, summed in fp32
+// (avx512_bf16.cpp). The bf16 GEMV and GEMM are avx512's (their weights are bf16 already; fp32 activations).
+enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3, kNeon = 4, kAvx512Bf16 = 5 };
 
 // The path this CPU supports best (detected at load time, dispatch.cpp), the one a test forced (-1: none) and the
 // one the kernels run now.
@@ -76,11 +80,16 @@ extern const Path kDetected;
 extern std::atomic<int> g_forced;
 Path path();
 const char* path_name(Path p);
+// Whether this CPU can run path p (what the detected path implies: avx512_bf16 includes avx512, which includes avx2).
+bool can_run(Path p);
+// The path the bf16 kernels (GEMV, batched GEMM) run for p: avx512 for avx512_bf16, p otherwise.
+inline Path bf16_kernels_path(Path p) { return p == kAvx512Bf16 ? kAvx512 : p; }
 
 // ---- activation re-ordering and scratch (dispatch.cpp; nf4_order_avx512: avx512.cpp) ----------------------------
 void split_pairs(const float* x, int K, int G, float* out);
 void nf4_order_avx2(const float* x, int K, float* out);
 float* scratch_floats(int which, std::size_t n);
+bf16_t* scratch_bf16(std::size_t n);  // one per thread (the NF4 dot-product kernel's activations)
 
 // ---- the GEMV row kernels: y[r] for rows [r0, r1) -----------------------------------------------------------------
 void bf16_rows_portable(const bf16_t* W, long K, const float* x, int r0, int r1, float* y);  // (CC_CLONES)
@@ -98,6 +107,12 @@ CC_AVX2_F16C void bf16_rows_avx2(const bf16_t* W, long K, const float* xs, const
 CC_AVX2_F16C void nf4_rows_avx2(const std::uint8_t* P, const float* S, long K, const float* xp, int r0, int r1,
                                 float* y);
 void nf4_order_avx512(const float* x, int K, float* out);
+// The dot-product NF4 kernel's activations: bf16 (rounded to nearest even), in its order, zero-padded to whole groups
+// of 128 (avx512_bf16.cpp says the order); out holds nf4_bf16_padded(K) values.
+inline int nf4_bf16_padded(int K) { return (K + 127) / 128 * 128; }
+void nf4_order_bf16(const float* x, int K, bf16_t* out);
+CC_AVX512_BF16 void nf4_rows_avx512bf16(const std::uint8_t* P, const float* S, long K, const bf16_t* xb, int r0, int r1,
+                                        float* y);
 CC_AVX512_F16C void bf16_rows_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1,
                                      float* y);
 CC_AVX512_F16C void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r0, int r1,

@@ -76,14 +76,19 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads);
 // The whole matrix dequantised to bf16 (level * scale rounded to nearest even): what the planted
 // dequant_whole_first fault builds in memory before running the bf16 GEMV.
 std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W);
+// y = W x with W dequantised in registers. Its arithmetic depends on the path: on "avx512_bf16" (a CPU with the bf16
+// dot-product instruction) each product is level[code] rounded to bf16 times x[k] rounded to bf16, summed in fp32,
+// each block's sum times its scale; on every other path level[code] * scale * x[k] in fp32.
 void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o = {});
 
-// "avx512", "avx2", "neon" (AArch64) or "portable": the path the GEMV kernels run with on this CPU.
+// "avx512_bf16" (AVX-512 with vdpbf16ps: the NF4 GEMV's products in bf16, the rest as avx512), "avx512", "avx2",
+// "neon" (AArch64) or "portable": the path the GEMV kernels run with on this CPU.
 std::string gemv_simd_path();
 // The best path this CPU supports, whatever was forced.
 std::string gemv_detected_path();
-// Forces a path for the calls that follow ("portable", "avx2", "avx512", "neon"; "" = back to the detected one), for
-// tests that run every path the CPU has. Returns false for an unknown name or a path this CPU cannot run.
+// Forces a path for the calls that follow ("portable", "avx2", "avx512", "avx512_bf16", "neon"; "" = back to the
+// detected one), for tests that run every path the CPU has. Returns false for an unknown name or a path this CPU
+// cannot run.
 bool gemv_force_path(const std::string& name);
 
 // Deterministic bf16 weights [N, K], uniform in +-1/sqrt(K) (so that y = W x keeps |x|'s scale): element pair p
@@ -102,8 +107,9 @@ class DecodeStack {
   // format: "bf16" or "nf4". Builds the weights (deterministic from seed; the nf4 stack quantises the bf16
   // weights of the same seed).
   DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed, const GemvFaults& faults = {});
-  // One token through every layer: x (hidden) in, out (hidden) out.
-  void step(const float* x, float* out, const GemvOptions& o = {}) const;
+  // One token through every layer: x (hidden) in, out (hidden) out. layer_inputs (optional; layers x hidden floats)
+  // receives each layer's input (layer 0's is x), so that each layer can be checked on the very input it ran on.
+  void step(const float* x, float* out, const GemvOptions& o = {}, float* layer_inputs = nullptr) const;
   // Bytes of weights (and scales) one step reads.
   std::size_t weight_bytes() const;
   // FLOPs of one step: 2 per weight.

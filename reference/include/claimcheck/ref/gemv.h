@@ -35,14 +35,28 @@ double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float
 // them). Throws SpecError-like std::runtime_error naming the file and field.
 std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
 
+// What an NF4 GEMV multiplies. fp32: levels[code] * scale * x[k], as the numbers are. bf16: the product of
+// levels[code] and x[k] each rounded to the nearest bf16 (via fp32), times the block's scale: the arithmetic of a
+// kernel on the bf16 dot-product instruction (vdpbf16ps), and of bitsandbytes' kernels, which multiply bf16 weights
+// by bf16 activations. Which one a CPU kernel owes is the CPU's: bf16 where it has avx512_bf16 (nf4_products_for).
+enum class Nf4Products { fp32, bf16 };
+// The contract of the project's NF4 GEMV by what the CPU has (its flags, e.g. HardwareInfo::has_isa("avx512_bf16")),
+// never by what the kernel says it ran.
+inline Nf4Products nf4_products_for(bool cpu_has_avx512_bf16) {
+  return cpu_has_avx512_bf16 ? Nf4Products::bf16 : Nf4Products::fp32;
+}
+const char* nf4_products_name(Nf4Products p);  // "fp32" / "bf16"
+
 // NF4 layout: code of W[n, k] = packed[(n*K + k) / 2], low nibble for even k, high nibble for odd k;
-// value = levels[code] * scales[(n*K + k) / 64]. K a multiple of 64.
+// value = levels[code] * scales[(n*K + k) / 64]. K a multiple of 64. The sums in fp64, the products as `products`
+// says.
 void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
-                   const double* x, double* y, double* absdot = nullptr);
+                   const double* x, double* y, double* absdot = nullptr, Nf4Products products = Nf4Products::fp32);
 // What a timed NF4 GEMV wrote into y (from x), against gemv_nf4_fp64 on 64 rows spread over N (the last among
 // them): the largest error over the row's sum of |w x|.
 double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, int N, int K,
-                              const std::vector<double>& levels, const float* x, const float* y);
+                              const std::vector<double>& levels, const float* x, const float* y,
+                              Nf4Products products = Nf4Products::fp32);
 
 // Checks a quantisation of W (bf16 bits) against NF4's definition: each scale is the block's absmax, each code a
 // nearest level of w / absmax (ties, within tie_tol, either way). Counts of violations and the first one.
@@ -63,6 +77,15 @@ struct RefDecodeShape {
 };
 using RefMatvec = std::function<void(int layer, int m, const double* in, double* out)>;
 void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double* x, double* out);
+// A decode step of the code under test checked layer by layer: `inputs` (layers x hidden) holds each layer's input as
+// the code ran it, `out` its output, `y` the output of the run being judged (a timed one: the same step, to equal
+// out). Each layer's fp64 step (decode_step_fp64 with one layer, mv's layer l) on that layer's input is held to the
+// next layer's input (the last layer's to out), and y to out: the largest element's error over the reference's
+// largest magnitude, the worst of them. Layer by layer, because a kernel whose products round the activations to
+// bf16 rounds an element the other way from fp64 where the two straddle a rounding point, and the layers after
+// magnify that; each layer on its own input keeps the rounding the kernel's.
+double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* inputs, const float* out,
+                                  const float* y);
 
 // ---- LibTorch, the competitor -----------------------------------------------------------------------------------
 struct Bf16Mat {

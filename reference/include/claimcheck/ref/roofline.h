@@ -59,14 +59,18 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
 // Physical cores among the CPUs of this process's affinity mask (SMT siblings count once; sysfs topology).
 int usable_physical_cores();
 
-// A GEMV over NF4 weights dequantised in registers spends, per weight, its FMA (2 FLOP) and as many vector operations
-// again to unpack the nibble, look it up in the 16-entry table and widen it to fp32: 4 FLOP-equivalents at the fp32
-// FMA roof. Its compute floor is weights x 4 / the FMA peak; where that exceeds the bytes' time at the read roof,
-// NF4 decode is compute-bound on the machine, whatever kernel runs it no faster. (Measured from cache, one thread
-// times two: Zen 4 32.3 GB/s of NF4 where this predicts 32.5; Zen 5 about 78 where it predicts 73.)
+// A GEMV over NF4 weights dequantised in registers spends, per weight, its multiply-add (2 FLOP) and as many vector
+// operations again to unpack the nibble and look it up in the 16-entry table: 4 FLOP-equivalents at the roof of the
+// engine it multiplies on. On the fp32 FMAs (16 lanes a vector: a lookup, a shift and an FMA per 16 weights) that
+// roof is the FMA peak (measured from cache, one thread times two: Zen 4 32.3 GB/s of NF4 where this predicts 32.5;
+// Zen 5 about 78 where it predicts 73). On the bf16 dot products (32 lanes: a lookup and a shift per 32 weights, a
+// vdpbf16ps per 32 products) it is the dot-product peak, twice the FMA's on a core whose vdpbf16ps issues at its FMA
+// rate: a floor the kernel reaches less closely (Zen 4, from cache, 2 threads: 72.5 G weights/s where this predicts
+// 115), far below what memory brings there. Its compute floor is weights x 4 / that peak; where it exceeds the bytes'
+// time at the read roof, NF4 decode is compute-bound on the machine, whatever kernel runs it no faster.
 inline constexpr double kNf4FlopEquivalentsPerWeight = 4;
-inline double nf4_gemv_compute_seconds(double weights, double fma_peak_flops) {
-  return weights * kNf4FlopEquivalentsPerWeight / fma_peak_flops;
+inline double nf4_gemv_compute_seconds(double weights, double engine_peak_flops) {
+  return weights * kNf4FlopEquivalentsPerWeight / engine_peak_flops;
 }
 
 // cores x clock x FLOP per cycle per core.
