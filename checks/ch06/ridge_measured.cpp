@@ -1,6 +1,9 @@
 // ch06.ridge_measured — 「ridge = 算力 ÷ 带宽」, on this machine: the knee of a batch sweep against the ridge
 // of the measured roofs (peak FLOP/s of the FMA probe over STREAM-style read bandwidth). The probe is held
 // against the theoretical peak (cores x clock x FMA units x lanes x 2) and against LibTorch's own read.
+#include <chrono>
+#include <thread>
+
 #include "ch06_testbed.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
@@ -146,6 +149,11 @@ static void ridge_measured(claimcheck::Context& ctx) {
                           .read_bytes_per_s);
       lib.push_back(torch_reader.bytes_per_s(roof.threads, 1));
       if (lib.back() > 0) ratio.push_back(probe.back() / lib.back());
+      // LibTorch's OpenMP threads (libgomp) spin for milliseconds after a parallel region before they sleep: the
+      // probe's pinned threads started at once shared both cores with them and read 14-26 GB/s where they read 33
+      // alone (read_vs_libtorch 0.49-0.78 in 3 of 5 runs on a Zen 4 guest, 2026-12-06; 1.11-1.33 in 4 of 4 with
+      // OMP_WAIT_POLICY=passive). The next pair starts once they are idle.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     probe_read = claimcheck::base::median(probe);
     torch_read = claimcheck::base::median(lib);

@@ -13,8 +13,9 @@
 //
 // The arithmetic, the contract the answer key holds it to (ref::gemv_nf4_fp64 with Nf4Products::bf16): each product
 // is level[code] rounded to bf16 times x[k] rounded to bf16 (exact in fp32), the products summed in fp32 and each
-// block's sum multiplied by its fp32 scale. bitsandbytes' kernels multiply bf16 weights and activations the same way;
-// the rounding of the levels (at most 2^-9 of each) is far below what the 4-bit format itself rounds.
+// block's sum multiplied by its fp32 scale. bitsandbytes' kernels multiply in bf16 too (their weights dequantised to
+// bf16 as level x absmax, then rounded); the rounding of the levels (at most 2^-9 of each) is far below what the
+// 4-bit format itself rounds.
 //
 // The activations' order (nf4_order_bf16): in each group of 128 weights, vector j (0..3) word w is weight 4w + j; a
 // vdpbf16ps lane i sums words 2i and 2i + 1, weights 8i + j and 8i + 4 + j. A row whose K is an odd number of blocks

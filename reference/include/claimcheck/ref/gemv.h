@@ -37,8 +37,9 @@ std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
 
 // What an NF4 GEMV multiplies. fp32: levels[code] * scale * x[k], as the numbers are. bf16: the product of
 // levels[code] and x[k] each rounded to the nearest bf16 (via fp32), times the block's scale: the arithmetic of a
-// kernel on the bf16 dot-product instruction (vdpbf16ps), and of bitsandbytes' kernels, which multiply bf16 weights
-// by bf16 activations. Which one a CPU kernel owes is the CPU's: bf16 where it has avx512_bf16 (nf4_products_for).
+// kernel on the bf16 dot-product instruction (vdpbf16ps; bitsandbytes' kernels multiply in bf16 too, rounding
+// level x absmax instead). Which one a CPU kernel owes is the CPU's: bf16 where it has avx512_bf16
+// (nf4_products_for).
 enum class Nf4Products { fp32, bf16 };
 // The contract of the project's NF4 GEMV by what the CPU has (its flags, e.g. HardwareInfo::has_isa("avx512_bf16")),
 // never by what the kernel says it ran.
