@@ -10,6 +10,7 @@
 // One file past 500 lines: the three versions share the work split, the tiles and the fp32/fp64 instantiations that
 // the claims compare them under; v3's micro-kernels are apart already (attention_v3.inc).
 #include "claimcheck/kernels/attention.h"
+#include "thread_pool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -18,7 +19,6 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "simd.h"
@@ -409,22 +409,11 @@ void register_tile(const Args<float>& a, long bh, int qt) {
 }
 void register_tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
 
-// Runs fn(task) for task in [0, n) on `threads` threads, biggest tasks first (causal rows late in the
-// sequence cost more: tasks are numbered so that higher numbers are cheaper).
+// Runs fn(task) for task in [0, n) on `threads` threads of the kernels' pool (thread_pool.h), biggest tasks first
+// (causal rows late in the sequence cost more: tasks are numbered so that higher numbers are cheaper).
 template <typename Fn>
 void parallel_for(long n, int threads, Fn fn) {
-  threads = static_cast<int>(std::max<long>(1, std::min<long>(threads, n)));
-  if (threads == 1) {
-    for (long t = 0; t < n; ++t) fn(t);
-    return;
-  }
-  std::atomic<long> next{0};
-  std::vector<std::thread> pool;
-  for (int w = 0; w < threads; ++w)
-    pool.emplace_back([&] {
-      for (long t; (t = next.fetch_add(1)) < n;) fn(t);
-    });
-  for (auto& th : pool) th.join();
+  parallel_items(static_cast<int>(n), threads, [&](int t) { fn(static_cast<long>(t)); });
 }
 
 template <typename T>

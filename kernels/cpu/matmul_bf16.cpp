@@ -29,10 +29,10 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "claimcheck/kernels/gemv.h"
+#include "thread_pool.h"
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -167,20 +167,6 @@ struct Packed {
   const std::uint16_t* a_tile(int mb, int kb) const { return a + (static_cast<std::size_t>(mb) * Kt + kb) * 512; }
   const std::uint16_t* w_tile(int nb, int kb) const { return w + (static_cast<std::size_t>(nb) * Kt + kb) * 512; }
 };
-
-// Runs fn(i) for i in [0, n) on `threads` threads (the caller one of them), items pulled from a counter.
-template <typename Fn>
-void parallel_items(int n, int threads, Fn fn) {
-  threads = std::max(1, std::min(threads, n));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i; (i = next.fetch_add(1)) < n;) fn(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-}
 
 // The packed operands of the last call, kept by the calling thread: a call of the same size or smaller neither
 // allocates nor faults in pages (64 MiB at 4096^3), and nothing is zeroed that a tile then overwrites.

@@ -3,8 +3,8 @@
 // faults are applied here; the passes themselves are dispatch.cpp's and gemm.cpp's.
 #include "claimcheck/kernels/gemv.h"
 
+#include "../thread_pool.h"
 #include "internal.h"
-#include "thread_pool.h"
 
 #include <algorithm>
 #include <cstdint>

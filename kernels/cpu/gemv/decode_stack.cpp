@@ -7,7 +7,7 @@
 #include "claimcheck/base/threads.h"
 
 #include "../simd.h"
-#include "thread_pool.h"
+#include "../thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,8 +19,6 @@
 #include <vector>
 
 namespace claimcheck::kernels {
-
-using gemv_detail::parallel_rows;
 
 namespace {
 

@@ -1,8 +1,8 @@
 // The decode kernels' dispatch: the path the GEMV kernels run (the best this CPU has, detected at load time, or one
 // a test forced), the activations re-ordered for the SIMD kernels, per-thread scratch, and one GEMV pass (bf16 or
 // NF4) over a whole matrix, its rows shared out on the pool.
+#include "../thread_pool.h"
 #include "internal.h"
-#include "thread_pool.h"
 
 #include <atomic>
 #include <cstddef>

@@ -1,8 +1,8 @@
 // The batched bf16 GEMV, a skinny GEMM (gemm_bf16): every weight read once for the whole batch. Small batches run
 // direct tiles (the GEMV's streaming form, per ISA: AVX2, AVX-512, NEON); larger ones pack weight panels and run a
 // register tile over them, one source for every vector width (gemm_tile.inc).
+#include "../thread_pool.h"
 #include "internal.h"
-#include "thread_pool.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -10,7 +10,8 @@
 //
 // What the decode kernels' files (kernels/cpu/gemv/, private to kernels/) share:
 //   internal.h        this: bf16 -> fp32, the NF4 code book, the paths and what the files call of each other
-//   thread_pool.h/.cpp  the persistent pool and parallel_rows, which every kernel's rows are shared out with
+//   ../thread_pool.h  the persistent pool and parallel_rows, which every kernel's rows are shared out with (the
+//                     matmul's and attention's too)
 //   dispatch.cpp      the path this CPU runs (or a test forced), the activations' re-ordering, one GEMV pass
 //   portable.cpp, avx2.cpp, avx512.cpp, neon.cpp   the GEMV row kernels of each ISA
 //   avx512_bf16.cpp   the NF4 GEMV on the bf16 dot-product instruction

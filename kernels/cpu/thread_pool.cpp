@@ -1,8 +1,8 @@
-// The decode kernels' persistent thread pool (a worker spins, then sleeps; the caller never waits for one that
+// The CPU kernels' persistent thread pool (a worker spins, then sleeps; the caller never waits for one that
 // has not started) and parallel_rows, which pulls chunks of rows from an atomic counter on it (thread_pool.h).
 #include "thread_pool.h"
 
-#include "../simd.h"
+#include "simd.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace claimcheck::kernels::gemv_detail {
+namespace claimcheck::kernels {
 namespace {
 
 // ---- thread pool ----------------------------------------------------------------------------------------------
@@ -126,4 +126,4 @@ int row_chunk(int N, std::size_t row_bytes, int threads, std::size_t bytes) {
   return static_cast<int>(c);
 }
 
-}  // namespace claimcheck::kernels::gemv_detail
+}  // namespace claimcheck::kernels
