@@ -19,6 +19,7 @@
 #include "claimcheck/base/threads.h"
 #include "claimcheck/kernels/attention.h"
 #include "claimcheck/kernels/gemv.h"
+#include "claimcheck/kernels/roofline.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/gemv.h"
 #include "verify.h"
@@ -98,79 +99,6 @@ void BM_libtorch(benchmark::State& st) {
   }
   st.counters["FLOP/s"] = benchmark::Counter(flops(d.s), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = ref::torch_get_threads();
-}
-
-// FMA peak: per thread, independent accumulator chains in vector registers, as many as hide the FMA latency
-// without spilling (10 ymm of the 16 under AVX2, 12 zmm of the 32 under AVX-512; a 256-chain version spilled and
-// read a third of the peak). FLOPs per call: iters x chains x lanes x 2.
-struct FmaKernel {
-  float (*fn)(long);
-  int flops_per_iter;
-  const char* isa;
-};
-
-__attribute__((target("avx512f"), noinline)) float fma_avx512(long iters) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(1.0f + i * 1e-6f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  __m512 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
-  // Summed through memory: GCC 12's _mm512_reduce_add_ps reads an undefined register in its header (-Wuninitialized).
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, s);
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  return sum;
-}
-
-__attribute__((target("avx2,fma"), noinline)) float fma_avx2(long iters) {
-  __m256 acc[10];
-  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_ps(1.0f + i * 1e-6f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 10
-    for (int i = 0; i < 10; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  __m256 s = acc[0];
-  for (int i = 1; i < 10; ++i) s = _mm256_add_ps(s, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
-
-__attribute__((noinline)) float fma_portable(long iters) {
-  float acc[8];
-  for (int i = 0; i < 8; ++i) acc[i] = 1.0f + i * 1e-6f;
-  for (long it = 0; it < iters; ++it)
-    for (int i = 0; i < 8; ++i) acc[i] = std::fma(acc[i], 0.999999f, 1e-7f);
-  float s = 0;
-  for (float x : acc) s += x;
-  return s;
-}
-
-FmaKernel fma_kernel() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {fma_avx512, 12 * 16 * 2, "avx512"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {fma_avx2, 10 * 8 * 2, "avx2"};
-  return {fma_portable, 8 * 2, "portable"};
-}
-
-void BM_fma_peak(benchmark::State& st) {
-  const FmaKernel k = fma_kernel();
-  const long iters = 20000000 / k.flops_per_iter * 16;  // ~0.3 GFLOP per thread: thread start-up is noise
-  for (auto _ : st) {
-    std::vector<std::thread> pool;
-    std::vector<float> sink(g_threads);
-    for (int t = 0; t < g_threads; ++t) pool.emplace_back([&, t] { sink[t] = k.fn(iters); });
-    for (auto& th : pool) th.join();
-    benchmark::DoNotOptimize(sink.data());
-  }
-  st.counters["FLOP/s"] = benchmark::Counter(static_cast<double>(k.flops_per_iter) * iters * g_threads,
-                                             benchmark::Counter::kIsIterationInvariantRate);
-  st.counters["threads"] = g_threads;
-  st.SetLabel(k.isa);
 }
 
 // LibTorch's bf16 matmul (oneDNN) at M = N = K = st.range(0): the competitor an AMX or bf16 GEMM is held against
@@ -331,7 +259,9 @@ int main(int argc, char** argv) {
       ->Arg(4096)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("fma_peak", bench::BM_fma_peak, g_threads)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime();
   if (bf16_cpu) {
     // 1024^3 to 4096^3: from a matmul whose operands fit the caches to one that streams them.
     benchmark::RegisterBenchmark("matmul/libtorch_bf16", BM_libtorch_matmul_bf16)
@@ -357,7 +287,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("matmul_engine", K::matmul_bf16_engine());
   benchmark::AddCustomContext("v3_path", K::attention_v3_path());
   benchmark::AddCustomContext("simd_path", K::attention_simd_path());
-  benchmark::AddCustomContext("fma_probe_isa", fma_kernel().isa);
+  benchmark::AddCustomContext("fma_probe_isa", K::measure_fma_peak(1, {}, 1, 0.001).isa);
   benchmark::AddCustomContext("libtorch_api", ref::torch_attention_api());
   benchmark::AddCustomContext("libtorch_version", ref::torch_version());
   for (int T : {256, 1024, 4096})

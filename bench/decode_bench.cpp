@@ -254,17 +254,6 @@ void BM_bandwidth_read(benchmark::State& st) {
 }
 
 // The compute roof: the roofline probe's fp32 FMA peak on the same threads (manual time = its best pass).
-void BM_fma_peak(benchmark::State& st) {
-  K::FlopsPeak p;
-  for (auto _ : st) {
-    p = K::measure_fma_peak(g_threads, {}, 1, 0.05);
-    st.SetIterationTime(p.seconds);
-  }
-  st.counters["FLOP/s"] = p.flops_per_s;
-  st.counters["threads"] = g_threads;
-  st.SetLabel(p.isa);
-}
-
 // A cross-check of the yardstick: a plain AVX2 sum over a 256 MiB array on g_threads threads.
 __attribute__((target("avx2"))) float sum_avx2(const float* p, std::size_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -348,7 +337,9 @@ int main(int argc, char** argv) {
   };
   benchmark::RegisterBenchmark("bandwidth/read", BM_bandwidth_read)->Unit(benchmark::kMillisecond)->UseManualTime();
   reg("bandwidth/read_simple_avx2", BM_bandwidth_simple);
-  benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)->Unit(benchmark::kMillisecond)->UseManualTime();
+  benchmark::RegisterBenchmark("fma_peak", bench::BM_fma_peak, g_threads)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime();
   reg("decode/bf16_chain", BM_chain, false);
   reg("decode/nf4_chain", BM_chain, true);
   benchmark::RegisterBenchmark("decode/bf16_chain_vs_read", BM_chain_vs_read)
