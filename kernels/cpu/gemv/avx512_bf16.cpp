@@ -28,6 +28,7 @@
 
 namespace claimcheck::kernels::gemv_detail {
 
+#if CC_X86
 namespace {
 // to_bf16 (round to nearest even, a NaN kept a quiet NaN), inline so that the loop over the activations vectorises.
 inline bf16_t round_bf16(float f) {
@@ -49,7 +50,6 @@ void nf4_order_bf16(const float* x, int K, bf16_t* out) {
   }
 }
 
-#if CC_X86
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // (GCC 12's AVX-512 headers: see avx512.cpp)
 namespace {
