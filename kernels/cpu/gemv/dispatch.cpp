@@ -137,8 +137,13 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   if (pth == kEmulated512) pth = kAvx2;
   if (pth == kNeon) pth = kPortable;  // NF4 on AArch64: the portable kernel (vectorised by the compiler)
 #if CC_X86
+  // The activations in the order (and, for the dot-product kernel, the precision) the path's kernel reads them.
   const float* xs = x;
-  if (pth == kAvx512 || pth == kAvx2) {
+  bf16_t* xb = nullptr;
+  if (pth == kAvx512Bf16) {
+    xb = scratch_bf16(static_cast<std::size_t>(nf4_bf16_padded(W.K)));
+    nf4_order_bf16(x, W.K, xb);
+  } else if (pth == kAvx512 || pth == kAvx2) {
     float* buf = scratch_floats(0, W.K);
     if (pth == kAvx512)
       nf4_order_avx512(x, W.K, buf);
@@ -150,13 +155,6 @@ void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int thread
   const int chunk = row_chunk(rows, static_cast<std::size_t>(W.K) / 2 + W.K / 16, threads);
   const std::uint8_t* P = W.packed.data();
   const float* S = W.scales.data();
-#if CC_X86
-  bf16_t* xb = nullptr;
-  if (pth == kAvx512Bf16) {
-    xb = scratch_bf16(static_cast<std::size_t>(nf4_bf16_padded(W.K)));
-    nf4_order_bf16(x, W.K, xb);
-  }
-#endif
   parallel_rows(rows, chunk, threads, [&](int r0, int r1) {
 #if CC_X86
     if (pth == kAvx512Bf16) return nf4_rows_avx512bf16(P, S, W.K, xb, r0, r1, y);
