@@ -11,7 +11,8 @@
 
 namespace claimcheck::kernels {
 
-// Rows [0, N) in chunks of `chunk` rows, pulled from a shared counter by `threads` threads.
+// Rows [0, N) in chunks of `chunk` rows, pulled from a shared counter by `threads` threads. Jobs run one at a time
+// (a second caller waits for the first): fn must not start a job of its own, which would wait for itself.
 void parallel_rows(int N, int chunk, int threads, const std::function<void(int, int)>& fn);
 // fn(i) for i in [0, n), one item at a time pulled from a shared counter by `threads` threads (the caller one of
 // them): work whose items differ in cost (a matmul's blocks, attention's causal tiles).
