@@ -10,6 +10,7 @@
 // One file past 500 lines: the three versions share the work split, the tiles and the fp32/fp64 instantiations that
 // the claims compare them under; v3's micro-kernels are apart already (attention_v3.inc).
 #include "claimcheck/kernels/attention.h"
+#include "isa.h"
 #include "thread_pool.h"
 
 #include <algorithm>
@@ -367,14 +368,8 @@ using V = VEmulated512;
 // v3's path: the widest this CPU has, or one a test forced (attention_v3_force_path).
 enum V3Path { kV3None = 0, kV3Avx2 = 1, kV3Avx512 = 2, kV3Emulated512 = 3 };
 V3Path v3_detected() {
-  static const V3Path p = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq"))
-      return kV3Avx512;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? kV3Avx2 : kV3None;
-  }();
-  return p;
+  const isa::Cpu& c = isa::cpu();
+  return c.avx512 ? kV3Avx512 : c.avx2_fma ? kV3Avx2 : kV3None;
 }
 std::atomic<int> g_v3_forced{-1};
 V3Path v3_path() {
@@ -506,13 +501,8 @@ bool attention_v3_force_path(const std::string& name) {
 }
 
 std::string attention_simd_path() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return "avx512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-#endif
-  return "portable";
+  const isa::Cpu& c = isa::cpu();
+  return c.avx512 ? "avx512" : c.avx2_fma ? "avx2" : "portable";
 }
 
 bool parse_attention_fault(const std::string& name, AttentionFaults* f) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "claimcheck/kernels/gemv.h"
+#include "isa.h"
 #include "thread_pool.h"
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -390,15 +391,8 @@ bool has_amx() {
   static const bool yes = detect_amx();
   return yes;
 }
-// vdpbf16ps where CPUID says avx512_bf16 (leaf 7 subleaf 1, EAX bit 5; GCC's name for it: avx512bf16).
-bool has_dot() {
-#if CC_AMX_X86
-  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
-  return yes;
-#else
-  return false;
-#endif
-}
+// vdpbf16ps where CPUID says avx512_bf16 (leaf 7 subleaf 1, EAX bit 5), with AVX-512 (isa.h).
+bool has_dot() { return CC_AMX_X86 && isa::cpu().avx512_bf16; }
 std::atomic<int> g_forced{-1};
 // The fastest engine this CPU has: the AMX tiles, else the bf16 dot products, else fp32 FMAs.
 Engine engine() {

@@ -11,7 +11,6 @@
 //   CC_AVX512_BF16    the NF4 GEMV's dot-product kernel: CC_AVX512_F16C with avx512_bf16 (vdpbf16ps)
 //   CC_PROBE(isa)     the roofline probe's chains (roofline/): a target list of their own, never inlined into a caller
 //                     compiled for the baseline
-//   CC_CPU_HAS(feat)  whether this CPU has an x86 feature (GCC's __builtin_cpu_supports; false off x86-64)
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -41,8 +40,3 @@
 #define CC_AVX512_F16C __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define CC_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 #define CC_PROBE(isa) __attribute__((target(isa), noinline))
-#if CC_X86
-#define CC_CPU_HAS(x) (__builtin_cpu_init(), __builtin_cpu_supports(x))
-#else
-#define CC_CPU_HAS(x) false
-#endif

@@ -1,6 +1,7 @@
 // The decode kernels' dispatch: the path the GEMV kernels run (the best this CPU has, detected at load time, or one
 // a test forced), the activations re-ordered for the SIMD kernels, per-thread scratch, and one GEMV pass (bf16 or
 // NF4) over a whole matrix, its rows shared out on the pool.
+#include "../isa.h"
 #include "../thread_pool.h"
 #include "internal.h"
 
@@ -13,21 +14,10 @@ namespace claimcheck::kernels::gemv_detail {
 
 namespace {
 Path detect_path() {
-#if CC_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    return __builtin_cpu_supports("avx512bf16") ? kAvx512Bf16 : kAvx512;
-#if defined(__clang__) && __clang_major__ < 18  // clang asks for "f16c" from 18 on; every AVX2 CPU has F16C
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kAvx2;
-#else
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return kAvx2;
-#endif
-#endif
-#if CC_NEON
-  return kNeon;
-#endif
-  return kPortable;
+  const isa::Cpu& c = isa::cpu();
+  if (c.avx512 && c.f16c) return c.avx512_bf16 ? kAvx512Bf16 : kAvx512;
+  if (c.avx2_fma && c.f16c) return kAvx2;
+  return c.neon ? kNeon : kPortable;
 }
 }  // namespace
 const Path kDetected = detect_path();

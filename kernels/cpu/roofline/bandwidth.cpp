@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../isa.h"
 #include "claimcheck/kernels/roofline.h"
 #include "probe.h"
 
@@ -99,7 +100,7 @@ __attribute__((noinline)) double read_portable(const float* x, std::size_t n) {
 }
 double read_sum(const float* x, std::size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (CC_CPU_HAS("avx2") && CC_CPU_HAS("fma")) return read_avx2<16>(x, n);
+  if (isa::cpu().avx2_fma) return read_avx2<16>(x, n);
 #endif
   return read_portable<16>(x, n);
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../isa.h"
 #include "claimcheck/kernels/roofline.h"
 #include "probe.h"
 
@@ -170,9 +171,9 @@ struct Kernel {
 Kernel fp32_kernel(const RooflineFaults& f) {
   if (f.scalar) return Kernel{fma_portable<1>, 1, 1, 2, "portable"};  // a planted fault: no SIMD path dispatched
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (CC_CPU_HAS("avx512f"))
+  if (isa::cpu().avx512)
     return f.few_chains ? Kernel{fma_avx512<1>, 1, 16, 2, "avx512"} : Kernel{fma_avx512<24>, 24, 16, 2, "avx512"};
-  if (CC_CPU_HAS("avx2") && CC_CPU_HAS("fma"))
+  if (isa::cpu().avx2_fma)
     return f.few_chains ? Kernel{fma_avx2<1>, 1, 8, 2, "avx2"} : Kernel{fma_avx2<12>, 12, 8, 2, "avx2"};
 #endif
 #if defined(__aarch64__)
@@ -252,8 +253,7 @@ FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f, int passes, dou
 
 FlopsPeak measure_bf16_peak(int threads, int passes, double seconds) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (CC_CPU_HAS("avx512f") && CC_CPU_HAS("avx512bf16"))
-    return run_peak(Kernel{bf16_avx512, 16, 16, 4, "avx512_bf16"}, threads, passes, seconds);
+  if (isa::cpu().avx512_bf16) return run_peak(Kernel{bf16_avx512, 16, 16, 4, "avx512_bf16"}, threads, passes, seconds);
 #endif
   (void)threads, (void)passes, (void)seconds;
   return {};
