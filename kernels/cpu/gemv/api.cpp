@@ -18,13 +18,7 @@ namespace claimcheck::kernels {
 using namespace gemv_detail;
 
 // ---- scalar conversions -------------------------------------------------------------------------------------
-bf16_t to_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((u >> 16) | 0x40);  // quiet NaN stays NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<bf16_t>(u >> 16);
-}
+bf16_t to_bf16(float x) { return f32_bf16(x); }
 float from_bf16(bf16_t x) {
   const std::uint32_t u = static_cast<std::uint32_t>(x) << 16;
   float f;

@@ -24,27 +24,16 @@
 #include "internal.h"
 
 #include <cstdint>
-#include <cstring>
 
 namespace claimcheck::kernels::gemv_detail {
 
 #if CC_X86
-namespace {
-// to_bf16 (round to nearest even, a NaN kept a quiet NaN), inline so that the loop over the activations vectorises.
-inline bf16_t round_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<bf16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
-}
-}  // namespace
-
 void nf4_order_bf16(const float* x, int K, bf16_t* out) {
   const int padded = nf4_bf16_padded(K);
   for (int g = 0; g < padded; g += 128) {
     bf16_t b[128] = {};  // the group in natural order, rounded (zeros past K)
     const int n = K - g < 128 ? K - g : 128;
-    for (int i = 0; i < n; ++i) b[i] = round_bf16(x[g + i]);
+    for (int i = 0; i < n; ++i) b[i] = f32_bf16(x[g + i]);
     for (int j = 0; j < 4; ++j)
       for (int w = 0; w < 32; ++w) out[g + 32 * j + w] = b[4 * w + j];
   }
@@ -68,6 +57,10 @@ constexpr long kPrefetchBytes = 1024;
 // The levels of the 32 nibbles in the low four bits of idx's words.
 CC_AVX512_BF16 CC_INLINE __m512bh look_up(__m512i idx, __m512i table) {
   return (__m512bh)_mm512_permutexvar_epi16(idx, table);
+}
+// The four activation vectors of a group (nf4_order_bf16's order).
+CC_AVX512_BF16 CC_INLINE void load_group(const bf16_t* xg, __m512bh (&x)[4]) {
+  for (int j = 0; j < 4; ++j) x[j] = (__m512bh)_mm512_loadu_si512(xg + 32 * j);
 }
 // The sums of one group of 128 weights (or of one block, masked) against the four activation vectors.
 CC_AVX512_BF16 CC_INLINE __m512 group_dot(__m512i v, __m512i table, const __m512bh (&x)[4]) {
@@ -93,9 +86,8 @@ CC_AVX512_BF16 CC_INLINE void nf4_block_bf16(const std::uint8_t* P, const float*
   }
   const long groups = K / 128;
   for (long g = 0; g < groups; ++g) {
-    const bf16_t* xg = xb + g * 128;
-    const __m512bh x[4] = {(__m512bh)_mm512_loadu_si512(xg), (__m512bh)_mm512_loadu_si512(xg + 32),
-                           (__m512bh)_mm512_loadu_si512(xg + 64), (__m512bh)_mm512_loadu_si512(xg + 96)};
+    __m512bh x[4];
+    load_group(xb + g * 128, x);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const std::uint8_t* q = p[i] + g * 64;
@@ -106,9 +98,8 @@ CC_AVX512_BF16 CC_INLINE void nf4_block_bf16(const std::uint8_t* P, const float*
     }
   }
   if (K % 128 != 0) {  // the last block alone (K is a multiple of 64)
-    const bf16_t* xg = xb + groups * 128;
-    const __m512bh x[4] = {(__m512bh)_mm512_loadu_si512(xg), (__m512bh)_mm512_loadu_si512(xg + 32),
-                           (__m512bh)_mm512_loadu_si512(xg + 64), (__m512bh)_mm512_loadu_si512(xg + 96)};
+    __m512bh x[4];
+    load_group(xb + groups * 128, x);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m512 t = group_dot(_mm512_maskz_loadu_epi8(0xffffffffULL, p[i] + groups * 64), table, x);

@@ -47,6 +47,14 @@ CC_INLINE float bf16_f32(bf16_t x) {
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
+// The nearest bf16 (ties to even; a NaN stays a quiet NaN): to_bf16, inline so that loops over it vectorise (the
+// NF4 dot-product kernel's activations).
+CC_INLINE bf16_t f32_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<bf16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+}
 
 // bitsandbytes' NF4 code book (functional.py, create_normal_map / the hard-coded table of the CUDA kernels).
 alignas(64) inline constexpr float kNf4[16] = {-1.0f,
