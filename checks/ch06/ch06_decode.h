@@ -100,4 +100,41 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
       inputs.data(), out.data(), y);
 }
 
+// The NF4 stack q's codes and scales against NF4's definition of the bf16 weights of stack b (built from the same
+// seed), on `rows` rows of each matrix spread from its first to its last (ref::check_nf4_quantization, the answer
+// key's nearest level of w / absmax): the violations counted, the first described in *first. An output check cannot
+// see a quantiser that codes wrongly: the kernel and the fp64 reference read the same codes. A wrong code or scale
+// in the packing repeats across rows, so a sample of rows sees it.
+inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::DecodeStack& q,
+                                        const std::vector<double>& levels, std::string* first, int rows = 16) {
+  const auto& d = b.shape();
+  long bad = 0;
+  for (int l = 0; l < d.layers; ++l)
+    for (int m = 0; m < 7; ++m) {
+      const MatShape ms = mat_shape(d, m);
+      const K::Nf4Matrix* Q = q.nf4_weight(l, m);
+      const std::vector<const K::bf16_t*> W = b.bf16_weights(l);
+      if (!Q || W.size() != 7 || Q->N != ms.rows || Q->K != ms.cols ||
+          Q->packed.size() != static_cast<std::size_t>(ms.rows) * ms.cols / 2 ||
+          Q->scales.size() != static_cast<std::size_t>(ms.rows) * ms.cols / 64) {
+        if (bad == 0 && first)
+          *first = "layer " + std::to_string(l) + " matrix " + std::to_string(m) + ": not an NF4 matrix of its shape";
+        ++bad;
+        continue;
+      }
+      const long K = ms.cols;
+      for (int i = 0; i < rows; ++i) {
+        const long r = rows > 1 ? static_cast<long>(i) * (ms.rows - 1) / (rows - 1) : 0;
+        const ref::Nf4QuantCheck c =
+            ref::check_nf4_quantization(W[static_cast<std::size_t>(m)] + r * K, 1, static_cast<int>(K),
+                                        Q->packed.data() + r * K / 2, Q->scales.data() + r * K / 64, levels);
+        if (!c.ok() && bad == 0 && first)
+          *first = "layer " + std::to_string(l) + " matrix " + std::to_string(m) + " row " + std::to_string(r) + ": " +
+                   c.first_detail;
+        bad += c.bad_codes + c.bad_scales;
+      }
+    }
+  return bad;
+}
+
 }  // namespace ch06

@@ -261,10 +261,13 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"theoretical_gflops_loaded_clock", r.theory_loaded / 1e9}};
 }
 
-// One step of a batch of B tokens through W (bf16 [N, K]) per batch size: the time of the best of a few runs.
+// One step of a batch of B tokens through W (bf16 [N, K]) per batch size: the time of the best of a few runs, and
+// what the last of them wrote against the answer key's fp64 dot products (ref::gemm_bf16_sampled_error): each batch
+// size runs its own tiles (a direct tile per 1-16 tokens, the panel GEMM above), so each is checked.
 struct SweepPoint {
   int batch = 0;
   double seconds = 0;
+  double error = 0;
 };
 inline std::vector<SweepPoint> batch_sweep(const claimcheck::base::aligned_vector<K::bf16_t>& W, int N, int Kd,
                                            const std::vector<int>& batches, const K::GemvOptions& o,
@@ -276,9 +279,16 @@ inline std::vector<SweepPoint> batch_sweep(const claimcheck::base::aligned_vecto
   std::vector<SweepPoint> out;
   for (int b : batches) {
     const int reps = b >= 128 ? 2 : b >= 16 ? 3 : 5;
-    out.push_back({b, best_seconds(reps, [&] { K::gemm_bf16(W.data(), N, Kd, X.data(), b, Y.data(), o); })});
+    const double t = best_seconds(reps, [&] { K::gemm_bf16(W.data(), N, Kd, X.data(), b, Y.data(), o); });
+    out.push_back({b, t, ref::gemm_bf16_sampled_error(W.data(), N, Kd, X.data(), b, Y.data())});
   }
   return out;
+}
+// The largest output error over a sweep's batch sizes.
+inline double sweep_error(const std::vector<SweepPoint>& sweep) {
+  double e = 0;
+  for (const SweepPoint& p : sweep) e = std::max(e, p.error);
+  return e;
 }
 // FLOPs and compulsory bytes of one sweep point (bf16 weights read once, fp32 activations in and out).
 inline double sweep_flops(int N, int Kd, int b) { return 2.0 * N * Kd * b; }

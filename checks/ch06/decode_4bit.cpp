@@ -76,6 +76,18 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const int rounds = ch06::positive_int(ctx, "rounds", 999);
   const auto opts = ch06::gemv_options(ctx);
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed(), opts.faults), s4(shape, "nf4", ctx.seed(), opts.faults);
+  // What the stacks hold, before any timing: their bytes against the shape and the format file (the byte ratio and
+  // the GB/s rest on them, not on the stacks' own count), and the NF4 codes and scales against NF4's definition of
+  // the bf16 weights (sampled rows; the output check below reads the same codes as the kernel, so it cannot see them).
+  const std::vector<double> levels = ref::load_nf4_levels(ctx.input_path("quant"));
+  const double shape_weights = static_cast<double>(shape.layers) * ch06::layer_weights(shape);
+  ctx.measure_bool("kernel_bytes_match_format",
+                   static_cast<double>(s16.weight_bytes()) == 2 * shape_weights &&
+                       static_cast<double>(s4.weight_bytes()) == shape_weights * q.bits_per_param() / 8);
+  std::string first_bad;
+  ctx.measure("quantization_mismatches",
+              static_cast<double>(ch06::nf4_quantization_mismatches(s16, s4, levels, &first_bad)), "count");
+  if (!first_bad.empty()) ctx.detail("first_quantization_mismatch", first_bad);
   // The machine's balance, from the probe and the answer key alone (nothing the NF4 kernel does moves it): the NF4
   // step's floor is the larger of its bytes at the read roof and its dequantisation at the roof of the engine the
   // CPU's NF4 arithmetic runs on (ref::nf4_gemv_compute_seconds: the bf16 dot products where the CPU has them,
@@ -119,8 +131,7 @@ static void decode_4bit(claimcheck::Context& ctx) {
       [&] { return ch06::time_stack(s4, opts, steps, x.data(), y4.data()); });
   ctx.measure("output_matches_reference",
               std::max(ch06::stack_output_error(s16, x.data(), y16.data(), opts),
-                       ch06::stack_output_error(s4, x.data(), y4.data(), opts,
-                                                ref::load_nf4_levels(ctx.input_path("quant")), products)),
+                       ch06::stack_output_error(s4, x.data(), y4.data(), opts, levels, products)),
               "ratio");
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;

@@ -49,6 +49,10 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->nf4_wrong_sign = true;
   else if (name == "gemm_accumulates")
     out->gemm_accumulates = true;
+  else if (name == "nf4_scales_uncounted")
+    out->nf4_scales_uncounted = true;
+  else if (name == "nf4_nibbles_swapped")
+    out->nf4_nibbles_swapped = true;
   else
     return false;
   return true;

@@ -92,6 +92,8 @@ DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::u
         bf16_.push_back(std::move(w));
       else
         nf4_.push_back(quantize_nf4(w.data(), shapes[m].N, shapes[m].K, threads));
+      if (faults_.nf4_nibbles_swapped && format == "nf4")  // a planted fault: the format's nibble order reversed
+        for (std::uint8_t& b : nf4_.back().packed) b = static_cast<std::uint8_t>((b >> 4) | (b << 4));
     }
 }
 
@@ -99,7 +101,7 @@ std::size_t DecodeStack::weight_bytes() const {
   std::size_t b = 0;
   // A planted fault counts elements for bytes.
   for (const auto& w : bf16_) b += w.size() * (faults_.bytes_as_elements ? 1 : sizeof(bf16_t));
-  for (const auto& m : nf4_) b += m.bytes();
+  for (const auto& m : nf4_) b += faults_.nf4_scales_uncounted ? m.packed.size() : m.bytes();  // (a planted fault)
   return b;
 }
 

@@ -25,14 +25,16 @@ struct GemvFaults {
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
+  bool nf4_scales_uncounted = false;  // an nf4 stack counts its codes' bytes and not its scales'
   // Wrong values from the right bytes (a timed run must check what it computed):
-  bool stack_no_residual = false;  // a decode stack's step drops the residual add after the attention output
-  bool nf4_wrong_sign = false;     // the 4-bit kernel returns -y
-  bool gemm_accumulates = false;   // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
+  bool stack_no_residual = false;    // a decode stack's step drops the residual add after the attention output
+  bool nf4_wrong_sign = false;       // the 4-bit kernel returns -y
+  bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
+  bool nf4_nibbles_swapped = false;  // an nf4 stack packs each byte's codes high nibble first
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
-// "gemm_accumulates"; "" = none. Returns false for a name that is not
+// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped"; "" = none. Returns false for a name that is not
 // a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
