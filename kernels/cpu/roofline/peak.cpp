@@ -238,6 +238,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->scalar = true;
     return true;
   }
+  if (name == "probe_counts_double") {
+    out->counts_double = true;
+    return true;
+  }
   if (name == "probe_read_skips") {
     out->read_skips = true;
     return true;
@@ -248,7 +252,9 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
 std::string roofline_simd_path() { return fp32_kernel({}).isa; }
 
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f, int passes, double seconds) {
-  return run_peak(fp32_kernel(f), threads, passes, seconds);
+  Kernel k = fp32_kernel(f);
+  if (f.counts_double) k.flops_per_lane_op *= 2;  // a planted fault: an FMA counted as four FLOP
+  return run_peak(k, threads, passes, seconds);
 }
 
 FlopsPeak measure_bf16_peak(int threads, int passes, double seconds) {
