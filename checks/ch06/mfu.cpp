@@ -9,6 +9,7 @@
 #if CLAIMCHECK_WITH_TORCH
 #include "ch06_block.h"
 #include "claimcheck/train/perf.h"
+#include "claimcheck/train/tiny.h"
 #endif
 
 #if CLAIMCHECK_WITH_TORCH
@@ -26,6 +27,11 @@ static void mfu_gpu(claimcheck::Context& ctx) {
   const double block_flops = 3 * block.forward_flops;
   ctx.measure(100 * block_flops / block.step_s / spec.peak_flops, "%");
   ctx.measure("share_of_measured_gemm_peak", 100 * block_flops / block.step_s / peak_flops, "%");
+  ctx.measure(
+      "flops_vs_ledger",
+      block.forward_flops / ch06::ref::decoder_forward_flops(ch06::ref::load_model_config(ctx.input_path("gpu_config")),
+                                                             layers, batch, tokens),
+      "ratio");
   // The same ceiling as on a CPU: the stack's own GEMM (cuBLAS, bf16, 8192^3) as a share of the peak MFU is against.
   ctx.derive("library_gemm_pct", 100 * peak_flops / spec.peak_flops, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / spec.peak_flops, "%");
@@ -66,7 +72,7 @@ static void mfu(claimcheck::Context& ctx) {
   // best wall time of the first read 1.062 once under torch 2.4.1 on a 2-vCPU guest: two runs' noise, not threads.
   const auto block = train::time_block_step(ctx.input_path("config"), ctx.seed(), batch, tokens, repeats,
                                             ctx.planted_fault(), {false, false, 0, roof.threads, false, true});
-  const auto tiny = train::time_tiny_step(ctx.seed(), ctx.input("tiny_batch").get<int>(), repeats);
+  const auto tiny = train::time_tiny_step(ctx.seed(), ctx.input("tiny_batch").get<int>(), repeats, ctx.planted_fault());
   const double block_flops = 3 * block.forward_flops;
   // The library's own fp32 GEMM at the step's largest shape (the answer key's LibTorch call, on the probe's threads,
   // from the config's numbers): the ceiling of a step made of such GEMMs, timed apart from the step's settings, so
@@ -87,6 +93,16 @@ static void mfu(claimcheck::Context& ctx) {
   ctx.derive("library_gemm_pct", library_pct, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
   ctx.measure("step_threads_share", block.step_threads_busy / roof.threads, "ratio");
+  // The FLOPs each MFU divides by, against the answer key's count for the same shapes (the config's, and chapter 3's
+  // model as the training code declares it): MFU is only as right as its numerator.
+  ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
+              "ratio");
+  const train::TinyConfig tc;
+  ch06::ref::GptShape ts;
+  ts.vocab = tc.vocab, ts.d_model = tc.d_model, ts.n_layer = tc.n_layer, ts.n_head = tc.n_head, ts.d_ff = tc.d_ff,
+  ts.context = tc.context;
+  ctx.measure("tiny_flops_vs_ledger", tiny.flops / (3 * ch06::ref::gpt_forward_flops(ts, tiny.batch, tiny.tokens)),
+              "ratio");
   ch06::verify_block_step(ctx, ctx.input_path("config"), block);
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},
                        {"gflop", block_flops / 1e9},

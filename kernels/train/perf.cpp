@@ -151,7 +151,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   return r;
 }
 
-TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats) {
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault) {
   torch::manual_seed(seed);
   const TinyConfig c;
   TinyGPT model(c);
@@ -178,7 +178,7 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats) {
   r.tokens = c.context;
   const double pairs = c.context * (c.context + 1.0) / 2;
   const double fwd = batch * (2.0 * linear * c.context + 2.0 * 2.0 * c.d_model * pairs * c.n_layer);
-  r.flops = 3.0 * fwd;
+  r.flops = (fault == "tiny_flops_forward_only" ? 1.0 : 3.0) * fwd;
   return r;
 }
 

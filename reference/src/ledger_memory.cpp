@@ -244,6 +244,26 @@ double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m) {
 
 double prefill_flops(std::int64_t params, std::int64_t tokens) { return 2.0 * params * tokens; }
 
+namespace {
+double causal_attention_flops(double width, double tokens) { return 2.0 * 2.0 * width * tokens * (tokens + 1) / 2; }
+}  // namespace
+
+double decoder_forward_flops(const ModelConfig& c, std::int64_t layers, std::int64_t batch, std::int64_t tokens) {
+  if (c.experts > 0)
+    fail("decoder FLOPs", "num_local_experts", "a dense decoder's (this config is a mixture of experts)");
+  double weights = 0;  // one layer's Linear weights (biases are not multiplies)
+  for (const Linear& l : layer_linears(c)) weights += static_cast<double>(l.in) * static_cast<double>(l.out);
+  const double t = static_cast<double>(tokens);
+  return static_cast<double>(batch) * static_cast<double>(layers) *
+         (2.0 * weights * t + causal_attention_flops(static_cast<double>(c.heads * c.head_dim), t));
+}
+
+double gpt_forward_flops(const GptShape& s, std::int64_t batch, std::int64_t tokens) {
+  const double d = static_cast<double>(s.d_model), ff = static_cast<double>(s.d_ff), t = static_cast<double>(tokens);
+  const double per_layer = 2.0 * (3 * d * d + d * d + 2 * d * ff) * t + causal_attention_flops(d, t);
+  return static_cast<double>(batch) * (static_cast<double>(s.n_layer) * per_layer + 2.0 * d * s.vocab * t);
+}
+
 // ---- units --------------------------------------------------------------------
 double gigabytes(double bytes) { return bytes / (ledger_fault("ledger_gib_for_gb") ? 1073741824.0 : 1e9); }
 double megabytes(double bytes) { return bytes / (ledger_fault("ledger_gib_for_gb") ? 1048576.0 : 1e6); }

@@ -388,3 +388,17 @@ TEST(Ledger, LoraLayerSavedChange) {
   EXPECT_THROW(ref::lora_layer_saved_change_bytes(c, 0, 7), ref::SpecError);
   EXPECT_TRUE(ref::lora_layer_saved_change_bytes(cfg("reference/data/configs/mixtral-8x7b.json"), 16, 7).empty());
 }
+
+TEST(Ledger, ForwardFlopsCountLinearWeightsAndCausalPairs) {
+  // Chapter 3's GPT (d 128, 4 layers, d_ff 512, V 128) at batch 2 x 128 tokens: per layer 2 x (4 d^2 + 2 d d_ff) x T
+  // + 4 d T (T + 1) / 2, the lm_head 2 d V T; written out by hand: 444,858,368.
+  const ref::GptShape g = ref::parse_gpt_shape(
+      R"({"vocab": 128, "d_model": 128, "n_layer": 4, "n_head": 4, "d_ff": 512, "context": 128})", "tiny");
+  EXPECT_DOUBLE_EQ(ref::gpt_forward_flops(g, 2, 128), 444858368.0);
+  // A GQA Llama (hidden 64, 4 heads of 16, 2 KV heads, intermediate 128), 3 layers, batch 3 x 10 tokens: q and o
+  // 64 x 64, k and v 64 x 32, gate / up / down 64 x 128 per layer: 6,762,240.
+  const ref::ModelConfig c = parse(
+      R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+          "num_attention_heads": 4, "num_key_value_heads": 2})");
+  EXPECT_DOUBLE_EQ(ref::decoder_forward_flops(c, 3, 3, 10), 6762240.0);
+}

@@ -79,7 +79,8 @@ struct TinyStepTiming {
   std::int64_t params = 0;
   int batch = 0, tokens = 0;
 };
-TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats);
+// fault "tiny_flops_forward_only" (planted): the step's FLOPs counted as the forward's alone.
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "");
 
 // A profiled training step: every operator RecordFunction reports, its self time (its time
 // minus its children's) put in one bucket by its name and its ancestors': "gemm" (mm, addmm, bmm, ...),

@@ -237,6 +237,12 @@ struct DecodeModel {
 };
 double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m);
 double prefill_flops(std::int64_t params, std::int64_t tokens);  // 2 x params x tokens
+// A forward pass's FLOPs as MFU counts them (a training step: 3 x these): 2 per Linear weight per token, plus causal
+// attention's QK^T and PV, 2 FLOP per multiply-add over the T (T + 1) / 2 query-key pairs of each sequence and each
+// query head's dimensions, in every layer. For a dense decoder's first `layers` layers (its embedding and head are
+// not a block's), and for chapter 3's GPT (its layers and the lm_head).
+double decoder_forward_flops(const ModelConfig& c, std::int64_t layers, std::int64_t batch, std::int64_t tokens);
+double gpt_forward_flops(const GptShape& s, std::int64_t batch, std::int64_t tokens);
 
 // ---- units --------------------------------------------------------------------
 // The series' GB and MB are decimal (10^9 and 10^6 bytes), as are transformers' and the GPU makers' figures.
