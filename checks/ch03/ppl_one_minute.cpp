@@ -44,6 +44,7 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                                                             "--layers",       std::to_string(c.n_layer),
                                                             "--weight-decay", std::to_string(o.weight_decay),
                                                             "--clip",         std::to_string(o.clip),
+                                                            "--eval-batch",   std::to_string(o.batch),
                                                             "--lr",           lr});
   // Verify.
   ctx.measure(r.eval_ppl.back(), "ppl");

@@ -82,11 +82,14 @@ torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets,
 
 namespace {
 
+// rows (optional) receives the windows evaluated ("eval.x", "eval.y": [batches x batch, context]), for the answer
+// key's reference to re-evaluate. Fault "eval_on_train" (planted): the windows come from the training text.
 double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int batches, int batch,
-                const std::string& fault = "") {
+                const std::string& fault = "", NamedTensors* rows = nullptr) {
   torch::NoGradGuard ng;
   model->eval();
-  CharWindows val(data.val, c.context);
+  CharWindows val(fault == "eval_on_train" ? data.train : data.val, c.context);
+  std::vector<torch::Tensor> all_x, all_y;
   const auto n = *val.size();
   double total = 0;
   int count = 0;
@@ -99,7 +102,9 @@ double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int bat
     }
     total += lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
     ++count;
+    if (rows) all_x.insert(all_x.end(), xs.begin(), xs.end()), all_y.insert(all_y.end(), ys.begin(), ys.end());
   }
+  if (rows) rows->emplace_back("eval.x", torch::stack(all_x)), rows->emplace_back("eval.y", torch::stack(all_y));
   model->train();
   if (fault == "ppl_exp_of_sum") return std::exp(total);  // a planted fault: the summed loss, not its mean
   return std::exp(total / count);
@@ -213,8 +218,17 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
         }
       }
       if (o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps)) {
+        // The last evaluation (the run's perplexity) exported with the parameters it ran on: the reference
+        // re-evaluates them on the same windows, which must be windows of the held-out text.
+        const bool last = exporting && step == o.steps;
+        NamedTensors evaluated;
         r.eval_steps.push_back(step);
-        r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));
+        r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault, last ? &evaluated : nullptr));
+        if (last) {
+          evaluated.emplace_back("eval.ppl", torch::tensor(std::vector<double>{r.eval_ppl.back()}, torch::kDouble));
+          for (auto& t : parameters_named("final.")) evaluated.push_back(std::move(t));
+          write_safetensors(o.export_dir / "eval.safetensors", evaluated);
+        }
       }
     }
   }

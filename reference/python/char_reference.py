@@ -4,7 +4,7 @@ zero_grad(set_to_none=True)), apart from the code under test, and run on what th
 (kernels/train/tiny.cpp, TrainOptions::export_dir).
 
   char_reference.py --dir DIR --corpus FORTUNES --vocab V --context T --d-model D --d-ff F --layers L --heads H
-                    --weight-decay WD --clip C --lr BASE:MIN:WARMUP:TOTAL
+                    --weight-decay WD --clip C --lr BASE:MIN:WARMUP:TOTAL [--eval-batch B]
 
 The model is built here from those sizes (the series' model), and the exported parameters must match it name for
 name and shape for shape.
@@ -19,6 +19,10 @@ last exported step (after.<name>). Here:
                torch.testing.assert_close accepts, with its fp32 defaults)
   steps        the exported steps re-run here (same batches): each step's learning rate (this side's warmup + cosine),
                loss and pre-clip gradient norm, then the parameters after the last: the worst in assert_close units
+  eval         DIR/eval.safetensors, the run's last evaluation (its windows eval.x / eval.y, its perplexity eval.ppl,
+               the parameters it ran on, final.<name>): each row must be a window of this side's held-out text (the
+               last 5 %), and the model here on those parameters must give that perplexity (assert_close units of
+               its log: the mean of the batches' mean losses, --eval-batch rows each)
 Prints one JSON object (the pydriver protocol); a missing torch or safetensors is a "skip" with the reason."""
 import argparse
 import math
@@ -54,7 +58,25 @@ def corpus(folder):
         die(f"{folder}: no fortune text files")
     text = b"".join(open(os.path.join(folder, n), "rb").read() for n in names)
     text = bytes(c if c < 128 else ord("?") for c in text)
-    return text[: len(text) * 95 // 100]
+    cut = len(text) * 95 // 100
+    return text[:cut], text[cut:]  # the training text, the held-out text
+
+
+def window_index(text, T):
+    """{window of T characters at a multiple of T: [its starts]} over `text` (the windows a loader may hand over)."""
+    windows = {}
+    for i in range((len(text) - 1) // T - 1):
+        windows.setdefault(text[i * T: i * T + T], []).append(i)
+    return windows
+
+
+def not_windows(text, windows, T, xs, ys):
+    """How many rows (x, y) are not a window of `text` at a multiple of T with y its next characters."""
+    bad = 0
+    for x, y in zip(xs, ys):
+        xb = bytes(x) if all(0 <= c < 256 for c in x) else None
+        bad += not (xb is not None and any(list(text[i * T + 1: i * T + T + 1]) == y for i in windows.get(xb, [])))
+    return bad
 
 
 def lr_at(step, base, low, warmup, total):
@@ -126,6 +148,7 @@ def main(argv):
         p.add_argument(f"--{name}", type=int, required=True)
     p.add_argument("--weight-decay", type=float, required=True)
     p.add_argument("--clip", type=float, required=True)
+    p.add_argument("--eval-batch", type=int, default=16, help="the rows per evaluated batch (the loss is their mean)")
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
     a = p.parse_args(argv)
     try:
@@ -144,17 +167,12 @@ def main(argv):
     details = {"torch": torch.__version__, "steps": steps, "parameters_mismatch": mismatch[:8]}
 
     # The windows: every exported row against this side's own windows of the corpus.
-    text = corpus(a.corpus)
-    windows = {}
-    for i in range((len(text) - 1) // T - 1):
-        windows.setdefault(text[i * T: i * T + T], []).append(i)
+    text, held_out = corpus(a.corpus)
+    windows = window_index(text, T)
     bad_rows = rows = 0
     for s in range(steps):
-        for x, y in zip(run[f"x.{s}"].tolist(), run[f"y.{s}"].tolist()):
-            rows += 1
-            xb = bytes(x) if all(0 <= c < 256 for c in x) else None
-            ok = xb is not None and any(list(text[i * T + 1: i * T + T + 1]) == y for i in windows.get(xb, []))
-            bad_rows += not ok
+        rows += run[f"x.{s}"].shape[0]
+        bad_rows += not_windows(text, windows, T, run[f"x.{s}"].tolist(), run[f"y.{s}"].tolist())
     details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text)}
 
     # Step 0: logits, loss, every gradient.
@@ -194,7 +212,29 @@ def main(argv):
     details["units"] = {k: (v if math.isfinite(v) else None) for k, v in {**first, **per_step, "after": after}.items()}
     details["grad_norms"] = run["grad_norm"].tolist()
     loop = max(per_step["lr"], per_step["loss"], per_step["grad_norm"], after)
+    # The run's perplexity: its last evaluation's windows against this side's held-out text (the last 5 %), and the
+    # model here on the final parameters over those windows: exp of the mean of the batches' mean losses.
+    held_bad = eval_units = math.inf  # no export of the evaluation: nothing to hold it to
+    eval_file = os.path.join(a.dir, "eval.safetensors")
+    if os.path.exists(eval_file):
+        ev = load_file(eval_file)
+        final = {k[len("final."):]: v for k, v in ev.items() if k.startswith("final.")}
+        model_f, mismatch_f, _ = build(torch, final, a)
+        model_f.eval()
+        ex, ey, B = ev["eval.x"], ev["eval.y"], a.eval_batch
+        held_bad = not_windows(held_out, window_index(held_out, T), T, ex.tolist(), ey.tolist())
+        with torch.no_grad():
+            losses = [torch.nn.functional.cross_entropy(model_f(ex[i:i + B]).reshape(-1, a.vocab).float(),
+                                                        ey[i:i + B].reshape(-1), ignore_index=-100).item()
+                      for i in range(0, ex.shape[0], B)]
+        ref_log_ppl = sum(losses) / len(losses)
+        if not mismatch_f:
+            eval_units = units(torch.log(ev["eval.ppl"]), torch.tensor([ref_log_ppl], dtype=torch.float64))
+        details["eval"] = {"rows": ex.shape[0], "not_held_out_windows": held_bad, "ppl": ev["eval.ppl"].item(),
+                           "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
+          {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},
+          {"name": "eval_vs_pytorch", "value": figure(eval_units), "unit": "ratio"},
           {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
           {"name": "step0_vs_pytorch", "value": figure(max(first.values())), "unit": "ratio"},
           {"name": "loop_vs_pytorch", "value": figure(loop), "unit": "ratio"}],
