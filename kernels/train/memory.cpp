@@ -50,6 +50,7 @@ struct MasterAdamW {
         state_like_params(fault == "adam_state_in_param_dtype"),
         coupled_decay(fault == "adamw_coupled_decay"),
         no_bias_correction(fault == "adamw_no_bias_correction"),
+        eps_inside_sqrt(fault == "adamw_eps_inside_sqrt"),
         truncate_writeback(fault == "master_written_truncated") {
     torch::NoGradGuard ng;
     for (const auto& p : params)
@@ -76,7 +77,10 @@ struct MasterAdamW {
         master[i].mul_(1 - lr * wd);
       m[i].mul_(b1).add_(g, 1 - b1);
       v[i].mul_(b2).addcmul_(g, g, 1 - b2);
-      master[i].addcdiv_(m[i], (v[i] / bc2).sqrt_().add_(eps), -lr / bc1);
+      if (eps_inside_sqrt)  // a planted fault: sqrt(v_hat + eps), as some Adam variants write it
+        master[i].addcdiv_(m[i], (v[i] / bc2).add_(eps).sqrt_(), -lr / bc1);
+      else
+        master[i].addcdiv_(m[i], (v[i] / bc2).sqrt_().add_(eps), -lr / bc1);
       // A planted fault: the master written back truncated to bf16 (its low 16 bits dropped), not rounded.
       if (truncate_writeback)
         params[i].copy_(torch::bitwise_and(master[i].view(torch::kInt32), std::int64_t{-65536} /* 0xFFFF0000 */)
@@ -88,7 +92,8 @@ struct MasterAdamW {
   std::vector<torch::Tensor> params, master, m, v;
   double lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
   long t = 0;
-  bool state_like_params = false, coupled_decay = false, no_bias_correction = false, truncate_writeback = false;
+  bool state_like_params = false, coupled_decay = false, no_bias_correction = false, eps_inside_sqrt = false,
+       truncate_writeback = false;
 };
 
 using Owners = std::unordered_map<const void*, std::string>;
