@@ -162,7 +162,8 @@ std::vector<SavedTensor> plain_layer_extra_bytes(const ModelConfig& c) {
   std::vector<SavedTensor> t;
   for (const auto& n : c.layer_norms) t.push_back({n + " input in fp32 and its fp32 reciprocal RMS", 4 * c.hidden + 4});
   t.push_back({"k and v repeated to every query head (GQA by repeat_interleave)", 2 * (q - kv) * 2});
-  t.push_back({"SDPA's fp32 logsumexp per head", 4 * c.heads});
+  if (!ledger_fault("ledger_no_logsumexp"))  // (a planted fault forgets it: 6e-4 of the layer's bytes here)
+    t.push_back({"SDPA's fp32 logsumexp per head", 4 * c.heads});
   t.push_back({"SiLU output (the product's other factor)", 2 * c.intermediate});
   return t;
 }
