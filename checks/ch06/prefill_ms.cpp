@@ -97,6 +97,28 @@ static void prefill_ms(claimcheck::Context& ctx) {
     worst =
         std::max(worst, ch06::ref::gemm_bf16_sampled_error(mats[i].w, mats[i].N, mats[i].K, X.data(), T, Ys[i].data()));
   ctx.measure("output_matches_reference", worst, "ratio");
+  // The project's bf16 matmul (kernels/cpu/matmul_bf16.cpp: a prefill's GEMM on the bf16 engines) on every engine this
+  // CPU can run, forced in turn and untimed: 40 of the tokens (bf16) through 250 rows of q's weights, M and N off the
+  // tiles' multiples, against the answer key's fp64 dot products.
+  {
+    const int M = 40, N = 250, Kq = mats[0].K;
+    std::vector<ch06::K::bf16_t> A(static_cast<std::size_t>(M) * Kq);
+    std::vector<float> Af(A.size()), C(static_cast<std::size_t>(M) * N);
+    for (std::size_t i = 0; i < A.size(); ++i)
+      A[i] = ch06::ref::bf16_nearest(X[i]), Af[i] = ch06::ref::bf16_value(A[i]);
+    double engines_error = 0;
+    nlohmann::json engines = nlohmann::json::object();
+    for (const char* e : {"amx_bf16", "avx512_bf16", "amx_emulated", "fp32_fma"}) {
+      if (!ch06::K::matmul_bf16_force(e)) continue;
+      ch06::K::matmul_bf16(A.data(), M, Kq, mats[0].w, N, C.data(), opts);
+      const double err = ch06::ref::gemm_bf16_sampled_error(mats[0].w, N, Kq, Af.data(), M, C.data());
+      engines[e] = err;
+      engines_error = std::isnan(err) ? err : std::max(engines_error, err);
+    }
+    ch06::K::matmul_bf16_force("");
+    ctx.measure("matmul_engines_match_reference", engines_error, "ratio");
+    ctx.detail("matmul_engines", engines);
+  }
   const double layer_flops = prefill.flops, layer_bytes = prefill.bytes;
   ctx.derive("flops_over_peak", paired.roof_seconds() * 1e3, "ms");
   ctx.derive("intensity_over_ridge", layer_flops / layer_bytes / (paired.peak / roofs.read), "ratio");
