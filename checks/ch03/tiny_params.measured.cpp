@@ -1,11 +1,11 @@
 // ch03.tiny_params, measured part: the project's tiny character Transformer (the one ch03's training runs use),
 // counted on the built LibTorch module.
 #include "claimcheck/check.h"
-#include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
 
 #if CLAIMCHECK_WITH_TORCH
+#include "../tiny_shape.h"
 #include "claimcheck/train/experiments.h"
 #endif
 
@@ -16,10 +16,8 @@ static void tiny_params_built(claimcheck::Context& ctx) {
   ctx.measure("built", built / 1e3, "K params");
   // The module against the answer key's formula for the module's own shape, to the parameter: a term the ledger
   // drops or the module adds moves the count by less than the round 840K's 5%.
-  claimcheck::ref::GptShape s;
-  s.vocab = c.vocab, s.d_model = c.d_model, s.n_layer = c.n_layer, s.n_head = c.n_head, s.d_ff = c.d_ff,
-  s.context = c.context;
-  ctx.measure("built_minus_ledger", built - static_cast<double>(claimcheck::ref::gpt_params(s)), "params");
+  ctx.measure("built_minus_ledger", built - static_cast<double>(claimcheck::ref::gpt_params(gpt_shape_of(c))),
+              "params");
   ctx.detail("built_config", {{"vocab", c.vocab},
                               {"d_model", c.d_model},
                               {"n_layer", c.n_layer},

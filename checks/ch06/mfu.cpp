@@ -7,9 +7,9 @@
 #include "claimcheck/ref/roofline.h"
 
 #if CLAIMCHECK_WITH_TORCH
+#include "../tiny_shape.h"
 #include "ch06_block.h"
 #include "claimcheck/train/perf.h"
-#include "claimcheck/train/tiny.h"
 #endif
 
 #if CLAIMCHECK_WITH_TORCH
@@ -97,11 +97,8 @@ static void mfu(claimcheck::Context& ctx) {
   // model as the training code declares it): MFU is only as right as its numerator.
   ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
               "ratio");
-  const train::TinyConfig tc;
-  ch06::ref::GptShape ts;
-  ts.vocab = tc.vocab, ts.d_model = tc.d_model, ts.n_layer = tc.n_layer, ts.n_head = tc.n_head, ts.d_ff = tc.d_ff,
-  ts.context = tc.context;
-  ctx.measure("tiny_flops_vs_ledger", tiny.flops / (3 * ch06::ref::gpt_forward_flops(ts, tiny.batch, tiny.tokens)),
+  ctx.measure("tiny_flops_vs_ledger",
+              tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(train::TinyConfig{}), tiny.batch, tiny.tokens)),
               "ratio");
   ch06::verify_block_step(ctx, ctx.input_path("config"), block);
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},

@@ -177,8 +177,10 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
   r.batch = batch;
   r.tokens = c.context;
   const double pairs = c.context * (c.context + 1.0) / 2;
-  const double fwd = batch * (2.0 * linear * c.context + 2.0 * 2.0 * c.d_model * pairs * c.n_layer);
-  r.flops = (fault == "tiny_flops_forward_only" ? 1.0 : 3.0) * fwd;
+  // A planted fault, as in the block's count: the FLOPs of one token per sequence.
+  const double tokens = fault == "flops_per_token_only" ? 1.0 : c.context;
+  const double fwd = batch * (2.0 * linear * tokens + 2.0 * 2.0 * c.d_model * pairs * c.n_layer);
+  r.flops = 3.0 * fwd;
   return r;
 }
 

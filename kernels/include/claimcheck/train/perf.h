@@ -79,7 +79,7 @@ struct TinyStepTiming {
   std::int64_t params = 0;
   int batch = 0, tokens = 0;
 };
-// fault "tiny_flops_forward_only" (planted): the step's FLOPs counted as the forward's alone.
+// fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence.
 TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "");
 
 // A profiled training step: every operator RecordFunction reports, its self time (its time
