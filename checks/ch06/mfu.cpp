@@ -97,9 +97,10 @@ static void mfu(claimcheck::Context& ctx) {
   // model as the training code declares it): MFU is only as right as its numerator.
   ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
               "ratio");
-  ctx.measure("tiny_flops_vs_ledger",
-              tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(train::TinyConfig{}), tiny.batch, tiny.tokens)),
-              "ratio");
+  ctx.measure(
+      "tiny_flops_vs_ledger",
+      tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(train::TinyConfig{}), tiny.batch, tiny.tokens)),
+      "ratio");
   ch06::verify_block_step(ctx, ctx.input_path("config"), block);
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},
                        {"gflop", block_flops / 1e9},
