@@ -137,8 +137,8 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
   return bad;
 }
 
-// The GEMV kernels on every path this CPU can run ("avx512_bf16", "avx512", "avx2", "neon", "portable"; the detected
-// one is the timed one), each forced in turn, untimed, against the answer key: the bf16 GEMV and the NF4 GEMV (with the
+// The GEMV kernels on every path this CPU can run (K::gemv_paths_here(); the detected one is the timed one), each
+// forced in turn, untimed, against the answer key: the bf16 GEMV and the NF4 GEMV (with the
 // products that path owes: bf16 on "avx512_bf16", fp32 elsewhere) on matrix W of the stacks' weights, and the NF4
 // GEMV again on a matrix whose K holds an odd number of 64-blocks (the kernels' tail). The worst sampled error over
 // the reference's scale; the path it was on in *worst_path. A path a CPU other than this one would run is checked
@@ -155,10 +155,9 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
   auto keep = [&](double e, const std::string& path) {
     if (!(e <= worst)) worst = e, *worst_path = path;  // (NaN is kept as the worst)
   };
-  for (const char* path : {"avx512_bf16", "avx512", "avx2", "neon", "portable"}) {
+  for (const std::string& path : K::gemv_paths_here()) {
     if (!K::gemv_force_path(path)) continue;
-    const ref::Nf4Products products =
-        std::string(path) == "avx512_bf16" ? ref::Nf4Products::bf16 : ref::Nf4Products::fp32;
+    const ref::Nf4Products products = path == "avx512_bf16" ? ref::Nf4Products::bf16 : ref::Nf4Products::fp32;
     K::gemv_bf16(W, N, Kd, x.data(), y.data(), o);
     keep(ref::gemm_bf16_sampled_error(W, N, Kd, x.data(), 1, y.data()), path);
     K::gemv_nf4(Q, x.data(), y.data(), o);
@@ -167,7 +166,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
     K::gemv_nf4(Qo, xo.data(), yo.data(), o);
     keep(
         ref::gemv_nf4_sampled_error(Qo.packed.data(), Qo.scales.data(), No, Ko, levels, xo.data(), yo.data(), products),
-        path + std::string(" (K of 65 blocks)"));
+        path + " (K of 65 blocks)");
   }
   K::gemv_force_path("");
   return worst;

@@ -108,7 +108,7 @@ static void prefill_ms(claimcheck::Context& ctx) {
       A[i] = ch06::ref::bf16_nearest(X[i]), Af[i] = ch06::ref::bf16_value(A[i]);
     double engines_error = 0;
     nlohmann::json engines = nlohmann::json::object();
-    for (const char* e : {"amx_bf16", "avx512_bf16", "amx_emulated", "fp32_fma"}) {
+    for (const std::string& e : ch06::K::matmul_bf16_engines_here()) {
       if (!ch06::K::matmul_bf16_force(e)) continue;
       ch06::K::matmul_bf16(A.data(), M, Kq, mats[0].w, N, C.data(), opts);
       const double err = ch06::ref::gemm_bf16_sampled_error(mats[0].w, N, Kq, Af.data(), M, C.data());

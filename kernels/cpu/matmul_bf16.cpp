@@ -431,6 +431,13 @@ bool matmul_bf16_force(const std::string& name) {
   return true;
 }
 
+std::vector<std::string> matmul_bf16_engines_here() {
+  std::vector<std::string> out = {"fp32_fma", "amx_emulated"};
+  if (has_dot()) out.emplace_back("avx512_bf16");
+  if (has_amx()) out.emplace_back("amx_bf16");
+  return out;
+}
+
 void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C, const GemvOptions& o) {
   if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("matmul_bf16: negative dimension");
   if (M == 0 || N == 0) return;

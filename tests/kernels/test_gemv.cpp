@@ -659,3 +659,16 @@ TEST(AttentionV3, EveryPathMatchesFp64) {
   EXPECT_GE(ran, 1);
   EXPECT_FALSE(K::attention_v3_force_path("sse9"));
 }
+
+// The lists the claims iterate (ch06.decode_4bit's paths, ch06.prefill_ms's engines) name what this CPU runs: the
+// detected path and engine among them, each one forceable.
+TEST(Gemv, PathsAndEnginesHereAreTheForceableOnes) {
+  const auto paths = K::gemv_paths_here();
+  EXPECT_NE(std::find(paths.begin(), paths.end(), K::gemv_detected_path()), paths.end());
+  for (const auto& p : paths) EXPECT_TRUE(K::gemv_force_path(p)) << p;
+  K::gemv_force_path("");
+  const auto engines = K::matmul_bf16_engines_here();
+  EXPECT_NE(std::find(engines.begin(), engines.end(), K::matmul_bf16_engine()), engines.end());
+  for (const auto& e : engines) EXPECT_TRUE(K::matmul_bf16_force(e)) << e;
+  K::matmul_bf16_force("");
+}

@@ -92,6 +92,13 @@ bool gemv_force_path(const std::string& name) {
   return true;
 }
 
+std::vector<std::string> gemv_paths_here() {
+  std::vector<std::string> out;
+  for (Path p : {kPortable, kAvx2, kAvx512, kEmulated512, kNeon, kAvx512Bf16})
+    if (can_run(p)) out.emplace_back(path_name(p));
+  return out;
+}
+
 void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o) {
   if (N < 0 || K < 0) throw std::invalid_argument("gemv_bf16: negative shape");
   if (N == 0) return;

@@ -59,6 +59,8 @@ std::string matmul_bf16_engine();
 // Forces an engine for the calls that follow ("fp32_fma", "amx_emulated", "amx_bf16" and "avx512_bf16" where present;
 // "" = back to the detected one). Returns false for an unknown name or an engine this CPU lacks.
 bool matmul_bf16_force(const std::string& name);
+// The engines matmul_bf16_force accepts on this CPU.
+std::vector<std::string> matmul_bf16_engines_here();
 
 // NF4, blocks of 64 consecutive weights along K (K must be a multiple of 64). Weight k of row n is
 // code(n, k) = packed[(n*K + k) / 2], low nibble for even k, high nibble for odd k; value = level[code] * scale,
@@ -92,6 +94,8 @@ std::string gemv_detected_path();
 // detected one), for tests that run every path the CPU has. Returns false for an unknown name or a path this CPU
 // cannot run.
 bool gemv_force_path(const std::string& name);
+// The paths gemv_force_path accepts on this CPU, the detected one among them.
+std::vector<std::string> gemv_paths_here();
 
 // Deterministic bf16 weights [N, K], uniform in +-1/sqrt(K) (so that y = W x keeps |x|'s scale): element pair p
 // from a 32-bit hash of (p, splitmix64(seed)), independent of `threads`. What DecodeStack fills each matrix with
