@@ -210,19 +210,17 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
     }
   }
   for (const Engine& e : r.engines) {
+    if (!(validate || &e != &r.engines.front()) || !(e.theory > 0)) continue;
     const double floor = &e == &r.engines.front() ? kProbeFloor : kFurtherEngineFloor;
-    if ((validate || &e != &r.engines.front()) && !e.lower_bound && e.theory > 0 && e.share() > kProbeCeiling)
+    auto refuse = [&](const std::string& beyond, const char* why) {
       throw std::runtime_error(ctx.claim_id() + ": the " + e.name + " probe (" + e.isa + ") read " +
                                fmt3(e.peak_one / 1e9) + " GFLOP/s on one thread, " + fmt3(e.share()) +
                                " of one core's theoretical " + fmt3(e.theory_one / 1e9) + " GFLOP/s (" + r.uarch.name +
-                               "): above " + fmt3(kProbeCeiling) +
-                               ", a probe that counts work it did not do or a core the table misnames, not a roof");
-    if ((validate || &e != &r.engines.front()) && e.theory > 0 && e.peak > 0 && e.share() < floor)
-      throw std::runtime_error(ctx.claim_id() + ": the " + e.name + " probe (" + e.isa + ") read " +
-                               fmt3(e.peak_one / 1e9) + " GFLOP/s on one thread, " + fmt3(e.share()) +
-                               " of one core's theoretical " + fmt3(e.theory_one / 1e9) + " GFLOP/s (" + r.uarch.name +
-                               "): below " + fmt3(floor) +
-                               ", a probe bug or a machine too busy to measure, not a roof");
+                               "): " + beyond + ", " + why + ", not a roof");
+    };
+    if (!e.lower_bound && e.share() > kProbeCeiling)
+      refuse("above " + fmt3(kProbeCeiling), "a probe that counts work it did not do or a core the table misnames");
+    if (e.peak > 0 && e.share() < floor) refuse("below " + fmt3(floor), "a probe bug or a machine too busy to measure");
   }
   return r;
 }
