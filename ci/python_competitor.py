@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--check", type=float)
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--max-rounds", type=int, default=8)
     a = ap.parse_args()
     threads = len(os.sched_getaffinity(0))
     if a.bench:
@@ -124,7 +125,35 @@ def main():
             return bench_seconds(json.load(open(out))) if os.path.getsize(out) else {}
 
     wanted = None
-    for rnd in range(a.rounds):  # interleaved: a drift of the machine's speed falls on both sides
+
+    def judge(final):
+        """Each row's median round of each side against the bound; prints the rows when final."""
+        bad = 0
+        for k in sorted(cpp_runs):
+            if k not in py_runs:
+                continue
+            # The median round of each side (each round is already its side's best repetition): this VM's two vCPUs
+            # sometimes share one host core for seconds at a time, long enough to slow one side's whole round (T=4096:
+            # Python 250 ms against the benchmark's 200 once), and now and then a round runs lucky (Python 165.6 ms
+            # where its other seven read 184-243): the best round over eight flipped the verdict both ways (0.889 at
+            # T=1024 in a fresh clone's make test, 1.152 at T=4096 in a run here), the medians of two runs here read
+            # 0.997-1.037.
+            c, p = statistics.median(cpp_runs[k]), statistics.median(py_runs[k])
+            # One-sided: the question is whether the benchmark handicaps the library (issue 23: its SDPA row took
+            # 119-129 ms where Python took 93-96, 1.25-1.35x); a benchmark row faster than Python's makes the
+            # competitor no weaker. The medians of 5 runs of 8 rounds each read 0.909-1.079 here (2-vCPU Zen 3 guest).
+            ok = c / p <= 1 + a.check
+            bad += not ok
+            if final:
+                print(f"{'ok ' if ok else 'BAD'} {k}: median rounds: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} "
+                      f"ms (benchmark / Python {c / p:.3f}, allowed up to {1 + a.check:.2f}); rounds in ms: benchmark "
+                      f"{[round(x * 1e3, 2) for x in cpp_runs[k]]}, Python {[round(x * 1e3, 2) for x in py_runs[k]]}")
+        return bad
+
+    rounds = a.rounds
+    rnd = 0
+    while rnd < rounds:
+        # interleaved: a drift of the machine's speed falls on both sides
         # Which side goes first alternates: a shared VM ran the first second of a loaded process faster than the
         # next ones at times (Python's first calls at T=4096: 164-190 ms, its later ones 194-297).
         for side in ("cpp", "py") if rnd % 2 == 0 else ("py", "cpp"):
@@ -140,25 +169,15 @@ def main():
                 res = python_seconds(a.python, threads, wanted or list(WANTED))
                 for k, v in res["seconds"].items():
                     py_runs.setdefault(k, []).append(v)
-    bad = 0
-    for k in sorted(cpp_runs):
-        if k not in py_runs:
-            continue
-        # The median round of each side (each round is already its side's best repetition): this VM's two vCPUs
-        # sometimes share one host core for seconds at a time, long enough to slow one side's whole round (T=4096:
-        # Python 250 ms against the benchmark's 200 once), and now and then a round runs lucky (Python 165.6 ms where
-        # its other seven read 184-243): the best round over eight flipped the verdict both ways (0.889 at T=1024 in a
-        # fresh clone's make test, 1.152 at T=4096 in a run here), the medians of two runs here read 0.997-1.037.
-        c, p = statistics.median(cpp_runs[k]), statistics.median(py_runs[k])
-        # One-sided: the question is whether the benchmark handicaps the library (issue 23: its SDPA row took
-        # 119-129 ms where Python took 93-96, 1.25-1.35x); a benchmark row faster than Python's makes the competitor
-        # no weaker. The medians of 5 runs of 8 rounds each read 0.909-1.079 here (2-vCPU Zen 3 guest).
-        ok = c / p <= 1 + a.check
-        bad += not ok
-        print(f"{'ok ' if ok else 'BAD'} {k}: median rounds: benchmark {c * 1e3:.2f} ms, Python {p * 1e3:.2f} ms "
-              f"(benchmark / Python {c / p:.3f}, allowed up to {1 + a.check:.2f}); rounds in ms: benchmark "
-              f"{[round(x * 1e3, 2) for x in cpp_runs[k]]}, Python {[round(x * 1e3, 2) for x in py_runs[k]]}")
-    return 1 if bad else 0
+        rnd += 1
+        if rnd == a.rounds < a.max_rounds and judge(False):
+            # A sample that reads a handicap is measured again, up to max_rounds, and judged on all its rounds: a
+            # slow phase of a shared host that fell on one side's rounds of three (T=4096 118-213 ms a call where it
+            # reads 85-89; 1.184 once in a fresh clone's make test, and a pass alone just after) weighs less in a
+            # median of eight, while a handicap (1.25-1.35) reads in every round.
+            print(f"python_competitor: {a.rounds} rounds read a handicap; measuring {a.max_rounds} in all")
+            rounds = a.max_rounds
+    return 1 if judge(True) else 0
 
 
 if __name__ == "__main__":
