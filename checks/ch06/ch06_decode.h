@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "claimcheck/kernels/gemv.h"
 #include "claimcheck/kernels/roofline.h"
 #include "claimcheck/ref/gemv.h"
+#include "claimcheck/ref/stats.h"
 
 namespace ch06 {
 namespace ref = claimcheck::ref;
@@ -140,33 +143,59 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
 // The GEMV kernels on every path this CPU can run (K::gemv_paths_here(); the detected one is the timed one), each
 // forced in turn, untimed, against the answer key: the bf16 GEMV and the NF4 GEMV (with the
 // products that path owes: bf16 on "avx512_bf16", fp32 elsewhere) on matrix W of the stacks' weights, and the NF4
-// GEMV again on a matrix whose K holds an odd number of 64-blocks (the kernels' tail). The worst sampled error over
-// the reference's scale; the path it was on in *worst_path. A path a CPU other than this one would run is checked
-// here too: its code is the same code under test.
+// GEMV again on 61 rows whose K holds an odd number of 64-blocks (the kernels' row and K tails), and on activations
+// that are all ties between two bf16 (their low 16 bits 0x8000), each signed as row 0's weight so that row 0's products
+// all add: a path that rounds activations to bf16 and breaks ties otherwise than to even (half up, toward zero) moves
+// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1000 (the row and K tails
+// of the kernels' blocks). The worst sampled error over the reference's scale; the path it was on in *worst_path. A
+// path a CPU other than this one would run is checked here too: its code is the same code under test.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
                                const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path) {
-  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 64;
-  const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull);
+  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1000;
+  const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull),
+                               Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull);
   const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko);
   const std::vector<float> x = random_activations(static_cast<std::size_t>(Kd), seed + 1),
-                           xo = random_activations(static_cast<std::size_t>(Ko), seed + 2);
-  std::vector<float> y(static_cast<std::size_t>(N)), yo(static_cast<std::size_t>(No));
+                           xo = random_activations(static_cast<std::size_t>(Ko), seed + 2),
+                           xt = random_activations(static_cast<std::size_t>(Kt), seed + 3);
+  std::vector<float> ties(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &x[k], 4);
+    bits = (bits & 0x7fff0000u) | 0x8000u | (static_cast<std::uint32_t>(W[k] & 0x8000u) << 16);
+    std::memcpy(&ties[k], &bits, 4);
+  }
+  std::vector<float> y(static_cast<std::size_t>(N)), yo(static_cast<std::size_t>(No)), yt(static_cast<std::size_t>(Nt));
   double worst = 0;
+  // Each output NaN before its call: a row the kernel leaves unwritten reads NaN, not the last path's right answer.
+  const auto poison = [](std::vector<float>& v) {
+    std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN());
+  };
   auto keep = [&](double e, const std::string& path) {
-    if (!(e <= worst)) worst = e, *worst_path = path;  // (NaN is kept as the worst)
+    if (worst == worst && !(e <= worst)) worst = e, *worst_path = path;  // (a NaN, once met, stays the worst)
   };
   for (const std::string& path : K::gemv_paths_here()) {
     if (!K::gemv_force_path(path)) continue;
     const ref::Nf4Products products = path == "avx512_bf16" ? ref::Nf4Products::bf16 : ref::Nf4Products::fp32;
+    poison(y);
     K::gemv_bf16(W, N, Kd, x.data(), y.data(), o);
     keep(ref::gemm_bf16_sampled_error(W, N, Kd, x.data(), 1, y.data()), path);
+    poison(y);
     K::gemv_nf4(Q, x.data(), y.data(), o);
     keep(ref::gemv_nf4_sampled_error(Q.packed.data(), Q.scales.data(), N, Kd, levels, x.data(), y.data(), products),
          path);
+    poison(y);
+    K::gemv_nf4(Q, ties.data(), y.data(), o);
+    keep(ref::gemv_nf4_sampled_error(Q.packed.data(), Q.scales.data(), N, Kd, levels, ties.data(), y.data(), products),
+         path + " (activations at bf16 ties)");
+    poison(yt);
+    K::gemv_bf16(Wt.data(), Nt, Kt, xt.data(), yt.data(), o);
+    keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data()), path + " (61 rows, K = 1000)");
+    poison(yo);
     K::gemv_nf4(Qo, xo.data(), yo.data(), o);
     keep(
         ref::gemv_nf4_sampled_error(Qo.packed.data(), Qo.scales.data(), No, Ko, levels, xo.data(), yo.data(), products),
-        path + " (K of 65 blocks)");
+        path + " (61 rows, K of 65 blocks)");
   }
   K::gemv_force_path("");
   return worst;

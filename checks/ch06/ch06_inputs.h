@@ -13,6 +13,11 @@
 #include "claimcheck/kernels/gemv.h"
 
 namespace ch06 {
+
+// An output's error against the answer key as a figure: a NaN (an element the code under test left NaN, or unwritten
+// where the check poisoned it) reads 1e30, so the statement fails (a figure must be finite: a NaN measured is the
+// check's own error), as ch02.attention_fp32 reads a non-finite ratio.
+inline double error_figure(double e) { return e == e ? e : 1e30; }
 namespace K = claimcheck::kernels;
 
 // inputs.<name> as a positive integer (at most `max`), or an error naming the claim's field.

@@ -296,7 +296,7 @@ inline std::vector<SweepPoint> batch_sweep(const claimcheck::base::aligned_vecto
 // The largest output error over a sweep's batch sizes.
 inline double sweep_error(const std::vector<SweepPoint>& sweep) {
   double e = 0;
-  for (const SweepPoint& p : sweep) e = std::max(e, p.error);
+  for (const SweepPoint& p : sweep) e = ref::worse(e, p.error);
   return e;
 }
 // FLOPs and compulsory bytes of one sweep point (bf16 weights read once, fp32 activations in and out).

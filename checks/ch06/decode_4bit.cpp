@@ -129,17 +129,18 @@ static void decode_4bit(claimcheck::Context& ctx) {
   const claimcheck::base::Bracketed pairs = claimcheck::base::bracketed(
       rounds, [&] { return ch06::time_stack(s16, opts, steps, x.data(), y16.data()); },
       [&] { return ch06::time_stack(s4, opts, steps, x.data(), y4.data()); });
-  ctx.measure("output_matches_reference",
-              std::max(ch06::stack_output_error(s16, x.data(), y16.data(), opts),
-                       ch06::stack_output_error(s4, x.data(), y4.data(), opts, levels, products)),
-              "ratio");
+  ctx.measure(
+      "output_matches_reference",
+      ch06::error_figure(ch06::ref::worse(ch06::stack_output_error(s16, x.data(), y16.data(), opts),
+                                          ch06::stack_output_error(s4, x.data(), y4.data(), opts, levels, products))),
+      "ratio");
   // The same kernels on every other path this CPU can run (a CPU without avx512_bf16 runs the fp32 NF4 kernel; one
   // without AVX-512, the AVX2 one), untimed, after the timing.
   std::string worst_path;
-  ctx.measure(
-      "gemv_paths_match_reference",
-      ch06::gemv_paths_error(s16.bf16_weights(0)[0], *s4.nf4_weight(0, 0), levels, opts, ctx.seed(), &worst_path),
-      "ratio");
+  ctx.measure("gemv_paths_match_reference",
+              ch06::error_figure(ch06::gemv_paths_error(s16.bf16_weights(0)[0], *s4.nf4_weight(0, 0), levels, opts,
+                                                        ctx.seed(), &worst_path)),
+              "ratio");
   ctx.detail("gemv_paths_worst", worst_path);
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;

@@ -75,7 +75,7 @@ static void decode_measured(claimcheck::Context& ctx) {
   ctx.measure("share_of_read_bandwidth", 1 / run.ratio, "ratio");
   ctx.measure("read_gb_s", run.read / 1e9, "GB/s");
   ctx.measure("weight_mb", bytes / 1e6, "MB");
-  if (!tb.gpu()) ctx.measure("output_matches_reference", output_error, "ratio");
+  if (!tb.gpu()) ctx.measure("output_matches_reference", ch06::error_figure(output_error), "ratio");
   const std::string other = tb.gpu() ? "cuBLAS chain" : "LibTorch bf16 chain";
   if (t_other > 0) {
     ctx.measure(tb.gpu() ? "cublas_graph_ms" : "libtorch_ms", t_other * 1e3, "ms");

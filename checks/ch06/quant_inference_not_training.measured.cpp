@@ -28,7 +28,8 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   decode.reads = ch06::stack_reads(stack);
   decode.bound = ch06::Bound::memory;
   const ch06::Timing dec = tb.time(decode);
-  ctx.measure("output_matches_reference", ch06::stack_output_error(stack, x.data(), y.data(), opts), "ratio");
+  ctx.measure("output_matches_reference", ch06::error_figure(ch06::stack_output_error(stack, x.data(), y.data(), opts)),
+              "ratio");
   const double t_dec = dec.seconds;
   const auto step = claimcheck::train::time_block_step(
       ctx.input_path("train_config"), ctx.seed(), 1, ctx.input("cpu_train_tokens").get<int>(), 2, ctx.planted_fault());

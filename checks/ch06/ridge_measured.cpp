@@ -122,10 +122,10 @@ static void ridge_measured(claimcheck::Context& ctx) {
   ktop.bound = ch06::Bound::compute;
   const ch06::Timing roof_pair = tb.time(ktop);
   // What the two timed ends and every batch of the sweep computed, against the answer key's fp64 dot products.
-  const double output_error =
-      std::max({ch06::ref::gemm_bf16_sampled_error(run.W.data(), N, Kd, x1.data(), 1, y1.data()),
-                ch06::ref::gemm_bf16_sampled_error(run.W.data(), N, Kd, X.data(), top_batch, Y.data()),
-                ch06::sweep_error(sweep)});
+  const double output_error = ch06::ref::worse(
+      ch06::ref::worse(ch06::ref::gemm_bf16_sampled_error(run.W.data(), N, Kd, x1.data(), 1, y1.data()),
+                       ch06::ref::gemm_bf16_sampled_error(run.W.data(), N, Kd, X.data(), top_batch, Y.data())),
+      ch06::sweep_error(sweep));
   // The knee from the two paired ends: batch 1's time (the memory floor) and the top batch's (the compute roof).
   const ch06::ref::Knee knee =
       top_batch > 1 ? ch06::ref::sweep_knee({1, top_batch}, {b1.seconds, roof_pair.seconds})
@@ -182,7 +182,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
     if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.read, "FLOP/byte");
   }
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == roof.bw.expected_checksum);
-  ctx.measure("output_matches_reference", output_error, "ratio");
+  ctx.measure("output_matches_reference", ch06::error_figure(output_error), "ratio");
   if (pair_ratio > 0)
     ctx.measure("read_vs_libtorch", pair_ratio, "ratio");
   else

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "claimcheck/ref/attention.h"
+#include "claimcheck/ref/stats.h"
 
 namespace claimcheck::ref {
 
@@ -47,7 +48,7 @@ double attention_sampled_error(const float* q, const float* k, const float* v, c
     const int i = static_cast<int>(static_cast<long>(r) * (s.T - 1) / 31);
     attention_row(q + bh * stride, k + bh * stride, v + bh * stride, o.data(), i, i + 1, s.D, w);
     for (int d = 0; d < s.D; ++d)
-      worst = std::max(worst, std::fabs(static_cast<double>(out[bh * stride + static_cast<long>(i) * s.D + d]) - o[d]));
+      worst = worse(worst, std::fabs(static_cast<double>(out[bh * stride + static_cast<long>(i) * s.D + d]) - o[d]));
   }
   return worst;
 }

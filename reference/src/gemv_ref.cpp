@@ -1,5 +1,6 @@
 // Reference decode arithmetic in fp64: plain loops, no SIMD, nothing shared with kernels/.
 #include "claimcheck/ref/gemv.h"
+#include "claimcheck/ref/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -74,7 +75,7 @@ double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float
       const int n = spread(ni, N);
       double y = 0, absdot = 0;
       gemv_bf16_fp64(W + static_cast<std::size_t>(n) * K, 1, K, xd.data(), &y, &absdot);
-      worst = std::max(worst, std::fabs(Y[static_cast<std::size_t>(b) * N + n] - y) / std::max(absdot, 1e-30));
+      worst = worse(worst, std::fabs(Y[static_cast<std::size_t>(b) * N + n] - y) / std::max(absdot, 1e-30));
     }
   }
   return worst;
@@ -89,7 +90,7 @@ double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, i
     const std::size_t at = static_cast<std::size_t>(n) * K;  // K a multiple of 64: whole bytes, whole blocks
     double ref = 0, absdot = 0;
     gemv_nf4_fp64(packed + at / 2, scales + at / 64, 1, K, levels, xd.data(), &ref, &absdot, products);
-    worst = std::max(worst, std::fabs(y[n] - ref) / std::max(absdot, 1e-30));
+    worst = worse(worst, std::fabs(y[n] - ref) / std::max(absdot, 1e-30));
   }
   return worst;
 }
@@ -226,7 +227,7 @@ double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, 
   const auto error = [&](const float* got, const double* r) {
     double err = 0, scale = 0;
     for (std::size_t i = 0; i < H; ++i) {
-      err = std::max(err, std::fabs(static_cast<double>(got[i]) - r[i]));
+      err = worse(err, std::fabs(static_cast<double>(got[i]) - r[i]));
       scale = std::max(scale, std::fabs(r[i]));
     }
     return scale > 0 ? err / scale : INFINITY;
@@ -241,7 +242,7 @@ double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, 
     const std::vector<double> xd(in, in + H);
     decode_step_fp64(
         one, [&](int, int m, const double* a, double* b) { mv(l, m, a, b); }, xd.data(), r.data());
-    worst = std::max(worst, error(l + 1 < s.layers ? in + H : out, r.data()));
+    worst = worse(worst, error(l + 1 < s.layers ? in + H : out, r.data()));
   }
   return worst;
 }

@@ -1,12 +1,14 @@
 // The statistics of the answer key (reference/src/stats.cpp): Wald's and Wilson's intervals, the two-proportion
 // test, Gini's mean difference and its bootstrap.
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "claimcheck/ref/gemv.h"
 #include "claimcheck/ref/stats.h"
 
 namespace ref = claimcheck::ref;
@@ -49,4 +51,21 @@ TEST(Stats, MeanAbsDifferenceAndItsBootstrap) {
   }
   EXPECT_GE(covered, 0.85 * datasets) << covered << " of " << datasets;  // percentile bootstrap at n = 16
   EXPECT_LE(covered, 0.99 * datasets) << covered << " of " << datasets;
+}
+
+// The worse of two errors keeps a NaN wherever it comes (std::max(worst, NaN) is worst), and the answer key's sampled
+// output errors read an output left NaN as NaN, never as no error.
+TEST(Stats, WorseKeepsNaN) {
+  EXPECT_EQ(ref::worse(1, 2), 2);
+  EXPECT_EQ(ref::worse(2, 1), 2);
+  EXPECT_TRUE(std::isnan(ref::worse(1, NAN)));
+  EXPECT_TRUE(std::isnan(ref::worse(NAN, 1)));
+  EXPECT_TRUE(std::isnan(ref::worse(ref::worse(0, NAN), 5)));
+  const int N = 3, K = 4;
+  const std::vector<std::uint16_t> W(N * K, 0x3f80);  // bf16 1.0
+  const std::vector<float> x(K, 0.5f);
+  std::vector<float> y(N, 2.0f);
+  EXPECT_EQ(ref::gemm_bf16_sampled_error(W.data(), N, K, x.data(), 1, y.data()), 0);
+  y[N - 1] = NAN;
+  EXPECT_TRUE(std::isnan(ref::gemm_bf16_sampled_error(W.data(), N, K, x.data(), 1, y.data())));
 }

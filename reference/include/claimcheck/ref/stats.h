@@ -30,6 +30,10 @@ double mean_abs_difference(const std::vector<double>& x);
 BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, int resamples, double level,
                                                 std::uint64_t seed);
 
+// The worse of two errors, a NaN in either sticking (std::max(worst, NaN) is worst: an output the kernel left NaN
+// would read as no error at all).
+inline double worse(double worst, double e) { return worst != worst || e != e ? worst + e : (e > worst ? e : worst); }
+
 // Two-sided p-value of the pooled two-proportion z-test.
 double two_proportion_p_value(double p1, std::int64_t n1, double p2, std::int64_t n2);
 
