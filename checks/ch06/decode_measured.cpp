@@ -70,6 +70,8 @@ static void decode_measured(claimcheck::Context& ctx) {
   // Verify.
   const double kernel_bytes = tb.gpu() ? chain->weight_bytes() : static_cast<double>(stack->weight_bytes());
   ctx.measure_bool("kernel_bytes_match_shape", kernel_bytes == bytes);
+  // Its FLOPs (the roofline's point, the intensity) likewise: one multiply-add per bf16 weight, 2 bytes.
+  ctx.measure_bool("kernel_flops_match_shape", ours.flops == 2 * (bytes / 2));
   ctx.derive("bytes_over_bandwidth", run.roof_seconds() * 1e3, "ms");
   ctx.measure(t * 1e3, "ms");
   ctx.measure("share_of_read_bandwidth", 1 / run.ratio, "ratio");

@@ -37,6 +37,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->gemm_per_token = true;
   else if (name == "stack_bytes_as_elements")
     out->bytes_as_elements = true;
+  else if (name == "stack_flops_fma_as_one")
+    out->flops_fma_as_one = true;
   else if (name == "gemm_first_tile_only")
     out->first_tile_only = true;
   else if (name == "matmul_drop_last_k")

@@ -107,7 +107,7 @@ std::size_t DecodeStack::weight_bytes() const {
 
 double DecodeStack::flops() const {
   double f = 0;
-  for (const auto& m : layer_shapes(s_)) f += 2.0 * m.N * m.K;
+  for (const auto& m : layer_shapes(s_)) f += (faults_.flops_fma_as_one ? 1.0 : 2.0) * m.N * m.K;  // (a planted fault)
   return f * s_.layers;
 }
 

@@ -26,6 +26,7 @@ struct GemvFaults {
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
   bool nf4_scales_uncounted = false;  // an nf4 stack counts its codes' bytes and not its scales'
+  bool flops_fma_as_one = false;      // a decode stack counts a multiply-add as one FLOP
   // Wrong values from the right bytes (a timed run must check what it computed):
   bool stack_no_residual = false;    // a decode stack's step drops the residual add after the attention output
   bool nf4_wrong_sign = false;       // the 4-bit kernel returns -y
@@ -34,8 +35,8 @@ struct GemvFaults {
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
-// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped"; "" = none. Returns false for a name that is not
-// a GEMV fault (which leaves *out cleared).
+// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one"; "" = none. Returns
+// false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
 struct GemvOptions {
