@@ -11,10 +11,15 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
   const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
-  T::TinyConfig c;
-  if (ctx.planted_fault() == "large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform
+  const T::TinyConfig c;
   ctx.derive("ln_v", std::log(static_cast<double>(c.vocab)), "nats");
-  ctx.measure(T::tiny_first_loss(c, corpus, ctx.seed(), 16), "nats");
+  const T::FirstLoss first = T::tiny_first_loss(c, corpus, ctx.seed(), 16, ctx.planted_fault());
+  ctx.measure(first.loss, "nats");
+  // The spread the weights were drawn with (the band of the first loss takes in a doubled one): the sample's standard
+  // deviation about 0, over every matrix of the fresh model (about 0.8M values: sampling moves it by 0.1%).
+  double sq = 0;
+  for (float w : first.init_weights) sq += static_cast<double>(w) * w;
+  ctx.measure("init_std", first.init_weights.empty() ? 0.0 : std::sqrt(sq / first.init_weights.size()), "ratio");
   ctx.detail("data_revision", corpus.sha256);
   ctx.assumption("N(0, 0.02) initialisation (GPT-2's): logits start near 0, so every character is about 1/V likely");
 #endif

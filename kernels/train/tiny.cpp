@@ -112,9 +112,18 @@ double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int bat
 
 }  // namespace
 
-double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch) {
+FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uint64_t seed, int batch,
+                          const std::string& fault) {
+  TinyConfig c = config;
+  if (fault == "large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform
   torch::manual_seed(seed);
   TinyGPT model(c);
+  FirstLoss out;
+  for (const auto& p : model->parameters())
+    if (p.dim() == 2) {
+      const torch::Tensor f = p.detach().to(torch::kFloat32).contiguous().flatten();
+      out.init_weights.insert(out.init_weights.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
   CharWindows ds(data.train, c.context);
   std::vector<torch::Tensor> xs, ys;
   for (int i = 0; i < batch; ++i) {
@@ -123,7 +132,8 @@ double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t se
     ys.push_back(ex.target);
   }
   torch::NoGradGuard ng;
-  return lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
+  out.loss = lm_loss(model->forward(torch::stack(xs)), torch::stack(ys), true).item<double>();
+  return out;
 }
 
 // The learning rate the optimizer holds (every parameter group's; they must agree): what opt.step() applies,

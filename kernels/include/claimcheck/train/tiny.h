@@ -59,7 +59,13 @@ struct TrainResult {
   std::vector<double> lrs;     // per step: the learning rate read from the optimizer before its step
   std::string weights_sha256;  // of every parameter's bytes after training
 };
-double tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch);
+struct FirstLoss {
+  double loss = 0;                  // nats, on `batch` training windows, before any step
+  std::vector<float> init_weights;  // every matrix of the fresh model as drawn (embeddings, projections; no norms)
+};
+// Planted fault "large_init": weights drawn with std 1, not the config's.
+FirstLoss tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch,
+                          const std::string& fault = "");
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
 
 // ---- autograd and memory (chapter 3) ------------------------------------------
