@@ -89,6 +89,12 @@ static void mfu(claimcheck::Context& ctx) {
   // Verify.
   ctx.measure(100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
   ctx.measure("ch03_tiny_step_mfu", 100 * tiny.flops / tiny.step_s / roof.peak.flops_per_s, "%");
+  // What the timed tiny steps computed: training steps on one batch, so each loss below the one before (a step timed
+  // without its backward or its update leaves the loss where it was).
+  bool tiny_trains = tiny.losses.size() >= 2;
+  for (std::size_t i = 1; i < tiny.losses.size(); ++i) tiny_trains = tiny_trains && tiny.losses[i] < tiny.losses[i - 1];
+  ctx.measure_bool("tiny_steps_train", tiny_trains);
+  ctx.detail("tiny_losses", tiny.losses);
   const double library_pct = 100 * gemm_flops / gemm_s / roof.peak.flops_per_s;
   ctx.derive("library_gemm_pct", library_pct, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");

@@ -165,9 +165,10 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
     opt.zero_grad();
     const auto logits = model->forward(in);
     const auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), target.reshape({-1}));
-    loss.backward();
+    if (fault != "tiny_step_no_backward") loss.backward();  // (a planted fault: the step timed without it)
     opt.step();
     if (i > 0) r.step_s = std::min(r.step_s, seconds_since(t0));
+    r.losses.push_back(loss.item<double>());  // after the clock: what the step computed, for the check
   }
   double linear = 0;
   for (const auto& m : model->modules(/*include_self=*/false))

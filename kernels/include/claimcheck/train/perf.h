@@ -78,8 +78,10 @@ struct TinyStepTiming {
   double flops = 0;  // 6 x parameters x tokens + causal attention, counted from the built module
   std::int64_t params = 0;
   int batch = 0, tokens = 0;
+  std::vector<double> losses;  // each step's loss, in order (the same batch every step, the warm-up's first)
 };
-// fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence.
+// fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence; "tiny_step_no_backward":
+// the step timed without its backward.
 TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "");
 
 // A profiled training step: every operator RecordFunction reports, its self time (its time
