@@ -250,7 +250,6 @@ inline nlohmann::json roof_json(const Roof& r) {
           {"peak_isa", r.peak.isa},
           {"peak_chains_per_thread", r.peak.chains},
           {"read_gb_s", r.bw.read_bytes_per_s / 1e9},
-          {"triad_gb_s", r.bw.triad_bytes_per_s / 1e9},
           {"array_mb", static_cast<double>(r.bw.array_bytes) / 1e6},
           {"llc_mb", static_cast<double>(r.bw.llc_bytes) / 1e6},
           {"ridge_flop_per_byte", r.bw.read_bytes_per_s > 0 ? r.ridge() : 0.0},

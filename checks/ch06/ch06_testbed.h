@@ -143,10 +143,9 @@ class Testbed {
     };
     std::vector<Round> rs;
     for (int i = 0; i < rounds; ++i) {
-      const double rate =
-          compute  ? K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s
-          : i == 0 ? r.bw.read_bytes_per_s
-                   : K::measure_bandwidth(r.threads, r.bw.array_bytes, 3, r.faults, /*triad=*/false).read_bytes_per_s;
+      const double rate = compute  ? K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s
+                          : i == 0 ? r.bw.read_bytes_per_s
+                                   : K::measure_bandwidth(r.threads, r.bw.array_bytes, 3, r.faults).read_bytes_per_s;
       rs.push_back({k.sample(), rate});
       t.ratios.push_back(rs.back().seconds * rate / work);
     }

@@ -146,8 +146,7 @@ static void ridge_measured(claimcheck::Context& ctx) {
     const ch06::ref::TorchRead torch_reader(torch_bytes);
     std::vector<double> probe, lib, ratio;
     for (int pair = 0; pair < 5; ++pair) {
-      probe.push_back(ch06::K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 1, roof.faults, /*triad=*/false)
-                          .read_bytes_per_s);
+      probe.push_back(ch06::K::measure_bandwidth(roof.threads, roof.bw.array_bytes, 1, roof.faults).read_bytes_per_s);
       lib.push_back(torch_reader.bytes_per_s(roof.threads, 1));
       if (lib.back() > 0) ratio.push_back(probe.back() / lib.back());
       // LibTorch's OpenMP threads (libgomp) spin for milliseconds after a parallel region before they sleep: the

@@ -1,4 +1,4 @@
-// The roofline probe's memory roof: STREAM-style read bandwidth (and a triad) over an array of 4x the last-level
+// The roofline probe's memory roof: STREAM-style read bandwidth over an array of 4x the last-level
 // cache, or over a kernel's own buffers (measure_read_seconds), on pinned threads.
 #include <algorithm>
 #include <atomic>
@@ -35,7 +35,7 @@ Buffer alloc_floats(std::size_t n) {
 
 // The probe's three arrays, filled, kept between calls while a BandwidthArraysKept lives (see roofline.h).
 struct Arrays {
-  Buffer a, b, c;
+  Buffer b;
   std::size_t n = 0;
   int threads = 0;
 };
@@ -103,10 +103,6 @@ double read_sum(const float* x, std::size_t n) {
   if (isa::cpu().avx2_fma) return read_avx2<16>(x, n);
 #endif
   return read_portable<16>(x, n);
-}
-
-__attribute__((noinline)) void triad(float* a, const float* b, const float* c, float s, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 
 // The read pass's unit of work: 1 MiB blocks pulled from a shared counter, each read as four streams 256 KiB apart,
@@ -185,8 +181,7 @@ double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t
   return base::median(std::move(times));
 }
 
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f,
-                            bool with_triad) {
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, const RooflineFaults& f) {
   threads = std::max(1, threads);
   Bandwidth bw;
   bw.threads = threads;
@@ -194,11 +189,6 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   if (array_bytes == 0) array_bytes = std::max<std::size_t>(4 * bw.llc_bytes, std::size_t{64} << 20);
   const std::size_t n = array_bytes / sizeof(float) / 64 * 64;
   bw.array_bytes = n * sizeof(float);
-  // The triad's arrays: a quarter of the read array each (each at least the LLC, the three together 3x it, so that
-  // one pass streams from memory), the first quarter of b its input. Three more arrays of 4x the LLC tripled the
-  // pages the probe faults in (4 GiB more where a hypervisor reports a 480 MiB L3: 2.5-6 s of every ch06 claim) for
-  // a figure that is reported, not judged.
-  const std::size_t m = n / 4 / 64 * 64;
   // Each thread's chunk of [0, len), 64-element aligned; the thread that reads a chunk also first touches it.
   auto chunk = [&](int t, std::size_t len, std::size_t* lo, std::size_t* hi) {
     const std::size_t per = (len / 64 + threads - 1) / threads * 64;
@@ -208,57 +198,33 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   std::shared_ptr<Arrays> arrays;
   {
     std::lock_guard<std::mutex> lock(kept().mu);
-    if (kept().holders > 0 && kept().arrays && kept().arrays->n == n && kept().arrays->threads == threads &&
-        (kept().arrays->a || !with_triad))
+    if (kept().holders > 0 && kept().arrays && kept().arrays->n == n && kept().arrays->threads == threads)
       arrays = kept().arrays;
   }
   if (!arrays) {
     arrays = std::make_shared<Arrays>();
     arrays->b = alloc_floats(n);
-    if (with_triad) arrays->a = alloc_floats(m), arrays->c = alloc_floats(m);
     arrays->n = n, arrays->threads = threads;
-    float *a = arrays->a.get(), *b = arrays->b.get(), *c = arrays->c.get();
+    float* b = arrays->b.get();
     run_pinned(threads, [&](int t) {
       std::size_t lo, hi;
       chunk(t, n, &lo, &hi);
       for (std::size_t i = lo; i < hi; ++i) b[i] = fill_value(i);
-      if (!with_triad) return;
-      chunk(t, m, &lo, &hi);
-      for (std::size_t i = lo; i < hi; ++i) a[i] = 0, c[i] = 1;
     });
     std::lock_guard<std::mutex> lock(kept().mu);
     if (kept().holders > 0) kept().arrays = arrays;
   }
-  // b and c are only read; the triad writes a = b + 0.5 c, the same values each call.
-  const Buffer& a = arrays->a;
-  const Buffer& b = arrays->b;
-  const Buffer& c = arrays->c;
+  const Buffer& b = arrays->b;  // only read
   for (std::size_t i = 0; i < n % 8; ++i) bw.expected_checksum += static_cast<double>(fill_value(n - n % 8 + i));
   bw.expected_checksum += static_cast<double>(n / 8) * 28.0;  // NOLINT(bugprone-integer-division): 0 + ... + 7 per 8
 
   std::vector<ReadBlock> blocks;
   cut_blocks(b.get(), n, &blocks);
-  std::vector<double> reads, triads;
-  for (int p = 0; p < std::max(1, passes); ++p) {
+  std::vector<double> reads;
+  for (int p = 0; p < std::max(1, passes); ++p)
     reads.push_back(static_cast<double>(n) * sizeof(float) / read_pass(blocks, threads, f.read_skips, &bw.checksum));
-    if (!with_triad || p + 1 < passes) continue;  // one triad pass, after the reads (it is reported, not judged)
-    Span span(threads);
-    run_pinned(threads, [&](int t) {
-      std::size_t lo, hi;
-      chunk(t, m, &lo, &hi);
-      span.start[t] = Clock::now();
-      triad(a.get() + lo, b.get() + lo, c.get() + lo, 0.5f, hi - lo);
-      span.end[t] = Clock::now();
-    });
-    triads.push_back(3.0 * static_cast<double>(m) * sizeof(float) / span.seconds());
-  }
   bw.read_bytes_per_s = base::median(reads);
   bw.read_best_bytes_per_s = *std::max_element(reads.begin(), reads.end());
-  if (with_triad) {
-    bw.triad_bytes_per_s = base::median(triads);
-    volatile float keep = a[m / 2];
-    (void)keep;
-  }
   return bw;
 }
 

@@ -5,10 +5,10 @@
 //    (x86-64: imul r64, 3 cycles, and add r64 from a register, 1 cycle), which must agree;
 //  - the bf16 engines where the CPU has them: AVX-512 bf16 dot products (vdpbf16ps) and the AMX tile unit
 //    (tdpbf16ps), each with independent accumulators and a result checked against its closed form;
-//  - read bandwidth, STREAM-style: a read-only reduction over an array of at least 4x the last-level cache, and a
-//    triad (a = b + s*c) over three arrays of a quarter of that each (reported, not judged), threads pinned to the
-//    CPUs of the affinity mask; the median of several passes (STREAM reports the best; on a shared VM the best pass
-//    catches bursts that no kernel sustains, the median is what a decode step sees), the best kept beside it.
+//  - read bandwidth, STREAM-style: a read-only reduction over an array of at least 4x the last-level cache, threads
+//    pinned to the CPUs of the affinity mask; the median of several passes (STREAM reports the best; on a shared VM
+//    the best pass catches bursts that no kernel sustains, the median is what a decode step sees), the best kept
+//    beside it. No triad: a figure no claim judged was code no claim checked.
 // The theoretical peak to hold these against is the answer key's business (reference/), not the probe's.
 #pragma once
 #include <cstddef>
@@ -67,20 +67,16 @@ ClockReading measure_clock(int threads, double seconds = 0.002);
 struct Bandwidth {
   double read_bytes_per_s = 0;       // read-only reduction: bytes read / time (the median pass)
   double read_best_bytes_per_s = 0;  // the best pass
-  double triad_bytes_per_s = 0;      // STREAM's count: 3 x 4 bytes per element (two reads, one write); one pass
-  std::size_t array_bytes = 0;       // the read array's (the triad's three: a quarter of it each)
+  std::size_t array_bytes = 0;       // the read array's
   std::size_t llc_bytes = 0;         // the last-level cache the arrays were sized against (0 = unknown)
   int threads = 0;
   double checksum = 0;           // sum of the read array: validates that the reduction read every element
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
 };
-// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` read passes, then one triad pass over arrays of array_bytes / 4
-// (together 3x the LLC at least). `triad` = false: the read alone, over one array (triad_bytes_per_s stays 0), for a
-// probe re-taken beside a kernel's samples.
-Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {},
-                            bool triad = true);
-// While one lives, measure_bandwidth keeps its three filled arrays for the next call of the same size and threads:
-// a check that probes the bandwidth before each sample pays the arrays' first touch (3 x 4 x LLC of page faults,
+// array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` read passes over it.
+Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
+// While one lives, measure_bandwidth keeps its filled array for the next call of the same size and threads:
+// a check that probes the bandwidth before each sample pays the array's first touch (4 x LLC of page faults,
 // seconds where a hypervisor reports a large cache) once, not per sample. The last one destroyed frees them.
 class BandwidthArraysKept {
  public:
