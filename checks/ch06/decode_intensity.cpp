@@ -86,6 +86,23 @@ static void decode_intensity(claimcheck::Context& ctx) {
           ch06::ref::gemm_bf16_sampled_error(run.W.data(), N, Kd, x1.data(), 1, y1.data()), ch06::sweep_error(sweep))),
       "ratio");
   ctx.measure("b1_vs_bandwidth_roof", b1.ratio, "ratio");
+  // The probe's bandwidth (its array, its own byte count) against the same reader's rate over this matrix (bytes the
+  // check counts, and at least the probe's array: from memory on any CPU), one pass of each side by side, the median
+  // of 7 pairs (a shared host's memory speed moves by a third between seconds): a probe counting bytes it did not
+  // read is no roof, and the batch ratios above, each over a read of its own matrix, would not see it.
+  {
+    const ch06::Roof& r = tb.cpu_roof();
+    const ch06::K::BandwidthArraysKept kept;
+    std::vector<double> pairs;
+    for (int i = 0; i < 7; ++i) {
+      const double probe = ch06::K::measure_bandwidth(r.threads, r.bw.array_bytes, 1, r.faults).read_bytes_per_s;
+      const double own = static_cast<double>(run.W.size() * sizeof(ch06::K::bf16_t)) /
+                         ch06::K::measure_read_seconds(k1.reads, r.threads, 1, r.faults);
+      pairs.push_back(probe / own);
+    }
+    ctx.detail("probe_read_vs_own_read_pairs", pairs);
+    ctx.measure("probe_read_vs_own_read", claimcheck::base::median(pairs), "ratio");
+  }
   ctx.detail("b1_step_over_read", b1.ratios);
   ctx.measure_bool("measured_memory_bound", tb.roofs().flops_seconds(k1.flops) < b1.roof_seconds());
   const std::size_t i4 = static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin());

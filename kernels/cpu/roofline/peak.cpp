@@ -246,6 +246,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->read_skips = true;
     return true;
   }
+  if (name == "probe_read_overcount") {
+    out->read_overcount = true;
+    return true;
+  }
   return name.empty();
 }
 

@@ -20,13 +20,14 @@ namespace claimcheck::kernels {
 
 // Faults a test can plant (never set in normal runs).
 struct RooflineFaults {
-  bool few_chains = false;     // one FMA chain per thread: latency-bound, a fraction of the peak
-  bool scalar = false;         // the portable loop for every ISA, with one chain: scalar and latency-bound
-  bool read_skips = false;     // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
-  bool counts_double = false;  // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
+  bool few_chains = false;      // one FMA chain per thread: latency-bound, a fraction of the peak
+  bool scalar = false;          // the portable loop for every ISA, with one chain: scalar and latency-bound
+  bool read_skips = false;      // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
+  bool counts_double = false;   // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
+  bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
 };
-// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double"; "" = none. Returns false for
-// a name that is not a probe fault.
+// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount";
+// "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
 struct FlopsPeak {
