@@ -108,7 +108,9 @@ double QuantFormat::bits_per_param() const {
   double b = bits;
   if (block_size > 0) {
     if (double_quant)
-      b += 8.0 / block_size + 32.0 / (block_size * dq_block_size);
+      // (a planted fault: the second-level fp32 scale counted per block of dq_block_size weights)
+      b += 8.0 / block_size +
+           32.0 / (ledger_fault("ledger_dq_per_weight_block") ? dq_block_size : block_size * dq_block_size);
     else
       b += 8.0 * scale_bytes / block_size;
   }
