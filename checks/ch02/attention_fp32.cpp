@@ -18,10 +18,18 @@ static void attention_fp32(claimcheck::Context& ctx) {
     ref::attention_fp64(in.q.data(), in.k.data(), in.v.data(), ref64.data(), c.shape);
     const auto lib = ref::torch_attention(in.qf.data(), in.kf.data(), in.vf.data(), c.shape);
     const double lib_err = ch02::max_error(lib, ref64).max_abs;
-    for (int version : K::kAttentionVersions) {
+    // Every version on the path this CPU runs, then v3 on each other path of its register tile this CPU can run (its
+    // code is the same code under test, a CPU with other vector units runs it), forced in turn.
+    std::vector<std::pair<int, std::string>> runs;
+    for (int version : K::kAttentionVersions) runs.emplace_back(version, "");
+    for (const char* path : {"avx512", "avx2", "avx512_emulated", "portable"})
+      if (path != K::attention_v3_path()) runs.emplace_back(K::kAttentionRegister, path);
+    for (const auto& [version, path] : runs) {
+      if (!K::attention_v3_force_path(path)) continue;  // a path this CPU cannot run
       // Run.
       std::vector<float> out(c.shape.elements());
       K::attention_forward(version, in.qf.data(), in.kf.data(), in.vf.data(), out.data(), ch02::kshape(c.shape), opts);
+      K::attention_v3_force_path("");
       // Verify: against the library, and against fp64 relative to the library's own error.
       const auto vs_lib = ch02::max_error(out, lib), vs_ref = ch02::max_error(out, ref64);
       const double ratio = lib_err > 0 ? vs_ref.max_abs / lib_err : (vs_ref.max_abs == 0 ? 0 : INFINITY);
@@ -30,13 +38,15 @@ static void attention_fp32(claimcheck::Context& ctx) {
       if (c.input_scale == 1) worst_vs_lib = std::max(worst_vs_lib, vs_lib.max_abs);
       worst_ratio = std::max(worst_ratio, std::isfinite(ratio) ? ratio : 1e30);
       nonfinite += vs_lib.nonfinite;
-      rows.push_back({{"shape", c.label()},
-                      {"version", K::attention_version_name(version)},
-                      {"max_abs_vs_libtorch", vs_lib.max_abs},
-                      {"max_abs_vs_fp64", vs_ref.max_abs},
-                      {"libtorch_vs_fp64", lib_err},
-                      {"ratio_to_library_error", ratio},
-                      {"nonfinite", vs_lib.nonfinite}});
+      rows.push_back(
+          {{"shape", c.label()},
+           {"version", K::attention_version_name(version)},
+           {"v3_path", version == K::kAttentionRegister ? (path.empty() ? K::attention_v3_path() : path) : ""},
+           {"max_abs_vs_libtorch", vs_lib.max_abs},
+           {"max_abs_vs_fp64", vs_ref.max_abs},
+           {"libtorch_vs_fp64", lib_err},
+           {"ratio_to_library_error", ratio},
+           {"nonfinite", vs_lib.nonfinite}});
     }
   }
   ctx.measure(worst_vs_lib, "abs error");
