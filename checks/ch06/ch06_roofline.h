@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -287,6 +288,8 @@ inline std::vector<SweepPoint> batch_sweep(const claimcheck::base::aligned_vecto
   std::vector<SweepPoint> out;
   for (int b : batches) {
     const int reps = b >= 128 ? 2 : b >= 16 ? 3 : 5;
+    // NaN first: a token or row this batch leaves unwritten must not read the last batch's (the same) answer.
+    std::fill_n(Y.begin(), static_cast<std::size_t>(b) * N, std::numeric_limits<float>::quiet_NaN());
     const double t = best_seconds(reps, [&] { K::gemm_bf16(W.data(), N, Kd, X.data(), b, Y.data(), o); });
     out.push_back({b, t, ref::gemm_bf16_sampled_error(W.data(), N, Kd, X.data(), b, Y.data())});
   }
