@@ -99,6 +99,17 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   // Eager attention's T^2 term: the slope per token of context, against heads x 2 bytes (bf16 probabilities).
   const double slope = (e2.bytes_per_token_layer - e1.bytes_per_token_layer) / (lengths[1] - lengths[0]);
   ctx.measure("measured_eager_probability_bytes_per_context_token", slope / static_cast<double>(sc.heads), "B");
+  // The ledger's eager term (what the analytic part's eager alternative adds) on the measured model, per token of
+  // context per head, against that slope: the alternative is printed, not judged; its term is judged here.
+  {
+    ref::ActivationOptions eager;
+    eager.eager_attention_probs = true;
+    const double T = lengths[1];
+    const double ledger_per =
+        (ref::activation_bytes(sc, 1, lengths[1], eager) - ref::activation_bytes(sc, 1, lengths[1], {})) /
+        (T * static_cast<double>(sc.layers) * T * static_cast<double>(sc.heads));
+    ctx.measure("eager_probabilities_vs_ledger", slope / static_cast<double>(sc.heads) / ledger_per, "ratio");
+  }
   nlohmann::json seg = nlohmann::json::array();
   for (const auto& [name, b] : f1.segments) seg.push_back({{"segment", name}, {"bytes_per_token", b}, {"k", b / h}});
   ctx.detail("measured_segments_bf16", seg);
@@ -153,7 +164,7 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
   if (ctx.wants_any({"lora_over_full_activations", "lora_activations_itemised", "measured_k", "measured_k_itemised",
                      "measured_k_ledger_model", "measured_extrapolated", "measured_k_growth_with_T",
                      "measured_eager_k_growth_with_T", "measured_autocast_k", "autocast_matmul_outputs_over_fp32",
-                     "measured_eager_probability_bytes_per_context_token"}))
+                     "measured_eager_probability_bytes_per_context_token", "eager_probabilities_vs_ledger"}))
     activation_gib_bytes(ctx);
   // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.
   // And at length: Llama-3.1's rope_scaling, T = 2,048, a left-padded row (issue 33).
