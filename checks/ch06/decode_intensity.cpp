@@ -90,7 +90,7 @@ static void decode_intensity(claimcheck::Context& ctx) {
   // check counts, and at least the probe's array: from memory on any CPU), one pass of each side by side, the median
   // of 7 pairs (a shared host's memory speed moves by a third between seconds): a probe counting bytes it did not
   // read is no roof, and the batch ratios above, each over a read of its own matrix, would not see it.
-  {
+  if (ctx.wants("probe_read_vs_own_read")) {
     const ch06::Roof& r = tb.cpu_roof();
     const ch06::K::BandwidthArraysKept kept;
     std::vector<double> pairs;

@@ -168,6 +168,11 @@ class ContextImpl final : public Context {
   const fs::path& root() const override { return in_.root; }
   const std::string& planted_fault() const override { return in_.planted_fault; }
   bool wants(const std::string& statement) const override { return statement_selected(in_.statements, statement); }
+  bool timing_judged() const override {
+    return e_.timed && std::any_of(e_.statements.begin(), e_.statements.end(), [&](const Statement& s) {
+             return !s.untimed && statement_selected(in_.statements, s.name);
+           });
+  }
   bool part_selected(const std::string& kind) const override {
     if (kind == "measured" && in_.hardware && !in_.hardware->emulated.empty()) return false;  // nothing timed there
     if (kind == "measured" && !measured_part_judged(e_, in_.statements)) return false;

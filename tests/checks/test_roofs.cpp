@@ -70,6 +70,7 @@ class Recording final : public claimcheck::Context {
   const std::filesystem::path& root() const override { return root_; }
   bool part_selected(const std::string&) const override { return true; }
   bool wants(const std::string&) const override { return true; }
+  bool timing_judged() const override { return true; }
   const std::string& planted_fault() const override { return id_; }
   std::filesystem::path keep_file(const std::string& name) override { return name; }
   nlohmann::json records() const override { return nlohmann::json::object(); }

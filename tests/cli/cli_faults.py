@@ -2,7 +2,9 @@
 is built on ($CLAIMCHECK_FAULT), and the Python checks skip with the reason when Python, or numpy, is missing.
 
 Each planted (fault, claim) pair of the expected files' `faults` is its own ctest (--pair FAULT:CLAIM; --list-pairs
-prints them for CMake), labelled `fault`, and `timed` where the claim's figure is a time (those run alone); --part
+prints them for CMake), labelled `fault`, and `timed` where the claim's figure is a time (those run alone: their
+probes measure the machine; a fault that must turn only a timed claim's untimed statements, an output or a count, is
+judged on those alone, and the check times each kernel once); --part
 moves-timed / moves-untimed: the measured expected failures moved onto their measured values; --part bad-input: the
 bad inputs and the missing interpreters."""
 import atexit
@@ -77,6 +79,21 @@ TIMED = tuple(sorted(load(p)["id"] for p in glob.glob(os.path.join(a.root, "expe
                      if load(p).get("timed")))
 
 
+def untimed_only(fault, claim):
+    """Every statement the fault must turn is untimed (`"untimed": true`: what a timed run computed, a count): its
+    failure stands however busy the machine, so the fault is judged on them alone (run --statement: the check times
+    each kernel once, Context::timing_judged). It still runs alone: the check's probes validate the machine."""
+    names = PLANTED[(fault, claim)]
+    also = next(load(p) for p in glob.glob(os.path.join(a.root, "expected", "ch0*", "*.json"))
+                if load(p)["id"] == claim).get("also", {})
+    return bool(names) and all(n != "value" and also.get(n, {}).get("untimed") for n in names)
+
+
+def judged_whole(fault, claim):
+    """A timed claim's fault that must turn a timed figure: run alone, the claim judged whole."""
+    return claim.startswith(TIMED) and not untimed_only(fault, claim)
+
+
 if a.list_pairs:  # for CMake: one ctest per pair
     for fault, claim in PLANTED:
         print(fault, claim, "timed" if claim.startswith(TIMED) else "untimed")
@@ -109,8 +126,8 @@ atexit.register(shutil.rmtree, tmp, True)  # also where a pair exits 77 (skipped
 def plant(fault, claim):
     """Runs the claim with the fault planted. An untimed claim is judged on the fault's statements only (run
     --statement; the check may skip the rest of its work), and each must be turned, or stay this machine's expected
-    failure (it is judged so that a fault failing its claim proves it, every_figure_can_fail.py). A timed claim is
-    judged whole (which of its figures a fault turns, and which are expected failures, depends on the machine's
+    failure (it is judged so that a fault failing its claim proves it, every_figure_can_fail.py); so is a timed claim
+    whose fault must turn only untimed statements (untimed_only). A timed claim is otherwise judged whole (which of its figures a fault turns, and which are expected failures, depends on the machine's
     engines and variants): it must fail with one of the fault's statements turned."""
     if claim in runnable and runnable[claim] != "yes":
         print(f"skipping {claim}: {runnable[claim]}")
@@ -125,7 +142,7 @@ def plant(fault, claim):
         print(f"skipping {fault} in {claim}: this machine runs the claim's GPU form, which the CPU probe does not feed")
         sys.exit(77)
     names = PLANTED[(fault, claim)]
-    timed = claim.startswith(TIMED)
+    timed = judged_whole(fault, claim)
     only = [] if timed else [x for n in names for x in ("--statement", n)]
     if claim in CONTROLLED:
         r = run(a.claimcheck, "run", "--claim", claim, "--expected", exp, "--quiet")

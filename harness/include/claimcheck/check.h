@@ -90,6 +90,10 @@ class Context {
       if (wants(s)) return true;
     return false;
   }
+  // Whether a statement the run judges rests on a time: false where the claim is not timed, or where `run
+  // --statement` names only its untimed statements (what a timed run computed, a count: a planted-fault test's run).
+  // A timed check may then run each timed kernel once, unpaired: its output is judged, its speed is not.
+  virtual bool timing_judged() const = 0;
   // A fault planted on purpose by a test ($CLAIMCHECK_FAULT), "" in normal runs. Checks pass it to
   // the code under test; the report records it.
   virtual const std::string& planted_fault() const = 0;
