@@ -68,7 +68,8 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
-    if (ctx.planted_fault() == "seed_ignored") argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
+    if (ctx.planted_fault() == "seed_ignored" || ctx.planted_fault() == "seed_model_constant")
+      argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
     return argv;
   };
   const auto seed = std::to_string(ctx.seed());
@@ -78,6 +79,11 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   const auto d = run_seeded(with({seed}), false), e = run_seeded(with({seed}), false);
   ctx.measure_bool("value", a == b);
   ctx.measure_bool("other_seed_differs", a != c);
+  // Its weights as drawn too: a run that seeded only its data order (the model built before manual_seed, from the
+  // generator's default state) would differ in its batches alone.
+  ctx.measure_bool("other_seed_init_differs",
+                   a.value("init_weights_sha256", "") != c.value("init_weights_sha256", "") &&
+                       !a.value("init_weights_sha256", "").empty());
   ctx.detail("runs", {{"first", a}, {"second", b}, {"other_seed", c}});
   const nlohmann::json first = divergence(a, b);
   ctx.detail("first_divergence", first);

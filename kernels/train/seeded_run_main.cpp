@@ -35,7 +35,11 @@ int main(int argc, char** argv) {
   try {
     const auto data = claimcheck::train::load_fortunes_corpus(corpus);
     const auto r = claimcheck::train::seeded_run(data, seed, steps, fault);
-    std::cout << nlohmann::json{{"losses", r.losses}, {"weights_sha256", r.weights_sha256}}.dump() << "\n";
+    std::cout << nlohmann::json{{"losses", r.losses},
+                                {"weights_sha256", r.weights_sha256},
+                                {"init_weights_sha256", r.init_weights_sha256}}
+                     .dump()
+              << "\n";
   } catch (const std::exception& e) {
     std::cerr << "claimcheck_seeded_run: " << e.what() << "\n";
     return 2;

@@ -151,8 +151,10 @@ static double applied_lr(torch::optim::Optimizer& opt) {
 TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const TrainOptions& o) {
   TinyConfig c = config;
   if (o.fault == "extra_layer") c.n_layer += 1;  // a planted fault: one block more than the config says
-  torch::manual_seed(o.seed);
+  // (A planted fault draws the model under a constant seed, and seeds only what follows, the data order.)
+  torch::manual_seed(o.fault == "seed_model_constant" ? 0 : o.seed);
   TinyGPT model(c);
+  if (o.fault == "seed_model_constant") torch::manual_seed(o.seed);
   auto loader = torch::data::make_data_loader(
       CharWindows(data.train, c.context, o.fault == "windows_half_stride").map(torch::data::transforms::Stack<>()),
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
@@ -163,6 +165,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   const bool zero_grad = o.fault != "no_zero_grad";
 
   TrainResult r;
+  r.init_weights_sha256 = parameters_sha256(model->parameters());
   // The export for the answer key's reference (TrainOptions::export_dir): the parameters before step 0, then what
   // each of the first export_steps steps saw and did.
   const bool exporting = !o.export_dir.empty() && o.export_steps > 0;
@@ -260,7 +263,7 @@ TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const
   o.batch = 8;
   o.eval_every = 0;
   o.schedule = {1e-3, 1e-4, 5, steps};
-  if (fault == "frozen") o.fault = "frozen";  // a planted fault (tests): train_tiny's own, lr = 0
+  if (fault == "frozen" || fault == "seed_model_constant") o.fault = fault;  // planted faults (tests): train_tiny's own
   return train_tiny(c, data, o);
 }
 

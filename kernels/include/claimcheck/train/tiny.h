@@ -39,7 +39,7 @@ struct TrainOptions {
   int eval_every = 25, eval_batches = 8;
   // planted by tests: "schedule_off_by_one", "no_zero_grad", "frozen" (lr = 0), "windows_half_stride" (the training
   // windows start every context / 2), "loss_label_smoothing" (0.1), "clip_per_parameter" (each tensor to the bound),
-  // "extra_layer" (one block more than the config says)
+  // "extra_layer" (one block more than the config says), "seed_model_constant" (the model drawn under seed 0)
   std::string fault;
   std::string checkpoint;  // where to save the trained model (torch::save), "" for none
   // The first export_steps steps of this very loop, written to export_dir for the answer key's PyTorch reference
@@ -56,8 +56,9 @@ struct TrainResult {
   std::vector<long> eval_steps;
   std::vector<double> eval_ppl;  // exp(mean validation loss), at eval_steps (step 0 = before training)
   double seconds = 0, tokens_per_s = 0;
-  std::vector<double> lrs;     // per step: the learning rate read from the optimizer before its step
-  std::string weights_sha256;  // of every parameter's bytes after training
+  std::vector<double> lrs;          // per step: the learning rate read from the optimizer before its step
+  std::string weights_sha256;       // of every parameter's bytes after training
+  std::string init_weights_sha256;  // the same before the first step (the seed's draw)
 };
 struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step
