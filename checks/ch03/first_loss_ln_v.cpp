@@ -1,5 +1,6 @@
 // ch03.first_loss_ln_v — 「首步 loss 应 ≈ ln V：84 万参数、V = 128 → 5.07 ✓」
 // A freshly initialised model's loss on real text, against ln V.
+#include <algorithm>
 #include <cmath>
 
 #include "claimcheck/check.h"
@@ -20,6 +21,10 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
   double sq = 0;
   for (float w : first.init_weights) sq += static_cast<double>(w) * w;
   ctx.measure("init_std", first.init_weights.empty() ? 0.0 : std::sqrt(sq / first.init_weights.size()), "ratio");
+  // And GPT-2's zero biases (LibTorch's default draws them uniform in +-1/sqrt(fan_in)): the largest |b|.
+  double bias = first.init_biases.empty() ? 1.0 : 0.0;  // (a model without its biases is not the model described)
+  for (float b : first.init_biases) bias = std::max(bias, static_cast<double>(std::fabs(b)));
+  ctx.measure("init_bias_max_abs", bias, "ratio");
   ctx.detail("data_revision", corpus.sha256);
   ctx.assumption("N(0, 0.02) initialisation (GPT-2's): logits start near 0, so every character is about 1/V likely");
 #endif

@@ -85,10 +85,11 @@ struct TinyGPTImpl : torch::nn::Module {
     torch::NoGradGuard ng;
     for (auto& p : named_parameters()) {
       if (p.key().find("ln") != std::string::npos) continue;
-      if (p.key().find("bias") != std::string::npos)
-        p.value().zero_();
-      else
+      if (p.key().find("bias") != std::string::npos) {
+        if (c.zero_biases) p.value().zero_();
+      } else {
         p.value().normal_(0.0, c.init_std);
+      }
     }
   }
   torch::Tensor forward(torch::Tensor idx) {

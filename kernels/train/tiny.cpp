@@ -115,15 +115,19 @@ double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int bat
 FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uint64_t seed, int batch,
                           const std::string& fault) {
   TinyConfig c = config;
-  if (fault == "large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform
+  if (fault == "large_init") c.init_std = 1.0;         // a planted fault: logits far from uniform
+  if (fault == "biases_drawn") c.zero_biases = false;  // a planted fault: LibTorch's default biases kept
   torch::manual_seed(seed);
   TinyGPT model(c);
   FirstLoss out;
-  for (const auto& p : model->parameters())
-    if (p.dim() == 2) {
-      const torch::Tensor f = p.detach().to(torch::kFloat32).contiguous().flatten();
-      out.init_weights.insert(out.init_weights.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
-    }
+  for (const auto& p : model->named_parameters()) {
+    const torch::Tensor f = p.value().detach().to(torch::kFloat32).contiguous().flatten();
+    std::vector<float>* to = p.value().dim() == 2 ? &out.init_weights
+                             : p.key().find("bias") != std::string::npos && p.key().find("ln") == std::string::npos
+                                 ? &out.init_biases
+                                 : nullptr;
+    if (to) to->insert(to->end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+  }
   CharWindows ds(data.train, c.context);
   std::vector<torch::Tensor> xs, ys;
   for (int i = 0; i < batch; ++i) {

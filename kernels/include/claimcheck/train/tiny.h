@@ -25,7 +25,8 @@ Corpus load_fortunes_corpus(const std::filesystem::path& dir);
 // ---- the tiny character Transformer --------------------------------------------
 struct TinyConfig {
   int vocab = 128, d_model = 128, n_layer = 4, n_head = 4, d_ff = 512, context = 128;
-  double init_std = 0.02;  // GPT-2's
+  double init_std = 0.02;   // GPT-2's
+  bool zero_biases = true;  // GPT-2's (false: LibTorch's default draw, a planted fault's)
 };
 // Counted on the built module. Planted fault "extra_layer": one block more than the config says.
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault = "");
@@ -63,8 +64,9 @@ struct TrainResult {
 struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step
   std::vector<float> init_weights;  // every matrix of the fresh model as drawn (embeddings, projections; no norms)
+  std::vector<float> init_biases;   // every bias of its Linear layers as initialised (not the norms')
 };
-// Planted fault "large_init": weights drawn with std 1, not the config's.
+// Planted faults "large_init": weights drawn with std 1, not the config's; "biases_drawn": biases not zeroed.
 FirstLoss tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch,
                           const std::string& fault = "");
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
