@@ -104,7 +104,8 @@ struct ProjImpl : torch::nn::Module {
   // alpha / r, or alpha / sqrt(r) with rsLoRA (peft's use_rslora).
   // fault (tests only): "alpha_not_over_r", "lora_b_random_init", "merge_without_scale", "lora_a_zero_init",
   // "unmerge_unscaled", "lora_input_copied" (the adapter's path reads a copy of its input: autograd keeps the copy),
-  // "lora_dropout_applied" (dropout 0.1 on the adapter's input where the config says 0: its mask and output kept).
+  // "lora_dropout_applied" (dropout 0.1 on the adapter's input where the config says 0: its mask and output kept),
+  // "lora_a_normal_init" (A drawn from a normal of peft's spread, not its uniform).
   void enable_lora(int r, double alpha, const std::string& fault = "", bool rslora = false) {
     const auto in = base->weight.size(1), out = base->weight.size(0);
     A = register_parameter("lora_A", torch::empty({r, in}));
@@ -112,6 +113,8 @@ struct ProjImpl : torch::nn::Module {
       torch::NoGradGuard ng;
       if (fault == "lora_a_zero_init")
         A.zero_();  // planted: then neither A nor B ever gets a gradient
+      else if (fault == "lora_a_normal_init")
+        torch::nn::init::kaiming_normal_(A, std::sqrt(5.0));  // planted: the same spread, a normal's tails
       else
         torch::nn::init::kaiming_uniform_(A, std::sqrt(5.0));
     }

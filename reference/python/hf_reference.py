@@ -248,6 +248,7 @@ def lora(a):
         return pm, pm.base_model.model.proj
 
     worst_all, learn_ratios, details = 0.0, [], {"peft": peft.__version__, "torch": torch.__version__, "cases": {}}
+    a_over_bound = 0.0
     torch.manual_seed(a.seed)
     for spec in a.case:
         name, r, alpha, rslora, lr, wd, path = spec.split(":", 6)
@@ -283,6 +284,9 @@ def lora(a):
             ratio = t["fresh.delta_weight"].double().norm().item() / max(peft_delta.double().norm().item(), 1e-300)
             a_std = t["fresh.lora_A"].double().std().item() / fa.double().std().item()
         learn_ratios.append(ratio)
+        # peft draws A from kaiming_uniform_(a=sqrt(5)): every value within 1/sqrt(in); a normal of the same spread
+        # (or a wider uniform) puts some of the 256 x r draws beyond it.
+        a_over_bound = max(a_over_bound, t["fresh.lora_A"].abs().max().item() * math.sqrt(t["x"].shape[1]))
         worst_all = max(worst_all, max(worst.values()))
         details["cases"][name] = {"r": r, "alpha": alpha, "use_rslora": rslora, "scaling_peft": layer.scaling["default"],
                                   "tolerance_units": {k: finite(v) for k, v in worst.items()},
@@ -292,7 +296,9 @@ def lora(a):
     # The learning figure that is furthest from 1 (too slow or too fast from the initialisation).
     learn = max(learn_ratios, key=lambda v: abs(math.log(v)) if v > 0 else math.inf)
     emit([{"name": "peft", "value": figure_value(worst_all), "unit": "ratio"},
-          {"name": "peft_fresh_step", "value": figure_value(learn), "unit": "ratio"}], {"peft": details})
+          {"name": "peft_fresh_step", "value": figure_value(learn), "unit": "ratio"},
+          {"name": "fresh_A_within_peft_bound", "value": figure_value(a_over_bound), "unit": "ratio"}],
+         {"peft": details})
 
 
 def generate(a):
