@@ -1,7 +1,12 @@
 // ch05.eos_in_loss — 「0.5B 上答案对了却不会停——结束符要进 loss」
 // Train twice, with and without <|im_end|> among the targets, then generate greedily from held-out prompts:
 // the first stops in most generations, the second in few.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "claimcheck/check.h"
+#include "claimcheck/ref/chat.h"
 #include "claimcheck/train/chat.h"
 #include "claimcheck/train/experiments.h"
 
@@ -12,6 +17,21 @@ static void eos_in_loss(claimcheck::Context& ctx) {
   namespace T = claimcheck::train;
   const auto train = T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed());
   const auto held_out = T::arithmetic_conversations(ctx.input("held_out").get<int>(), ctx.seed() + 1);
+  // The prompts generation starts from, against the answer key's ChatML rendering (reference/src/chat_ref.cpp) of
+  // each held-out conversation without its answer, then "<|im_start|>assistant\n": a prompt that kept the answer
+  // would let a model trained with the end token copy it and stop, one trained without it still run on.
+  long mismatched = 0;
+  for (const auto& c : held_out) {
+    std::vector<std::pair<std::string, std::string>> head;
+    for (const auto& m : c)
+      if (m.role != "assistant") head.emplace_back(m.role, m.content);
+    std::vector<std::int64_t> want = claimcheck::ref::chatml_targets({head}).at(0).tokens;
+    want.push_back(256);  // <|im_start|>, the byte-level stand-in's first marker
+    for (unsigned char ch : std::string("assistant\n")) want.push_back(ch);
+    mismatched += T::encode_prompt(c, ctx.planted_fault()) != want;
+  }
+  ctx.measure("prompts_not_chatml", static_cast<double>(mismatched), "count");
+  if (!ctx.wants_any({"value", "without"})) return;  // (a planted-fault run that judges the prompts alone)
   T::SftOptions o;
   o.steps = ctx.input("steps").get<int>();
   o.lr = ctx.input("lr").get<double>();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <stdexcept>
@@ -18,7 +19,24 @@
 static void sft_loss_drop(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
-  const auto train = T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed());
+  const auto train =
+      T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed(), ctx.planted_fault());
+  // The data are what they say: each answer the sum the question asks for, read back from the text here (the
+  // answer key's PyTorch loop below trains on these very conversations, so it cannot see wrong ones).
+  long wrong = 0;
+  for (const auto& c : train) {
+    int a = -1, b = -1;
+    long answer = -1;
+    for (const auto& m : c) {
+      if (m.role == "user" && std::sscanf(m.content.c_str(), "What is %d plus %d?", &a, &b) != 2) a = b = -1;
+      if (m.role == "assistant") answer = std::strtol(m.content.c_str(), nullptr, 10);
+    }
+    wrong += a < 0 || b < 0 || answer != a + b;
+  }
+  ctx.measure("answers_wrong", static_cast<double>(wrong), "count");
+  if (!ctx.wants_any({"value", "first_over_ln_v", "prompt_sensitivity", "uses_the_prompt", "sft_batches_mismatch",
+                      "sft_loop_vs_pytorch", "sft_weights_vs_pytorch_over_lr"}))
+    return;  // (a planted-fault run that judges the data alone)
   T::SftOptions o;
   o.steps = ctx.input("steps").get<int>();
   o.lr = ctx.input("lr").get<double>();

@@ -72,9 +72,9 @@ Encoded encode_chat(const Conversation& c, const TemplateOptions& o) {
   return e;
 }
 
-std::vector<std::int64_t> encode_prompt(const Conversation& c) {
+std::vector<std::int64_t> encode_prompt(const Conversation& c, const std::string& fault) {
   Conversation head(c.begin(), c.end());
-  if (!head.empty() && head.back().role == "assistant") head.pop_back();
+  if (!head.empty() && head.back().role == "assistant" && fault != "prompt_keeps_answer") head.pop_back();
   Encoded e = encode_chat(head);
   e.tokens.push_back(kImStart);
   for (unsigned char ch : std::string("assistant\n")) e.tokens.push_back(ch);
@@ -99,7 +99,7 @@ std::string decode_bytes(const std::vector<std::int64_t>& tokens) {
 #include <random>
 
 namespace claimcheck::train {
-std::vector<Conversation> arithmetic_conversations(int n, std::uint64_t seed) {
+std::vector<Conversation> arithmetic_conversations(int n, std::uint64_t seed, const std::string& fault) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> d(0, 49);
   std::vector<Conversation> out;
@@ -107,7 +107,7 @@ std::vector<Conversation> arithmetic_conversations(int n, std::uint64_t seed) {
     const int a = d(rng), b = d(rng);
     out.push_back({{"system", "You are a helpful assistant."},
                    {"user", "What is " + std::to_string(a) + " plus " + std::to_string(b) + "?"},
-                   {"assistant", std::to_string(a + b)}});
+                   {"assistant", std::to_string(a + b + (fault == "answers_off_by_one" ? 1 : 0))}});
   }
   return out;
 }

@@ -143,7 +143,7 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   }
   int stopped = 0;
   for (int i = 0; i < o.generate && i < static_cast<int>(held_out.size()); ++i) {
-    auto ids = encode_prompt(held_out[static_cast<std::size_t>(i)]);
+    auto ids = encode_prompt(held_out[static_cast<std::size_t>(i)], o.fault);
     const auto prompt_len = ids.size();
     bool stop = false;
     for (int n = 0; n < o.max_new_tokens && static_cast<int>(ids.size()) < c.context; ++n) {

@@ -39,14 +39,16 @@ struct TemplateOptions {
 // system message first when the conversation has none; only assistant contents (and, by default, their <|im_end|>)
 // carry labels.
 Encoded encode_chat(const Conversation& c, const TemplateOptions& o = {});
-// The prompt for generation: every message but the last assistant one, then "<|im_start|>assistant\n".
-std::vector<std::int64_t> encode_prompt(const Conversation& c);
+// The prompt for generation: every message but the last assistant one, then "<|im_start|>assistant\n". A planted
+// fault (tests) "prompt_keeps_answer" keeps the answer before the assistant header.
+std::vector<std::int64_t> encode_prompt(const Conversation& c, const std::string& fault = "");
 std::string decode_bytes(const std::vector<std::int64_t>& tokens);
 
 }  // namespace claimcheck::train
 
 namespace claimcheck::train {
 // Generated arithmetic conversations ("What is 17 plus 25?" -> "42"): short answers a small model learns
-// in seconds, for the SFT and end-token experiments. Deterministic in seed.
-std::vector<Conversation> arithmetic_conversations(int n, std::uint64_t seed);
+// in seconds, for the SFT and end-token experiments. Deterministic in seed. A planted fault (tests)
+// "answers_off_by_one" answers a + b + 1.
+std::vector<Conversation> arithmetic_conversations(int n, std::uint64_t seed, const std::string& fault = "");
 }  // namespace claimcheck::train
