@@ -5,6 +5,8 @@
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -99,6 +101,22 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   // Eager attention's T^2 term: the slope per token of context, against heads x 2 bytes (bf16 probabilities).
   const double slope = (e2.bytes_per_token_layer - e1.bytes_per_token_layer) / (lengths[1] - lengths[0]);
   ctx.measure("measured_eager_probability_bytes_per_context_token", slope / static_cast<double>(sc.heads), "B");
+  // The eager path these bytes come from against the fused one (SDPA), on the same fp32 model and tokens: what the
+  // layers computed, the largest difference over the largest |output|. A mask or a scale wrong in the eager path
+  // leaves every byte above as it was.
+  {
+    const auto ef =
+        train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "fp32", ctx.planted_fault());
+    const auto ff =
+        train::saved_activations(small, ctx.seed(), mb, lengths[0], false, false, "fp32", ctx.planted_fault());
+    double err = ef.output.size() == ff.output.size() && !ff.output.empty() ? 0 : 1e30, scale = 0;
+    for (std::size_t i = 0; i < std::min(ef.output.size(), ff.output.size()); ++i) {
+      const double d = std::fabs(static_cast<double>(ef.output[i]) - ff.output[i]);
+      err = d == d && d <= err ? err : (d == d ? d : 1e30);
+      scale = std::max(scale, std::fabs(static_cast<double>(ff.output[i])));
+    }
+    ctx.measure("eager_vs_fused_attention", scale > 0 ? err / scale : 1e30, "ratio");
+  }
   // The ledger's eager term (what the analytic part's eager alternative adds) on the measured model, per token of
   // context per head, against that slope: the alternative is printed, not judged; its term is judged here.
   {
@@ -164,7 +182,8 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
   if (ctx.wants_any({"lora_over_full_activations", "lora_activations_itemised", "measured_k", "measured_k_itemised",
                      "measured_k_ledger_model", "measured_extrapolated", "measured_k_growth_with_T",
                      "measured_eager_k_growth_with_T", "measured_autocast_k", "autocast_matmul_outputs_over_fp32",
-                     "measured_eager_probability_bytes_per_context_token", "eager_probabilities_vs_ledger"}))
+                     "measured_eager_probability_bytes_per_context_token", "eager_probabilities_vs_ledger",
+                     "eager_vs_fused_attention"}))
     activation_gib_bytes(ctx);
   // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.
   // And at length: Llama-3.1's rope_scaling, T = 2,048, a left-padded row (issue 33).

@@ -245,7 +245,10 @@ struct DecoderLayerImpl : torch::nn::Module {
       v = v.repeat_interleave(rep, 1);
     }
     if (run.eager_attention || run.attention_fault == "attention_not_fused") {  // a planted fault: never fused
-      auto s = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+      // (A planted fault scales the eager scores by 1 / head_dim.)
+      const double d = static_cast<double>(c.head_dim);
+      auto s = torch::matmul(q, k.transpose(-2, -1)) *
+               (run.attention_fault == "eager_scale_by_d" ? 1.0 / d : 1.0 / std::sqrt(d));
       note("attention scores (matmul)", s);
       s = run.attention_bias.defined()
               ? s + run.attention_bias

@@ -361,6 +361,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
   auto ids = torch::randint(0, c.vocab, {batch, tokens});
   // Bytes the forward leaves live (output + what autograd saved), autocast's weight copies excluded.
   int tag = 100;
+  std::vector<float> output;
   auto held = [&](bool grad, int layers, int segments) {
     set_allocation_phase(++tag);
     s.model->run.max_layers = layers;
@@ -378,6 +379,10 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
     for (const auto& a : live_allocations())
       if (a.phase == tag) mine.push_back({a.ptr, a.bytes, kForward});
     set_allocation_phase(kBefore);
+    if (!grad && layers == static_cast<int>(c.layers) && out.defined()) {  // (after the count: the copy is not in it)
+      const torch::Tensor f = out.detach().to(torch::kFloat32).contiguous().flatten();
+      output.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
     s.model->run.keep_graph = nullptr;
     const MemorySnapshot snap = attribute("forward", mine, s, true, "");
     return static_cast<double>(snap.bytes.at("saved_activations") + snap.bytes.at("temporaries"));
@@ -392,6 +397,7 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
   const double one = L > 1 ? held(true, 1, -1) - held(false, 1, -1) : 0;
   m.bytes_per_token_layer = L > 1 ? (all - one) / (tokens_total * (L - 1)) : all / tokens_total;
   m.shared_bytes = L > 1 ? one - m.bytes_per_token_layer * tokens_total : 0;
+  m.output = std::move(output);
   if (by_segment) {
     const double none = held(true, 1, 0);
     double prev = none;

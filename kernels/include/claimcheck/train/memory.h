@@ -64,6 +64,7 @@ struct ActivationMeasure {
   double bytes_per_token_layer = 0;  // (all layers - one layer) / (layers - 1): shared tensors drop out
   double shared_bytes = 0;           // what the layers share (RoPE's cos and sin), in bytes
   std::vector<std::pair<std::string, double>> segments;  // bytes per token saved by each segment of layer 0
+  std::vector<float> output;  // what the layers computed (the no-grad pass through all of them), as fp32
 };
 // lora_r > 0: a LoRA run (the base frozen, adapters of rank lora_r and alpha 2 lora_r on the seven projections).
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
