@@ -4,6 +4,7 @@
 // LlamaForCausalLM (checks/decoder_vs_transformers.h).
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
+#include "claimcheck/ref/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -112,10 +113,10 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
     double err = ef.output.size() == ff.output.size() && !ff.output.empty() ? 0 : 1e30, scale = 0;
     for (std::size_t i = 0; i < std::min(ef.output.size(), ff.output.size()); ++i) {
       const double d = std::fabs(static_cast<double>(ef.output[i]) - ff.output[i]);
-      err = d == d && d <= err ? err : (d == d ? d : 1e30);
+      err = ref::worse(err, d);
       scale = std::max(scale, std::fabs(static_cast<double>(ff.output[i])));
     }
-    ctx.measure("eager_vs_fused_attention", scale > 0 ? err / scale : 1e30, "ratio");
+    ctx.measure("eager_vs_fused_attention", scale > 0 && err == err ? err / scale : 1e30, "ratio");  // (NaN: 1e30)
   }
   // The ledger's eager term (what the analytic part's eager alternative adds) on the measured model, per token of
   // context per head, against that slope: the alternative is printed, not judged; its term is judged here.
