@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ch06_testbed.h"
@@ -111,19 +112,30 @@ static void prefill_ms(claimcheck::Context& ctx) {
     const int M = 40, N = 250, Kq = mats[0].K, Kl = 10000;
     const auto Wl = ch06::random_bf16(static_cast<std::size_t>(N) * Kl, Kl, ctx.seed() + 7);
     const auto Xl = ch06::random_activations(static_cast<std::size_t>(M) * Kl, ctx.seed() + 7);
+    // The two problems, their activations rounded to bf16 once (the answer key's rounding) for every engine.
+    struct Problem {
+      const ch06::K::bf16_t* W;
+      int K;
+      std::vector<ch06::K::bf16_t> A;
+      std::vector<float> Af;
+    };
+    std::vector<Problem> problems;
+    for (const auto& [W, K, x] : {std::tuple{mats[0].w, Kq, X.data()}, std::tuple{Wl.data(), Kl, Xl.data()}}) {
+      Problem p{W, K, std::vector<ch06::K::bf16_t>(static_cast<std::size_t>(M) * K), {}};
+      p.Af.resize(p.A.size());
+      for (std::size_t i = 0; i < p.A.size(); ++i)
+        p.A[i] = ch06::ref::bf16_nearest(x[i]), p.Af[i] = ch06::ref::bf16_value(p.A[i]);
+      problems.push_back(std::move(p));
+    }
     double engines_error = 0;
     nlohmann::json engines = nlohmann::json::object();
     for (const std::string& e : ch06::K::matmul_bf16_engines_here()) {
       if (!ch06::K::matmul_bf16_force(e)) continue;
       double worst_e = 0;
-      for (const auto& [W, K, x] : {std::tuple{mats[0].w, Kq, X.data()}, std::tuple{Wl.data(), Kl, Xl.data()}}) {
-        std::vector<ch06::K::bf16_t> A(static_cast<std::size_t>(M) * K);
-        std::vector<float> Af(A.size()), C(static_cast<std::size_t>(M) * N);
-        for (std::size_t i = 0; i < A.size(); ++i)
-          A[i] = ch06::ref::bf16_nearest(x[i]), Af[i] = ch06::ref::bf16_value(A[i]);
-        ch06::K::matmul_bf16(A.data(), M, K, W, N, C.data(), opts);
-        const double err = ch06::ref::gemm_bf16_sampled_error(W, N, K, Af.data(), M, C.data());
-        worst_e = ch06::ref::worse(worst_e, err);
+      for (const Problem& p : problems) {
+        std::vector<float> C(static_cast<std::size_t>(M) * N);
+        ch06::K::matmul_bf16(p.A.data(), M, p.K, p.W, N, C.data(), opts);
+        worst_e = ch06::ref::worse(worst_e, ch06::ref::gemm_bf16_sampled_error(p.W, N, p.K, p.Af.data(), M, C.data()));
       }
       engines[e] = worst_e;
       engines_error = ch06::ref::worse(engines_error, worst_e);
