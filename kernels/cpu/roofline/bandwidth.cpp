@@ -33,7 +33,7 @@ Buffer alloc_floats(std::size_t n) {
   return Buffer(static_cast<float*>(p));
 }
 
-// The probe's three arrays, filled, kept between calls while a BandwidthArraysKept lives (see roofline.h).
+// The probe's array, filled, kept between calls while a BandwidthArraysKept lives (see roofline.h).
 struct Arrays {
   Buffer b;
   std::size_t n = 0;
