@@ -2,10 +2,10 @@
 // input requiring grad) in LibTorch: backward time over forward time, the median of each step's ratio. Each forward
 // GEMM has two backward GEMMs of its size (dX and dW), so the FLOPs are exactly 2x; the time follows them. What the
 // last timed step computed (its loss and every gradient) is held against the answer key's fp64 layers (ch06_block.h).
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
 #include "claimcheck/check.h"
 #include "claimcheck/probe.h"
+#include "testbed/cpu.h"
+#include "testbed/gpu.h"
 
 #include <nlohmann/json.hpp>
 

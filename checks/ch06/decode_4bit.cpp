@@ -6,71 +6,47 @@
 #include <string>
 #include <vector>
 
-#include "ch06_testbed.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
+#include "testbed/testbed.h"
 
-static void decode_4bit(claimcheck::Context& ctx) {
+// The GPU form: both chains (gpu_layers + lm_head) on kernels/cuda's GEMVs, each step in a CUDA graph.
+static void decode_4bit_gpu(claimcheck::Context& ctx, ch06::Testbed&) {
+  namespace G = ch06::gpu;
+  const ch06::K::DecodeShape shape = G::shape(ctx, G::chain_layers(ctx));
+  const int vocab = G::chain_vocab(ctx), steps = std::max(20, ch06::positive_int(ctx, "steps", 100));
+  ch06::K::GemvFaults faults;
+  ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+  G::C::GpuDecodeChain c16(shape, vocab, "bf16", ctx.seed(), claimcheck::usable_cpus(), faults),
+      c4(shape, vocab, "nf4", ctx.seed(), claimcheck::usable_cpus(), faults);
+  double t16 = 1e300, t4 = 1e300;
+  for (int i = 0; i < 3; ++i) {
+    t16 = std::min(t16, c16.time_graph(steps));
+    t4 = std::min(t4, c4.time_graph(steps));
+  }
+  const double byte_ratio = G::shape_bytes(shape, vocab, true) / G::shape_bytes(shape, vocab, false);
+  ctx.measure("time_ratio", t4 / t16, "ratio");
+  ctx.measure_bool("nf4_faster", t4 < t16);
+  ctx.measure("measured_byte_ratio", byte_ratio, "ratio");
+  ctx.measure("time_ratio_over_byte_ratio", t4 / t16 / byte_ratio, "ratio");
+  ctx.measure("nf4_gb_s", c4.weight_bytes() / t4 / 1e9, "GB/s");
+  ctx.measure("bf16_gb_s", c16.weight_bytes() / t16 / 1e9, "GB/s");
+  ctx.detail("ms", {{"bf16", t16 * 1e3},
+                    {"nf4", t4 * 1e3},
+                    {"bf16_mb", c16.weight_bytes() / 1e6},
+                    {"nf4_mb", c4.weight_bytes() / 1e6},
+                    {"device", G::C::device_summary()}});
+  ctx.assumption("measured on " + G::C::device_summary() + ": " + std::to_string(shape.layers) +
+                 " Llama-3-8B-shaped "
+                 "layers and the lm_head, each chain's step in a CUDA graph, the best of 3 interleaved medians of " +
+                 std::to_string(steps) + " replays; NF4 = 4 bits + one fp32 absmax per 64 weights (" +
+                 std::to_string(byte_ratio) + " of bf16's bytes), dequantised in registers");
+}
+
+// The CPU form: both stacks from the same seed (the NF4 one quantises the bf16 weights), paired samples.
+static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const claimcheck::ref::QuantFormat& q) {
   namespace ref = claimcheck::ref;
-  // Prepare.
-  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
-  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
-  const ref::QuantFormat q = ref::load_quant_format(ctx.input_path("quant"));
-
-  // Run: bytes read per token in bf16 and in the 4-bit format.
-  const double bf16 = ref::decode_bytes_per_token(cfg, {});
-  const double q4 = ref::quantized_weight_bytes(cfg, q);
-
-  // Verify.
-  ctx.measure(q4 / bf16, "ratio");
-  ctx.assumption("format: " + q.name +
-                 "; decode stays memory-bound at 4 bits (intensity 4 FLOP/byte, still far "
-                 "left of the ridge of " +
-                 std::to_string(hw.ridge()) + ")");
-  for (const char* alt : {"alt_flat", "alt_bnb"}) {
-    const ref::QuantFormat a = ref::load_quant_format(ctx.input_path(alt));
-    ctx.alternative(a.name, ref::quantized_weight_bytes(cfg, a) / bf16, "ratio",
-                    std::to_string(a.bits_per_param()) + " bits per quantised weight");
-  }
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("the NF4 chain against the bf16 chain, timed here (run with --label measured)");
-    return;
-  }
-
-  if (ch06::Testbed(ctx).gpu()) {  // both chains of the GPU form (gpu_layers + lm_head) on kernels/cuda's GEMVs
-    namespace G = ch06::gpu;
-    const ch06::K::DecodeShape shape = G::shape(ctx, G::chain_layers(ctx));
-    const int vocab = G::chain_vocab(ctx), steps = std::max(20, ch06::positive_int(ctx, "steps", 100));
-    ch06::K::GemvFaults faults;
-    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
-    G::C::GpuDecodeChain c16(shape, vocab, "bf16", ctx.seed(), claimcheck::usable_cpus(), faults),
-        c4(shape, vocab, "nf4", ctx.seed(), claimcheck::usable_cpus(), faults);
-    double t16 = 1e300, t4 = 1e300;
-    for (int i = 0; i < 3; ++i) {
-      t16 = std::min(t16, c16.time_graph(steps));
-      t4 = std::min(t4, c4.time_graph(steps));
-    }
-    const double byte_ratio = G::shape_bytes(shape, vocab, true) / G::shape_bytes(shape, vocab, false);
-    ctx.measure("time_ratio", t4 / t16, "ratio");
-    ctx.measure_bool("nf4_faster", t4 < t16);
-    ctx.measure("measured_byte_ratio", byte_ratio, "ratio");
-    ctx.measure("time_ratio_over_byte_ratio", t4 / t16 / byte_ratio, "ratio");
-    ctx.measure("nf4_gb_s", c4.weight_bytes() / t4 / 1e9, "GB/s");
-    ctx.measure("bf16_gb_s", c16.weight_bytes() / t16 / 1e9, "GB/s");
-    ctx.detail("ms", {{"bf16", t16 * 1e3},
-                      {"nf4", t4 * 1e3},
-                      {"bf16_mb", c16.weight_bytes() / 1e6},
-                      {"nf4_mb", c4.weight_bytes() / 1e6},
-                      {"device", G::C::device_summary()}});
-    ctx.assumption("measured on " + G::C::device_summary() + ": " + std::to_string(shape.layers) +
-                   " Llama-3-8B-shaped "
-                   "layers and the lm_head, each chain's step in a CUDA graph, the best of 3 interleaved medians of " +
-                   std::to_string(steps) + " replays; NF4 = 4 bits + one fp32 absmax per 64 weights (" +
-                   std::to_string(byte_ratio) + " of bf16's bytes), dequantised in registers");
-    return;
-  }
-  // Measured part: both stacks from the same seed (the NF4 one quantises the bf16 weights).
   const ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   // A run that judges no time (a planted-fault test's, on outputs and counts): one round of one step per format.
   const bool timing = ctx.timing_judged();
@@ -97,7 +73,6 @@ static void decode_4bit(claimcheck::Context& ctx) {
   // time ratio a kernel at its roof shows here, and it chooses the expectation (expected/ch06/decode_4bit.json).
   // The NF4 step's products are the CPU's to choose too, never the kernel's to say.
   const ref::Nf4Products products = ref::nf4_products_for(ctx.hardware().has_isa("avx512_bf16"));
-  ch06::Testbed tb(ctx, /*cpu_only=*/true);
   ch06::Testbed::Needs needs;
   needs.engines = products == ref::Nf4Products::bf16;
   const ch06::Roofs& roofs = tb.measure(needs);
@@ -175,6 +150,37 @@ static void decode_4bit(claimcheck::Context& ctx) {
       "fp32 absmax per 64 weights (" +
       std::to_string(byte_ratio) + " of bf16's bytes), its products in " + ref::nf4_products_name(products) +
       (products == ref::Nf4Products::bf16 ? " (the CPU has vdpbf16ps: levels and activations rounded to bf16)" : ""));
+}
+
+static void decode_4bit(claimcheck::Context& ctx) {
+  namespace ref = claimcheck::ref;
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
+  const ref::QuantFormat q = ref::load_quant_format(ctx.input_path("quant"));
+
+  // Run: bytes read per token in bf16 and in the 4-bit format.
+  const double bf16 = ref::decode_bytes_per_token(cfg, {});
+  const double q4 = ref::quantized_weight_bytes(cfg, q);
+
+  // Verify.
+  ctx.measure(q4 / bf16, "ratio");
+  ctx.assumption("format: " + q.name +
+                 "; decode stays memory-bound at 4 bits (intensity 4 FLOP/byte, still far "
+                 "left of the ridge of " +
+                 std::to_string(hw.ridge()) + ")");
+  for (const char* alt : {"alt_flat", "alt_bnb"}) {
+    const ref::QuantFormat a = ref::load_quant_format(ctx.input_path(alt));
+    ctx.alternative(a.name, ref::quantized_weight_bytes(cfg, a) / bf16, "ratio",
+                    std::to_string(a.bits_per_param()) + " bits per quantised weight");
+  }
+  if (!ctx.part_selected("measured")) {
+    ctx.pending("the NF4 chain against the bf16 chain, timed here (run with --label measured)");
+    return;
+  }
+
+  ch06::Testbed(ctx).run([&](claimcheck::Context& c, ch06::Testbed& tb) { decode_4bit_cpu(c, tb, q); },
+                         decode_4bit_gpu);
 }
 CLAIMCHECK_REGISTER(decode_4bit)
     .claim("ch06.decode_4bit")

@@ -2,64 +2,38 @@
 // Analytic on Llama-3-8B and the H100 card; measured here on Llama-3-8B up_proj-shaped bf16 matrices stacked beyond
 // the last-level cache: batch 1 runs at the bandwidth roof (its time is its bytes over the measured read
 // bandwidth), and a batch of B tokens costs about what one costs until the knee, so per-token time falls B-fold.
-#include "ch06_testbed.h"
 #include "claimcheck/ref/ledger.h"
+#include "testbed/testbed.h"
 
-static void decode_intensity(claimcheck::Context& ctx) {
-  namespace ref = claimcheck::ref;
-  // Prepare.
-  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
-  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
-  const auto params = static_cast<double>(ref::count_params(cfg).total());
-
-  // Run: FLOP per token over bytes per token at batch 1, and the batch at which it meets the ridge.
-  const double bytes = ref::decode_bytes_per_token(cfg, {});
-  const double intensity = 2.0 * params / bytes;
-
-  // Verify.
-  ctx.measure(intensity, "FLOP/byte");
-  ctx.measure_bool("memory_bound", intensity < hw.ridge());
-  ctx.measure("knee_batch", hw.ridge() / intensity, "count");
-  ctx.assumption(
-      "2 FLOP per parameter per token, every bf16 weight read once per step; a batch of B tokens "
-      "reuses each weight B times, so intensity ~ B until the ridge");
-  ctx.alternative("matmul FLOPs only (no embedding lookup FLOPs)",
-                  2.0 * static_cast<double>(ref::count_params(cfg).total() - ref::count_params(cfg).embedding) / bytes,
-                  "FLOP/byte", "the lookup moves bytes but does no multiply-adds");
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("batch 1 against the bandwidth roof, measured here (run with --label measured)");
-    return;
+// The GPU form: one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B.
+static void decode_intensity_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
+  namespace G = ch06::gpu;
+  const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
+  const ch06::K::DecodeShape shape = G::shape(ctx, 1);  // the inputs first: a bad one costs no device time
+  const ch06::Roofs& roofs = tb.measure();
+  ch06::K::GemvFaults faults;
+  ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+  const auto sweep = G::C::layer_batch_sweep(shape, batches, 20, faults);
+  const G::C::SweepPoint& p1 = sweep.front();
+  const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
+  ctx.measure("b1_vs_bandwidth_roof", p1.seconds / roofs.bytes_seconds(p1.bytes), "ratio");
+  ctx.measure_bool("measured_memory_bound", roofs.memory_bound(p1.flops, p1.bytes));
+  ctx.measure("per_token_speedup_b4", p1.seconds / (p4.seconds / 4), "ratio");
+  nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
+  for (const auto& p : sweep) {
+    pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops, p.bytes, p.seconds));
+    rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
   }
+  ctx.detail("sweep", rows);
+  tb.record("batch 1 to " + std::to_string(batches.back()) + " of one Llama layer", pts);
+  ctx.assumption("measured on " + tb.device() +
+                 ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
+                 "cublasGemmEx (bf16, fp32 accumulation), the median of 20 runs per batch; batch 1 against its bytes "
+                 "over the read probe's bandwidth");
+}
 
-  ch06::Testbed tb(ctx);
-  if (tb.gpu()) {  // one Llama layer's seven GEMMs through cuBLAS at batches 1 ... B
-    namespace G = ch06::gpu;
-    const std::vector<int> batches = ch06::batch_list(ctx, "batches", 4);
-    const ch06::K::DecodeShape shape = G::shape(ctx, 1);  // the inputs first: a bad one costs no device time
-    const ch06::Roofs& roofs = tb.measure();
-    ch06::K::GemvFaults faults;
-    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
-    const auto sweep = G::C::layer_batch_sweep(shape, batches, 20, faults);
-    const G::C::SweepPoint& p1 = sweep.front();
-    const auto& p4 = sweep[static_cast<std::size_t>(std::find(batches.begin(), batches.end(), 4) - batches.begin())];
-    ctx.measure("b1_vs_bandwidth_roof", p1.seconds / roofs.bytes_seconds(p1.bytes), "ratio");
-    ctx.measure_bool("measured_memory_bound", roofs.memory_bound(p1.flops, p1.bytes));
-    ctx.measure("per_token_speedup_b4", p1.seconds / (p4.seconds / 4), "ratio");
-    nlohmann::json pts = nlohmann::json::array(), rows = nlohmann::json::array();
-    for (const auto& p : sweep) {
-      pts.push_back(ch06::roofline_point("B=" + std::to_string(p.batch), p.flops, p.bytes, p.seconds));
-      rows.push_back({{"batch", p.batch}, {"ms", p.seconds * 1e3}, {"ms_per_token", p.seconds / p.batch * 1e3}});
-    }
-    ctx.detail("sweep", rows);
-    tb.record("batch 1 to " + std::to_string(batches.back()) + " of one Llama layer", pts);
-    ctx.assumption("measured on " + tb.device() +
-                   ": one Llama-3-8B-shaped layer's q, k, v, o, gate, up, down through "
-                   "cublasGemmEx (bf16, fp32 accumulation), the median of 20 runs per batch; batch 1 against its bytes "
-                   "over the read probe's bandwidth");
-    return;
-  }
-
-  // Measured part.
+// The CPU form: the same matrix stacked beyond the last-level cache, batch 1 against its own read.
+static void decode_intensity_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   // The matrix stacked beyond the last-level cache: on a CPU whose cache holds one up_proj, a kernel re-reading the
   // weights per token would re-read them from the cache and look batched.
   const ch06::SweepRun run = ch06::run_sweep(ctx, tb, /*must_batch=*/4, {}, /*beyond_llc=*/true);
@@ -125,5 +99,34 @@ static void decode_intensity(claimcheck::Context& ctx) {
                  "its bytes over the read of the same matrix by the probe's reader just before it (the median of 15 "
                  "such pairs); batch 4 lies below this CPU's ridge (" +
                  std::to_string(tb.roofs().ridge()) + " FLOP/byte), so it should cost about what batch 1 costs");
+}
+
+static void decode_intensity(claimcheck::Context& ctx) {
+  namespace ref = claimcheck::ref;
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
+  const auto params = static_cast<double>(ref::count_params(cfg).total());
+
+  // Run: FLOP per token over bytes per token at batch 1, and the batch at which it meets the ridge.
+  const double bytes = ref::decode_bytes_per_token(cfg, {});
+  const double intensity = 2.0 * params / bytes;
+
+  // Verify.
+  ctx.measure(intensity, "FLOP/byte");
+  ctx.measure_bool("memory_bound", intensity < hw.ridge());
+  ctx.measure("knee_batch", hw.ridge() / intensity, "count");
+  ctx.assumption(
+      "2 FLOP per parameter per token, every bf16 weight read once per step; a batch of B tokens "
+      "reuses each weight B times, so intensity ~ B until the ridge");
+  ctx.alternative("matmul FLOPs only (no embedding lookup FLOPs)",
+                  2.0 * static_cast<double>(ref::count_params(cfg).total() - ref::count_params(cfg).embedding) / bytes,
+                  "FLOP/byte", "the lookup moves bytes but does no multiply-adds");
+  if (!ctx.part_selected("measured")) {
+    ctx.pending("batch 1 against the bandwidth roof, measured here (run with --label measured)");
+    return;
+  }
+
+  ch06::Testbed(ctx).run(decode_intensity_cpu, decode_intensity_gpu);
 }
 CLAIMCHECK_REGISTER(decode_intensity).claim("ch06.decode_intensity");

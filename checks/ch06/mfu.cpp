@@ -1,10 +1,10 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
 // peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model. The
 // block's last timed step (its loss and gradients) is held against the answer key's fp64 layers (ch06_block.h).
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
+#include "testbed/cpu.h"
+#include "testbed/gpu.h"
 
 #if CLAIMCHECK_WITH_TORCH
 #include "../tiny_shape.h"

@@ -9,70 +9,43 @@
 #include <utility>
 #include <vector>
 
-#include "ch06_testbed.h"
 #include "claimcheck/ref/ledger.h"
+#include "testbed/testbed.h"
 
 #include <nlohmann/json.hpp>
 
 namespace ref = claimcheck::ref;
 
-static void prefill_ms(claimcheck::Context& ctx) {
-  // Prepare.
-  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
-  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
-  const auto tokens = ctx.input("tokens").get<std::int64_t>();
-  const std::int64_t params = ref::count_params(cfg).total();
+// The GPU form: T tokens through gpu_layers Llama layers and the lm_head, GEMMs through cuBLAS.
+static void prefill_ms_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
+  namespace G = ch06::gpu;
+  const int T = ch06::positive_int(ctx, "tokens", 65536), layers = G::chain_layers(ctx), vocab = G::chain_vocab(ctx);
+  const ch06::K::DecodeShape shape = G::shape(ctx, 1);
+  const ch06::Roofs& roofs = tb.measure();
+  ch06::K::GemvFaults faults;
+  ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
+  const G::C::SweepPoint layer = G::C::layer_batch_sweep(shape, {T}, 5, faults).front();
+  const G::C::GemmResult head = G::C::gemm_bf16_cublas(vocab, T, shape.hidden, 5);
+  const double t = layers * layer.seconds + head.seconds;
+  const double flops = layers * layer.flops + head.flops;
+  const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
+  ctx.derive("flops_over_peak", roofs.flops_seconds(flops) * 1e3, "ms");
+  ctx.derive("intensity_over_ridge", flops / bytes / roofs.ridge(), "ratio");
+  ctx.measure("measured_ms", t * 1e3, "ms");
+  ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(bytes), "ratio");
+  ctx.measure("measured_share_of_peak", roofs.flops_seconds(flops) / t, "ratio");
+  tb.record("prefill of " + std::to_string(T) + " tokens",
+            {ch06::roofline_point("prefill T=" + std::to_string(T), flops, bytes, t)});
+  ctx.assumption("measured on " + tb.device() + ": " + std::to_string(T) +
+                 " tokens through one Llama-3-8B-shaped "
+                 "layer's seven GEMMs (cuBLAS, bf16), its median time x " +
+                 std::to_string(layers) + " layers, plus the " + std::to_string(vocab) +
+                 "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
+                 "against the bf16 GEMM peak measured at 8192^3");
+}
 
-  // Run: 2 FLOP per parameter per token at peak; intensity against the ridge.
-  const double flops = ref::prefill_flops(params, tokens);
-  const double intensity = flops / (static_cast<double>(params) * ref::dtype_bytes("bf16"));
-
-  // Verify.
-  ctx.measure(flops / hw.peak_flops * 1e3, "ms");
-  ctx.measure("tflop", flops / 1e12, "TFLOP");
-  ctx.measure_bool("compute_bound", intensity > hw.ridge());
-  ctx.measure("intensity", intensity, "FLOP/byte");
-  ctx.assumption(
-      "2 FLOP per parameter per token (matmuls, embedding counted as the series does); attention's "
-      "T^2 term ignored; 100% of peak");
-  const double attn = 2.0 * 2.0 * cfg.layers * static_cast<double>(tokens) * tokens * cfg.heads * cfg.head_dim / 2;
-  ctx.alternative("with causal attention FLOPs", (flops + attn) / hw.peak_flops * 1e3, "ms",
-                  "QK^T and PV over the causal half");
-  ctx.alternative("at 50% MFU", 2 * flops / hw.peak_flops * 1e3, "ms", "a typical achieved fraction of peak");
-  if (!ctx.part_selected("measured")) {
-    ctx.pending("prefill through a layer, timed here (run with --label measured)");
-    return;
-  }
-
-  ch06::Testbed tb(ctx);
-  if (tb.gpu()) {  // T tokens through gpu_layers Llama layers and the lm_head, GEMMs through cuBLAS
-    namespace G = ch06::gpu;
-    const int T = ch06::positive_int(ctx, "tokens", 65536), layers = G::chain_layers(ctx), vocab = G::chain_vocab(ctx);
-    const ch06::K::DecodeShape shape = G::shape(ctx, 1);
-    const ch06::Roofs& roofs = tb.measure();
-    ch06::K::GemvFaults faults;
-    ch06::K::parse_gemv_fault(ctx.planted_fault(), &faults);
-    const G::C::SweepPoint layer = G::C::layer_batch_sweep(shape, {T}, 5, faults).front();
-    const G::C::GemmResult head = G::C::gemm_bf16_cublas(vocab, T, shape.hidden, 5);
-    const double t = layers * layer.seconds + head.seconds;
-    const double flops = layers * layer.flops + head.flops;
-    const double bytes = G::shape_bytes(G::shape(ctx, layers), vocab, false);
-    ctx.derive("flops_over_peak", roofs.flops_seconds(flops) * 1e3, "ms");
-    ctx.derive("intensity_over_ridge", flops / bytes / roofs.ridge(), "ratio");
-    ctx.measure("measured_ms", t * 1e3, "ms");
-    ctx.measure("measured_time_over_bytes_roof", t / roofs.bytes_seconds(bytes), "ratio");
-    ctx.measure("measured_share_of_peak", roofs.flops_seconds(flops) / t, "ratio");
-    tb.record("prefill of " + std::to_string(T) + " tokens",
-              {ch06::roofline_point("prefill T=" + std::to_string(T), flops, bytes, t)});
-    ctx.assumption("measured on " + tb.device() + ": " + std::to_string(T) +
-                   " tokens through one Llama-3-8B-shaped "
-                   "layer's seven GEMMs (cuBLAS, bf16), its median time x " +
-                   std::to_string(layers) + " layers, plus the " + std::to_string(vocab) +
-                   "-row lm_head's GEMM; attention's T^2 term left out, as the series does; "
-                   "against the bf16 GEMM peak measured at 8192^3");
-    return;
-  }
-  // Measured part: one layer, T tokens after a warm-up, three rounds each right after a short peak probe.
+// The CPU form: one layer, T tokens after a warm-up, three rounds each right after a short peak probe.
+static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   shape.layers = 1;
   const int T = ch06::positive_int(ctx, "cpu_tokens", 4096);
@@ -156,6 +129,37 @@ static void prefill_ms(claimcheck::Context& ctx) {
                  "up, down (" +
                  std::to_string(layer_bytes / 1e6) + " MB of bf16 weights) on the batched bf16 GEMM (" +
                  ch06::K::gemv_simd_path() + ", fp32 FMA)");
+}
+
+static void prefill_ms(claimcheck::Context& ctx) {
+  // Prepare.
+  const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
+  const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
+  const auto tokens = ctx.input("tokens").get<std::int64_t>();
+  const std::int64_t params = ref::count_params(cfg).total();
+
+  // Run: 2 FLOP per parameter per token at peak; intensity against the ridge.
+  const double flops = ref::prefill_flops(params, tokens);
+  const double intensity = flops / (static_cast<double>(params) * ref::dtype_bytes("bf16"));
+
+  // Verify.
+  ctx.measure(flops / hw.peak_flops * 1e3, "ms");
+  ctx.measure("tflop", flops / 1e12, "TFLOP");
+  ctx.measure_bool("compute_bound", intensity > hw.ridge());
+  ctx.measure("intensity", intensity, "FLOP/byte");
+  ctx.assumption(
+      "2 FLOP per parameter per token (matmuls, embedding counted as the series does); attention's "
+      "T^2 term ignored; 100% of peak");
+  const double attn = 2.0 * 2.0 * cfg.layers * static_cast<double>(tokens) * tokens * cfg.heads * cfg.head_dim / 2;
+  ctx.alternative("with causal attention FLOPs", (flops + attn) / hw.peak_flops * 1e3, "ms",
+                  "QK^T and PV over the causal half");
+  ctx.alternative("at 50% MFU", 2 * flops / hw.peak_flops * 1e3, "ms", "a typical achieved fraction of peak");
+  if (!ctx.part_selected("measured")) {
+    ctx.pending("prefill through a layer, timed here (run with --label measured)");
+    return;
+  }
+
+  ch06::Testbed(ctx).run(prefill_ms_cpu, prefill_ms_gpu);
 }
 CLAIMCHECK_REGISTER(prefill_ms)
     .claim("ch06.prefill_ms")

@@ -1,7 +1,7 @@
 // ch06.quant_inference_not_training, measured part: a decode step of a Llama-3-8B-shaped layer on the GEMV kernels
 // and a training step of a Llama-shaped block in LibTorch, each placed against this machine's measured ridge
 // (intensity = FLOPs over the bytes the step must touch) and each timed against the roof that should bound it.
-#include "ch06_testbed.h"
+#include "testbed/testbed.h"
 
 #include <vector>
 

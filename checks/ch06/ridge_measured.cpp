@@ -4,9 +4,9 @@
 #include <chrono>
 #include <thread>
 
-#include "ch06_testbed.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
+#include "testbed/testbed.h"
 
 // The compute roof's batch: the smallest whose per-token time is within 5% of the sweep's best (per_token[i] is
 // batch i's step time over its batch).
@@ -78,9 +78,8 @@ static void ridge_measured_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
                  spec.name);
 }
 
-static void ridge_measured(claimcheck::Context& ctx) {
-  ch06::Testbed tb(ctx);
-  if (tb.gpu()) return ridge_measured_gpu(ctx, tb);
+// On this CPU: one Llama-3-8B up_proj-shaped bf16 matrix swept over the batch on the FMA probe's roofs.
+static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
   // batches; the ridge is the peak over the bandwidth of batch 1's moment. The probe is this claim's figure: judged
   // below, not validated before.
@@ -235,4 +234,6 @@ static void ridge_measured(claimcheck::Context& ctx) {
       "agreeing: " +
       roof.clock.methods[0] + ", " + roof.clock.methods[1] + ")");
 }
+
+static void ridge_measured(claimcheck::Context& ctx) { ch06::Testbed(ctx).run(ridge_measured_cpu, ridge_measured_gpu); }
 CLAIMCHECK_REGISTER(ridge_measured).claim("ch06.ridge_measured").derives("measured_ridge", claimcheck::Source::probe);

@@ -2,7 +2,8 @@
 """Every input a check reads is in its claim's expected file, the GPU forms' included (they run only where a GPU
 is, so a missing input would first show there, after the device was spent). Read statically: the names a check
 passes to ctx.input / ctx.input_path / positive_int / batch_list, and those chapter 6's GPU helpers read
-(ch06_gpu.h: shape -> hidden, kv_dim, ffn; chain_layers -> gpu_layers; chain_vocab -> gpu_vocab).
+(testbed/gpu.h: shape -> hidden, kv_dim, ffn; chain_layers -> gpu_layers; chain_vocab -> gpu_vocab; testbed/
+decode_chain.h: decode_chain -> both chains' shapes).
 
 usage: check_inputs.py --root DIR"""
 import argparse
@@ -13,7 +14,14 @@ import re
 import sys
 
 READS = re.compile(r'(?:ctx\.input|ctx\.input_path|positive_int\(ctx,|batch_list\(ctx,|positive_input\(ctx,)\s*\(?\s*"([a-z0-9_]+)"')
-HELPERS = {r"G::shape\(": ("hidden", "kv_dim", "ffn"), r"chain_layers\(": ("gpu_layers",), r"chain_vocab\(": ("gpu_vocab",)}
+HELPERS = {
+    r"G::shape\(": ("hidden", "kv_dim", "ffn"),
+    r"chain_layers\(": ("gpu_layers",),
+    r"chain_vocab\(": ("gpu_vocab",),
+    r"decode_shape\(": ("hidden", "kv_dim", "ffn", "layers"),
+    # testbed/decode_chain.h: the CPU stack's shape, the GPU chain's shape and size
+    r"decode_chain\(": ("hidden", "kv_dim", "ffn", "layers", "gpu_layers", "gpu_vocab"),
+}
 CLAIM = re.compile(r'\.claim\("([a-z0-9_.]+)"\)')
 
 

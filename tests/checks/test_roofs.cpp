@@ -1,9 +1,9 @@
-// The device-neutral roofline view (checks/ch06/ch06_roofs.h) and the two probes' ways into it: one chart, one
+// The device-neutral roofline view (checks/ch06/testbed/roofs.h) and the two probes' ways into it: one chart, one
 // floor, whichever device measured the roofs; the testbed that times a kernel against them on either device.
 #include <gtest/gtest.h>
 
-#include "../../checks/ch06/ch06_roofs.h"
-#include "../../checks/ch06/ch06_testbed.h"
+#include "../../checks/ch06/testbed/roofs.h"
+#include "../../checks/ch06/testbed/testbed.h"
 
 TEST(Roofs, FloorIsTheSlowerRoof) {
   const ch06::Roofs r{"test", 100e9, 2e12, 3e12, {}};
@@ -48,7 +48,8 @@ TEST(Roofs, BothProbesDrawTheSameChart) {
   EXPECT_EQ(gpu.roofs().device, "H200");
 }
 
-// ---- the testbed (checks/ch06/ch06_testbed.h) over roofs given, with a context that records ------------------------
+// ---- the testbed (checks/ch06/testbed/testbed.h) over roofs given, with a context that records
+// ------------------------
 namespace {
 class Recording final : public claimcheck::Context {
  public:
@@ -93,7 +94,7 @@ ch06::gpu::Roof h200() {
 TEST(Testbed, OnAGpuTheMedianSampleAgainstItsRoof) {
   Recording ctx;
   const ch06::Testbed tb(ctx, h200(), 9.9e14);
-  EXPECT_TRUE(tb.gpu());
+  EXPECT_NO_THROW(tb.gpu_roof());
   EXPECT_EQ(tb.device(), "H200");
   int calls = 0;
   const double samples[] = {9e-3, 2e-3, 3e-3, 3.5e-3};  // the first a warm-up, not kept
@@ -135,7 +136,7 @@ TEST(Testbed, OnTheCpuEachSampleAgainstItsMomentsProbe) {
   cpu.bw.array_bytes = std::size_t{1} << 20;
   cpu.cpu.model_name = "a CPU";
   const ch06::Testbed tb(ctx, cpu);
-  EXPECT_FALSE(tb.gpu());
+  EXPECT_THROW(tb.gpu_roof(), std::logic_error);
   EXPECT_EQ(tb.device(), "a CPU");
 
   ch06::Kernel gemm{"gemm", 1e9, 1e6, [] { return 0.02; }};

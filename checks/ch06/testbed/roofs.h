@@ -1,6 +1,6 @@
 // What a roofline is made of, whichever device measured it: the read bandwidth, the compute roof of the engine the
-// kernels run on, each further engine's roof, the theoretical peak. The CPU probe (ch06_roofline.h, ch06::Roof) and
-// the CUDA probes (ch06_gpu.h, ch06::gpu::Roof) each give this view (roofs()); the testbed (ch06_testbed.h) holds a
+// kernels run on, each further engine's roof, the theoretical peak. The CPU probe (cpu.h, ch06::Roof) and
+// the CUDA probes (gpu.h, ch06::gpu::Roof) each give this view (roofs()); the testbed (testbed.h) holds a
 // kernel's FLOPs, bytes and time against it the same way on either device, and the report draws it with the points
 // (roofline_chart).
 #pragma once

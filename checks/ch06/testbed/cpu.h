@@ -1,8 +1,8 @@
 // Shared by the chapter 6 checks that measure this machine: the roofline probe (kernels/cpu/roofline/) held
 // against the theoretical peak (reference/), a batch sweep of one Llama-shaped matrix on the bf16 kernels. Kernels
-// are timed against these roofs by the testbed (ch06_testbed.h). Inputs in ch06_inputs.h, the decode stack's data
-// and timing in ch06_decode.h, the GPU's roof in ch06_gpu.h; both roofs give the device-neutral view of ch06_roofs.h
-// (Roof::roofs), which the report's roofline draws (details.roofline).
+// are timed against these roofs by the testbed (testbed.h). Inputs in ch06_inputs.h, the decode stack's data
+// and timing in ch06_decode.h, the GPU's roof in testbed/gpu.h; both roofs give the device-neutral view of
+// testbed/roofs.h (Roof::roofs), which the report's roofline draws (details.roofline).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -17,9 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ch06_decode.h"
-#include "ch06_inputs.h"
-#include "ch06_roofs.h"
+#include "../ch06_decode.h"
+#include "../ch06_inputs.h"
 #include "claimcheck/base/threads.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/check.h"
@@ -28,6 +27,7 @@
 #include "claimcheck/probe.h"
 #include "claimcheck/ref/attention.h"
 #include "claimcheck/ref/roofline.h"
+#include "roofs.h"
 
 namespace ch06 {
 
@@ -69,7 +69,7 @@ struct Roof {
   K::RooflineFaults faults;  // planted by a test (the probe's own faults)
   double ridge() const { return peak.flops_per_s / bw.read_bytes_per_s; }
   double theory() const { return std::max(theory_system, theory_loaded); }
-  // The device-neutral view (ch06_roofs.h): the fp32 FMA roof, the read bandwidth, the other engines' roofs.
+  // The device-neutral view (roofs.h): the fp32 FMA roof, the read bandwidth, the other engines' roofs.
   Roofs roofs() const {
     Roofs v{
         cpu.model_name + (uarch.known() ? ", " + uarch.name : ""), bw.read_bytes_per_s, peak.flops_per_s, theory(), {}};

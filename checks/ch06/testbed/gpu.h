@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ch06_roofline.h"
 #include "claimcheck/kernels/cuda/decode.h"
 #include "claimcheck/kernels/cuda/probes.h"
 #include "claimcheck/kernels/cuda/stream.h"
 #include "claimcheck/ref/ledger.h"
+#include "cpu.h"
 
 namespace ch06::gpu {
 namespace C = claimcheck::kernels::cuda;
@@ -45,7 +45,7 @@ struct Roof {
   bool read_exact = false;
   std::string device;
   double ridge() const { return peak / read; }
-  // The device-neutral view (ch06_roofs.h); theory_peak: the datasheet's, where the check has one.
+  // The device-neutral view (roofs.h); theory_peak: the datasheet's, where the check has one.
   Roofs roofs(double theory_peak = 0) const { return {device, read, peak, theory_peak, {}}; }
 };
 

@@ -1,19 +1,20 @@
 // The roofline testbed (CUTLASS's testbed.h, for roofs): a ch06 check states the kernel it measures (its name, the
 // FLOPs it does and the bytes it must move, from its shape, and one timed sample of it) and the testbed, which picked
 // the device and measured its roofs, times it against the roof that bounds it:
-//  - on this CPU (ch06_roofline.h), round by round against the same moment's probe, because a shared host's
+//  - on this CPU (cpu.h), round by round against the same moment's probe, because a shared host's
 //    bandwidth and cores drift by a third from one second to the next: a memory-bound kernel after one read of its
 //    own buffers by the probe's reader (or of the probe's array, where it names none), a compute-bound one after a
 //    short FMA peak probe;
-//  - on a GPU (ch06_gpu.h), where the probe found a CUDA device that this build has code for: the median sample
+//  - on a GPU (gpu.h), where the probe found a CUDA device that this build has code for: the median sample
 //    against the roofs measured once, or the floor of the two where the kernel names neither.
 // Which roof bounds a kernel is its intensity against the measured ridge, unless the check names it. The roofs
-// (ch06_roofs.h) title and draw the report's roofline with the device's name.
+// (roofs.h) title and draw the report's roofline with the device's name.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,12 +23,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ch06_gpu.h"
-#include "ch06_roofline.h"
-#include "ch06_roofs.h"
 #include "claimcheck/base/timing.h"
+#include "cpu.h"
+#include "gpu.h"
+#include "roofs.h"
 
 namespace ch06 {
+
+class DecodeChain;
 
 enum class Bound { memory, compute };
 
@@ -67,7 +70,13 @@ class Testbed {
   Testbed(claimcheck::Context& ctx, const gpu::Roof& g, double theory_peak = 0)
       : ctx_(ctx), gpu_form_(true), gpu_(g), roofs_(g.roofs(theory_peak)) {}
 
-  bool gpu() const { return gpu_form_; }
+  // A check whose GPU form measures otherwise than its CPU form (cuBLAS's layer GEMMs where this CPU sweeps one
+  // matrix, both chains graphed) hands both forms here; the testbed runs the one of the device it picked.
+  using Form = std::function<void(claimcheck::Context&, Testbed&)>;
+  void run(const Form& cpu, const Form& gpu) { (gpu_form_ ? gpu : cpu)(ctx_, *this); }
+
+  // The decode chain of the device picked, and the library's on the same weights (decode_chain.h).
+  std::unique_ptr<DecodeChain> decode_chain() const;
 
   // What the roofs are measured with: the CPU's bandwidth, its probe validated against the theoretical peak (the
   // ridge's check validates it itself), its other engines; the GPU's GEMM peak and the datasheet's.
@@ -209,7 +218,7 @@ inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch 
   s.batches = batch_list(ctx, "batches", must_batch);
   tb.measure(needs);
   const std::size_t one = static_cast<std::size_t>(s.rows) * s.Kd;
-  if (beyond_llc && !tb.gpu()) {
+  if (beyond_llc) {
     const double target = static_cast<double>(tb.cpu_roof().bw.array_bytes);
     s.layers = std::max(1, static_cast<int>(std::ceil(target / (2.0 * static_cast<double>(one)))));
     if (static_cast<long long>(s.layers) * s.rows > std::numeric_limits<int>::max())
