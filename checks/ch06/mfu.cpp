@@ -5,6 +5,7 @@
 #include "claimcheck/ref/roofline.h"
 #include "testbed/cpu.h"
 #include "testbed/gpu.h"
+#include "testbed/training.h"
 
 #if CLAIMCHECK_WITH_TORCH
 #include "../tiny_shape.h"
@@ -52,15 +53,10 @@ static void mfu_gpu(claimcheck::Context& ctx) {
                  spec.name +
                  "), as MFU is defined; cuBLAS's bf16 GEMM at 8192^3 measured here is share_of_measured_gemm_peak's");
 }
-#endif
 
-static void mfu(claimcheck::Context& ctx) {
-#if CLAIMCHECK_WITH_TORCH
+// On this CPU: the block in fp32 and chapter 3's tiny model against the FMA probe's peak on the probe's threads.
+static void mfu_cpu(claimcheck::Context& ctx) {
   namespace train = claimcheck::train;
-  std::string no_cuda;
-  if (ctx.hardware().gpu && train::torch_cuda_available(&no_cuda)) return mfu_gpu(ctx);
-  if (ctx.hardware().gpu) ctx.detail("gpu_form", "not run: " + no_cuda);
-  ch06::gpu::note_cpu_in_place_of_gpu(ctx, ctx.hardware().gpu ? no_cuda : ctx.hardware().gpu_absent_reason);
   // Prepare.
   const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
   // A run that judges no time (a planted-fault test's, on what the steps computed): one timed repeat of each.
@@ -133,6 +129,12 @@ static void mfu(claimcheck::Context& ctx) {
   ctx.assumption("chapter 3's model (" + std::to_string(tiny.params) +
                  " parameters, d_model 128) is reported beside "
                  "it: matrices that small keep a CPU far from its peak, which is why MFU is quoted for large models");
+}
+#endif
+
+static void mfu(claimcheck::Context& ctx) {
+#if CLAIMCHECK_WITH_TORCH
+  ch06::run_training(ctx, mfu_cpu, mfu_gpu);
 #endif
 }
 CLAIMCHECK_REGISTER(mfu).claim("ch06.mfu").derives("library_gemm_pct", claimcheck::Source::probe);
