@@ -89,7 +89,7 @@ double chain_error(const K::DecodeStack& s, const float* x, const float* y) {
         else
           ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
       },
-      inputs.data(), out.data(), y);
+      x, inputs.data(), out.data(), y);
 }
 
 void BM_chain(benchmark::State& st, bool nf4) {

@@ -100,7 +100,7 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
         else
           ref::gemv_bf16_fp64(s.bf16_weights(l)[m], ms.rows, ms.cols, a, b);
       },
-      inputs.data(), out.data(), y);
+      x, inputs.data(), out.data(), y);
 }
 
 // The NF4 stack q's codes and scales against NF4's definition of the bf16 weights of stack b (built from the same

@@ -220,8 +220,8 @@ void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double
   for (int i = 0; i < H; ++i) out[i] = h[i];
 }
 
-double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* inputs, const float* out,
-                                  const float* y) {
+double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* x, const float* inputs,
+                                  const float* out, const float* y) {
   const std::size_t H = static_cast<std::size_t>(s.hidden);
   // The worst element's error over the largest magnitude of r.
   const auto error = [&](const float* got, const double* r) {
@@ -232,8 +232,8 @@ double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, 
     }
     return scale > 0 ? err / scale : INFINITY;
   };
-  const std::vector<double> whole(out, out + H);
-  double worst = error(y, whole.data());
+  const std::vector<double> whole(out, out + H), given(x, x + H);
+  double worst = worse(error(y, whole.data()), error(inputs, given.data()));
   RefDecodeShape one = s;
   one.layers = 1;
   std::vector<double> r(H);

@@ -428,13 +428,18 @@ TEST(Gemv, DecodeStackIsCheckedLayerByLayer) {
     nf.step(x.data(), y.data(), {2, {}});
     nf.step(x.data(), out.data(), {2, {}}, inputs.data());
     EXPECT_EQ(0, std::memcmp(inputs.data(), x.data(), sizeof(float) * s.hidden)) << "layer 0's input is x";
-    EXPECT_LT(ref::decode_step_error_by_layer(rs, mv, inputs.data(), out.data(), y.data()), 1e-5);
+    EXPECT_LT(ref::decode_step_error_by_layer(rs, mv, x.data(), inputs.data(), out.data(), y.data()), 1e-5);
     auto bad = inputs;
     bad[static_cast<std::size_t>(s.hidden) + 3] *= 1.01f;  // layer 0's output (layer 1's input) off by 1% in one place
-    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, bad.data(), out.data(), y.data()), 1e-4);  // the checks' bound
+    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, x.data(), bad.data(), out.data(), y.data()),
+              1e-4);        // the checks' bound
+    auto rounded = inputs;  // layer 0 run on x rounded to bf16 (the rest as computed)
+    for (int i = 0; i < s.hidden; ++i)
+      rounded[static_cast<std::size_t>(i)] = K::from_bf16(K::to_bf16(x[static_cast<std::size_t>(i)]));
+    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, x.data(), rounded.data(), out.data(), y.data()), 1e-4);
     auto other = y;
     other[5] += 0.01f;  // a judged output that is not the step's
-    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, inputs.data(), out.data(), other.data()), 1e-4);
+    EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, x.data(), inputs.data(), out.data(), other.data()), 1e-4);
   });
 }
 

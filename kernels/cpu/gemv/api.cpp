@@ -47,6 +47,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->nf4_half_rows = true;
   else if (name == "stack_no_residual")
     out->stack_no_residual = true;
+  else if (name == "stack_input_bf16")
+    out->stack_input_bf16 = true;
   else if (name == "nf4_wrong_sign")
     out->nf4_wrong_sign = true;
   else if (name == "gemm_accumulates")

@@ -127,6 +127,8 @@ void DecodeStack::step(const float* x, float* out, const GemvOptions& o, float* 
   const int H = s_.hidden, KV = s_.kv_dim, F = s_.ffn, hd = effective_head_dim(s_);
   const int group = H / KV;  // query heads per kv head
   std::vector<float> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
+  if (faults_.stack_input_bf16)  // a planted fault: the step starts from x rounded to bf16
+    for (float& e : h) e = from_bf16(to_bf16(e));
   const auto shapes = layer_shapes(s_);
   auto mv = [&](int l, int m, const float* in, float* o_) {
     const std::size_t i = static_cast<std::size_t>(l) * 7 + m;

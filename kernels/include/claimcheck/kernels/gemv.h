@@ -32,11 +32,12 @@ struct GemvFaults {
   bool nf4_wrong_sign = false;       // the 4-bit kernel returns -y
   bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
   bool nf4_nibbles_swapped = false;  // an nf4 stack packs each byte's codes high nibble first
+  bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
-// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one"; "" = none. Returns
-// false for a name that is not a GEMV fault (which leaves *out cleared).
+// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" / "stack_input_bf16";
+// "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
 struct GemvOptions {

@@ -80,13 +80,14 @@ using RefMatvec = std::function<void(int layer, int m, const double* in, double*
 void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double* x, double* out);
 // A decode step of the code under test checked layer by layer: `inputs` (layers x hidden) holds each layer's input as
 // the code ran it, `out` its output, `y` the output of the run being judged (a timed one: the same step, to equal
-// out). Each layer's fp64 step (decode_step_fp64 with one layer, mv's layer l) on that layer's input is held to the
-// next layer's input (the last layer's to out), and y to out: the largest element's error over the reference's
-// largest magnitude, the worst of them. Layer by layer, because a kernel whose products round the activations to
-// bf16 rounds an element the other way from fp64 where the two straddle a rounding point, and the layers after
-// magnify that; each layer on its own input keeps the rounding the kernel's.
-double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* inputs, const float* out,
-                                  const float* y);
+// out). The first layer's input is held to x, the step's own input (exactly: a step that starts from anything else,
+// x rounded to bf16, computes another step's answer). Each layer's fp64 step (decode_step_fp64 with one layer, mv's
+// layer l) on that layer's input is held to the next layer's input (the last layer's to out), and y to out: the largest
+// element's error over the reference's largest magnitude, the worst of them. Layer by layer, because a kernel whose
+// products round the activations to bf16 rounds an element the other way from fp64 where the two straddle a rounding
+// point, and the layers after magnify that; each layer on its own input keeps the rounding the kernel's.
+double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* x, const float* inputs,
+                                  const float* out, const float* y);
 
 // ---- LibTorch, the competitor -----------------------------------------------------------------------------------
 struct Bf16Mat {
