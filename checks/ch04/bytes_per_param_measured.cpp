@@ -12,6 +12,7 @@
 
 #include "ch04_memory.h"
 #include "claimcheck/ref/gemv.h"
+#include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/optim.h"
 #endif
 
@@ -64,6 +65,13 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
   ctx.measure("categories_vs_tensors", misfiled, "B");
   const auto& fwd = a.timeline.at(1);
   ctx.measure("autocast_copies_at_forward", static_cast<double>(fwd.bytes.at("autocast_copies")) / n, "B");
+  // Autocast's bf16 copies at the forward against the answer key's count of what it casts: every Linear's weight
+  // (and bias), the lm_head's too (the embedding's matrix where tied), not the embedding's lookup nor the norms: 2
+  // bytes each. A forward run without autocast, or one casting what it need not, moves the ratio off 1.
+  const ref::ParamCount pc = ref::count_params(ref::load_model_config(config));
+  const double cast = static_cast<double>(pc.total() - pc.embedding - pc.layers * pc.norms_per_layer - pc.final_norm +
+                                          (pc.lm_head == 0 ? pc.embedding : 0));
+  ctx.measure("autocast_copies_vs_ledger", static_cast<double>(fwd.bytes.at("autocast_copies")) / (2 * cast), "ratio");
   ctx.measure("trainable", n / 1e6, "M params");
 
   // The series-table optimizer's arithmetic against LibTorch's torch::optim::AdamW (the answer key) on the same

@@ -253,7 +253,8 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   out.timeline.push_back(snapshot("load", s, fault));
 
   set_allocation_phase(kForward);
-  compat::set_cpu_autocast(mode == "autocast");
+  // A planted fault: the autocast mode runs its forward without autocast (fp32 matmuls, no bf16 copies).
+  compat::set_cpu_autocast(mode == "autocast" && fault != "autocast_off");
   auto loss = next_token_loss(s.model->forward(ids), ids, true);
   compat::set_cpu_autocast(false);  // leaving `with autocast` clears its cache; the graph keeps what it saved
   out.timeline.push_back(snapshot("forward", s, fault));
