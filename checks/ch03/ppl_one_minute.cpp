@@ -52,6 +52,9 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   ctx.derive("vocab", c.vocab, "ppl");
   ctx.measure("seconds", r.seconds, "s");
   ctx.measure("tokens_per_s", r.tokens_per_s, "token/s");
+  // The rate the run reports against the tokens the loop was given (steps x batch x context) over its seconds.
+  ctx.measure("tokens_per_s_vs_steps",
+              r.tokens_per_s * r.seconds / (static_cast<double>(o.steps) * o.batch * c.context), "ratio");
   if (ref.contains("skip"))
     ctx.pending("the model against PyTorch: " + ref["skip"].get<std::string>());
   else

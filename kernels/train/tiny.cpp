@@ -251,6 +251,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.tokens_per_s = static_cast<double>(o.steps) * o.batch * c.context / r.seconds;
+  if (o.fault == "tokens_per_s_per_sequence") r.tokens_per_s /= c.context;  // planted: sequences per second
   r.weights_sha256 = parameters_sha256(model->parameters());
   if (!o.checkpoint.empty()) torch::save(model, o.checkpoint);
   return r;
