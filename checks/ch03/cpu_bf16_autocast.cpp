@@ -1,7 +1,10 @@
 // ch03.cpu_bf16_autocast — 「CPU 上开 bf16 autocast 慢 30 倍：精度的收益来自硬件」
 // A matmul timed in fp32 and under bf16 autocast; the expectation follows this CPU's ISA.
+#include <cmath>
+
 #include "claimcheck/check.h"
 #include "claimcheck/probe.h"
+#include "claimcheck/ref/gemv.h"
 #include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +18,19 @@ static void cpu_bf16_autocast(claimcheck::Context& ctx) {
   ctx.measure(t.bf16_autocast_s / t.fp32_s, "x");
   ctx.measure("emulation_slowdown", t.bf16_autocast_s / t.fp32_s, "x");
   ctx.measure_bool("dtype_is_bf16", t.dtype_inside_autocast == "BFloat16");
+  // What the timed matmuls computed, each against fp64 dot products of its inputs (bf16-rounded on the autocast
+  // side) on sampled outputs, and the threads the timed loops kept busy (one asked for: the figure is per core).
+  namespace ref = claimcheck::ref;
+  const auto n2 = static_cast<std::size_t>(t.n) * static_cast<std::size_t>(t.n);
+  const bool sized =
+      t.n > 0 && t.a.size() == n2 && t.b.size() == n2 && t.fp32_out.size() == n2 && t.bf16_out.size() == n2;
+  ctx.measure("fp32_output_matches_reference",
+              sized ? ref::matmul_sampled_error(t.a.data(), t.b.data(), t.n, t.fp32_out.data(), false) : INFINITY,
+              "ratio");
+  ctx.measure("bf16_output_matches_reference",
+              sized ? ref::matmul_sampled_error(t.a.data(), t.b.data(), t.n, t.bf16_out.data(), true) : INFINITY,
+              "ratio");
+  ctx.measure("threads_busy", t.cpu_over_wall, "count");
   ctx.detail("seconds", {{"fp32", t.fp32_s}, {"bf16_autocast", t.bf16_autocast_s}, {"threads", 1}});
   const auto& hw = ctx.hardware();
   ctx.detail("bf16_hardware", {{"avx512_bf16", hw.has_isa("avx512_bf16")}, {"amx_bf16", hw.has_isa("amx_bf16")}});

@@ -1,5 +1,6 @@
 // Shared by the LibTorch training sources (internal).
 #pragma once
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,19 @@ inline std::string parameters_sha256(const std::vector<torch::Tensor>& params) {
     h.update(c.data_ptr(), static_cast<std::size_t>(c.numel() * c.element_size()));
   }
   return h.hex();
+}
+
+// A tensor's values, widened to fp32, row-major (the check's reference reads them).
+inline std::vector<float> to_floats(const torch::Tensor& t) {
+  const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+// The process's CPU seconds (every thread's).
+inline double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // LibTorch's intra-op threads set to n for a scope (n <= 0: left as they are) and restored on the way out.

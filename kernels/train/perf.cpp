@@ -78,11 +78,6 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   BlockStepTiming r;
   r.forward_s = r.backward_s = r.step_s = std::numeric_limits<double>::infinity();
   std::vector<double> ratios, busy;
-  auto process_cpu_s = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
   const int runs = std::max(1, repeats) + 1;
   const auto capture = on.capture ? std::make_shared<BlockStepCapture>() : nullptr;
   torch::Tensor last_x, last_loss;
@@ -97,7 +92,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
       capture->input = host_tensor("input", x);
       capture->proj = host_tensor("proj", data.proj);
     }
-    const double c0 = process_cpu_s();
+    const double c0 = process_cpu_seconds();
     const auto w0 = Clock::now();
     const auto t0 = now();
     const auto loss = (block.forward(x, recompute) * data.proj).sum();
@@ -106,7 +101,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     const auto t2 = now();
     opt.step();
     const auto t3 = now();
-    const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_s() - c0;
+    const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_seconds() - c0;
     last_x = x;
     last_loss = loss;
     if (i == 0) continue;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "claimcheck/base/torch_compat.h"
 #include "claimcheck/train/experiments.h"
@@ -345,7 +346,7 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
 }
 
 Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::string& fault, int threads) {
-  const ScopedIntraOpThreads threads_guard(threads);
+  const ScopedIntraOpThreads threads_guard(fault == "autocast_threads_ignored" ? 0 : threads);
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
   // A planted fault: oneDNN switched off (as `torch.backends.mkldnn.flags(enabled=False)` does), so the bf16 matmul
@@ -358,26 +359,36 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
   auto time_it = [&](bool autocast) {
     compat::set_cpu_autocast(autocast && fault != "autocast_off");
     at::globalContext().setUserEnabledMkldnn(autocast && fault == "onednn_off" ? false : onednn_before);
-    auto out = torch::matmul(a, b);  // warm-up (and the dtype seen inside)
+    // Planted faults: one side multiplies by b's transpose (the same work, the wrong product).
+    const bool transposed = fault == (autocast ? "autocast_matmul_transposed" : "fp32_matmul_transposed");
+    const torch::Tensor rhs = transposed ? b.t().contiguous() : b;
+    auto out = torch::matmul(a, rhs);  // warm-up (and the dtype seen inside)
     // The best of at least `repeats` runs and of at least 0.25 s of them: the fast side (fp32, ~10 ms) gets tens of
     // tries, so that a run interrupted by a neighbour on a shared machine is not its best (best of 2 read 25x once
     // under load, 57-75x quiet, on the AVX2 EPYC).
     double best = 1e30, spent = 0;
+    const double cpu0 = process_cpu_seconds();
+    const auto w0 = std::chrono::steady_clock::now();
     for (int i = 0; i < repeats || spent < 0.25; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      out = torch::matmul(a, b);
+      out = torch::matmul(a, rhs);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best = std::min(best, dt);
       spent += dt;
     }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    const double busy = wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0;
     compat::set_cpu_autocast(false);
-    return std::make_pair(best, std::string(c10::toString(out.scalar_type())));
+    return std::make_tuple(best, std::string(c10::toString(out.scalar_type())), busy, to_floats(out));
   };
   Bf16Timing t;
-  t.fp32_s = time_it(false).first;
-  auto [s, dtype] = time_it(true);
-  t.bf16_autocast_s = s;
-  t.dtype_inside_autocast = dtype;
+  t.n = n;
+  t.a = to_floats(a);
+  t.b = to_floats(b);
+  double busy32 = 0, busy16 = 0;
+  std::tie(t.fp32_s, std::ignore, busy32, t.fp32_out) = time_it(false);
+  std::tie(t.bf16_autocast_s, t.dtype_inside_autocast, busy16, t.bf16_out) = time_it(true);
+  t.cpu_over_wall = std::max(busy32, busy16);
   return t;
 }
 

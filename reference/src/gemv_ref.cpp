@@ -81,6 +81,23 @@ double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float
   return worst;
 }
 
+double matmul_sampled_error(const float* A, const float* B, int n, const float* C, bool bf16_inputs) {
+  const auto in = [&](float v) { return bf16_inputs ? bf16_value(bf16_nearest(v)) : static_cast<double>(v); };
+  const auto spread = [](int i, int m) { return m <= 8 ? i : static_cast<int>(static_cast<long>(i) * (m - 1) / 7); };
+  double worst = 0;
+  for (int ri = 0; ri < std::min(n, 8); ++ri)
+    for (int ci = 0; ci < std::min(n, 8); ++ci) {
+      const std::size_t r = static_cast<std::size_t>(spread(ri, n)), c = static_cast<std::size_t>(spread(ci, n));
+      double ref = 0, absdot = 0;
+      for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) {
+        const double p = in(A[r * n + k]) * in(B[k * n + c]);
+        ref += p, absdot += std::fabs(p);
+      }
+      worst = worse(worst, std::fabs(C[r * n + c] - ref) / std::max(absdot, 1e-30));
+    }
+  return worst;
+}
+
 double gemv_nf4_sampled_error(const std::uint8_t* packed, const float* scales, int N, int K,
                               const std::vector<double>& levels, const float* x, const float* y, Nf4Products products) {
   const std::vector<double> xd(x, x + K);

@@ -54,6 +54,9 @@ PLANTED = planted()
 # variant's `when` in expected/ch03/cpu_bf16_autocast.json). Without bf16 instructions the matmul emulates bf16
 # anyway; there the default variant's expected failure is turned by the move onto the measured value below.
 NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16")}
+# Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
+# thread on a one-CPU machine.
+NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2}
 # CPU-probe faults that a claim's GPU form cannot see, planted only where there is no GPU: on a GPU MFU is against
 # the datasheet's peak (no probe), and batch 1 stays memory-bound under a peak probe 16x too low (the ridge is ~200).
 CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode_intensity"),
@@ -138,6 +141,10 @@ def plant(fault, claim):
     isa = NEEDS_ISA.get((fault, claim))
     if isa and not set(isa) & machine_isa():
         print(f"skipping {fault} in {claim}: it needs one of {', '.join(isa)}")
+        sys.exit(77)
+    cpus = NEEDS_CPUS.get((fault, claim), 1)
+    if len(os.sched_getaffinity(0)) < cpus:
+        print(f"skipping {fault} in {claim}: it needs {cpus} usable CPUs")
         sys.exit(77)
     if (fault, claim) in CPU_FORM_ONLY and hardware().get("gpu"):
         print(f"skipping {fault} in {claim}: this machine runs the claim's GPU form, which the CPU probe does not feed")

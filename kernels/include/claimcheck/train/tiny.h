@@ -88,10 +88,17 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
 struct Bf16Timing {
   double fp32_s = 0, bf16_autocast_s = 0;
   std::string dtype_inside_autocast;
+  // The process's CPU seconds over the wall seconds of each timed loop, the larger: the threads the matmuls kept busy.
+  double cpu_over_wall = 0;
+  // The inputs (row-major n x n, fp32) and what the last timed matmul of each side computed (widened to fp32).
+  int n = 0;
+  std::vector<float> a, b, fp32_out, bf16_out;
 };
 // `threads` > 0: LibTorch's intra-op threads for both timings (restored after), 0: as they are.
 // fault "autocast_off": the autocast region never engages (the guard is set to false); "onednn_off": oneDNN is
-// switched off inside it, so the bf16 matmul runs ATen's emulating loops even where the CPU has bf16 instructions.
+// switched off inside it, so the bf16 matmul runs ATen's emulating loops even where the CPU has bf16 instructions;
+// "autocast_threads_ignored": the threads asked for are not set (LibTorch's own count runs both);
+// "autocast_matmul_transposed" / "fp32_matmul_transposed": that side multiplies by b's transpose.
 Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int size, int repeats, const std::string& fault = "", int threads = 0);
 
 // The project's residual add (same_shape_add, what TinyGPT's blocks use) fed the series' example, ones(3) + ones(3, 1):

@@ -31,6 +31,12 @@ void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, doubl
 // dot product's sum of |w x| (the scale an fp32 accumulation's rounding grows with). About 1e-8 for fp32 work.
 double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y);
 
+// What a timed square matmul wrote (C = A B, all n x n row-major, C widened to fp32) against fp64 dot products on
+// 8 x 8 outputs spread over C (the last row and column among them), A and B first rounded to bf16 where bf16_inputs
+// (what autocast multiplies); the largest error over the dot product's sum of |a b|. fp32 work reads about 1e-7; a
+// bf16 output's rounding at most 2^-9 of it.
+double matmul_sampled_error(const float* A, const float* B, int n, const float* C, bool bf16_inputs);
+
 // The 16 NF4 levels from a quantisation format's JSON ("levels": 16 increasing numbers from -1 to 1, 0 among
 // them). Throws SpecError-like std::runtime_error naming the file and field.
 std::vector<double> load_nf4_levels(const std::filesystem::path& json_file);
