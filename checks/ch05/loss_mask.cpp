@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -67,6 +69,18 @@ static void loss_mask(claimcheck::Context& ctx) {
   ctx.measure("label_mismatches", static_cast<double>(label_mismatches), "count");
   ctx.measure("masked_grad", masked_grad, "abs error");
   ctx.measure("unmasked_grad_min", unmasked_min, "abs error");
+  // The same batch cut as SFT's batches are, to a context shorter than the longest conversation: each row to its
+  // first context + 1 tokens, context input positions; its loss against the answer key's over those positions.
+  const int context = ctx.input("truncated_context").get<int>();
+  if (context <= 0 || static_cast<std::size_t>(context) + 1 >= longest)
+    throw std::invalid_argument("ch05.loss_mask: field 'inputs.truncated_context': " + std::to_string(context) +
+                                " must be positive and cut the longest conversation (" + std::to_string(longest) +
+                                " tokens)");
+  const auto cut = claimcheck::train::loss_mask(convs, ctx.seed(), ctx.planted_fault(), context);
+  ctx.measure_bool("truncated_to_context", cut.positions == context && cut.rows == r.rows);
+  const auto cut_nll = claimcheck::ref::masked_mean_nll(cut.logits, cut.rows, cut.positions, cut.vocab, targets);
+  ctx.measure("truncated_loss", std::fabs(cut.loss - cut_nll.mean), "abs error");
+  ctx.detail("truncated", {{"context", context}, {"positions", cut.positions}, {"targets", cut_nll.count}});
   ctx.detail("positions", positions);
   ctx.detail("targets", nll.count);
   ctx.detail("loss", {{"project", r.loss}, {"answer_key", nll.mean}});

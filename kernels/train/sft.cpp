@@ -25,10 +25,11 @@ namespace {
 // to the inputs as well.
 std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc, std::size_t first, int n, int context,
                                                  bool unshifted_when_padded = false, bool mask_inputs = false,
-                                                 bool pad_learned = false) {
+                                                 bool pad_learned = false, bool truncate_short = false) {
   std::size_t len = 0;
   for (int i = 0; i < n; ++i) len = std::max(len, enc[(first + i) % enc.size()].tokens.size());
-  len = std::min<std::size_t>(len, context + 1);
+  // A planted fault cuts one token short: context - 1 input positions.
+  len = std::min<std::size_t>(len, context + (truncate_short ? 0 : 1));
   auto x = torch::full({n, static_cast<long>(len - 1)}, static_cast<long>(kImEnd), torch::kLong);
   // A planted fault labels the padding with the pad token itself: the model is taught to pad.
   auto y = torch::full({n, static_cast<long>(len - 1)}, pad_learned ? static_cast<long>(kImEnd) : kIgnoreIndex,
@@ -47,7 +48,8 @@ std::pair<torch::Tensor, torch::Tensor> batch_of(const std::vector<Encoded>& enc
 
 }  // namespace
 
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault) {
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault,
+                         int context) {
   torch::manual_seed(seed);
   TemplateOptions o;
   if (fault == "mask_label_0") o.mask_label = 0;  // a planted fault: 0 is a real token id
@@ -59,9 +61,9 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
     longest = std::max(longest, enc.back().tokens.size());
   }
   if (enc.empty()) throw std::invalid_argument("loss_mask: no conversations");
-  // Every conversation in one batch, none cut: the shorter ones padded to the longest.
-  auto [x, y] =
-      batch_of(enc, 0, static_cast<int>(enc.size()), static_cast<int>(longest), fault == "pad_targets_unshifted");
+  // Every conversation in one batch, none cut: the shorter ones padded to the longest (or cut to the context given).
+  auto [x, y] = batch_of(enc, 0, static_cast<int>(enc.size()), context > 0 ? context : static_cast<int>(longest),
+                         fault == "pad_targets_unshifted", false, false, fault == "batch_cut_short");
   auto logits = torch::randn({y.size(0), y.size(1), kChatVocab}, torch::requires_grad());
   auto loss = lm_loss(logits, y, true);
   loss.backward();
@@ -106,7 +108,8 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
     // Batch s holds conversations s * batch .. s * batch + batch - 1 (wrapping around); a planted fault repeats the
     // first batch.
     const std::size_t first = o.fault == "sft_batch_repeats" ? 0 : static_cast<std::size_t>(step) * o.batch;
-    auto [x, y] = batch_of(enc, first, o.batch, c.context, false, mask_inputs, o.fault == "sft_pad_learned");
+    auto [x, y] = batch_of(enc, first, o.batch, c.context, false, mask_inputs, o.fault == "sft_pad_learned",
+                           o.fault == "batch_cut_short");
     auto loss = lm_loss(model->forward(x), y, true);
     loss.backward();
     double norm = 0;

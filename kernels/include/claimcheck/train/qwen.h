@@ -107,8 +107,10 @@ struct LossMaskResult {
 // The project's template, batching (all conversations in one batch, padded to the longest, targets shifted) and
 // loss on `convs` with random logits. Planted faults (tests only): "mask_label_0" (masked labels are 0),
 // "template_last_answer_only", "no_default_system" (TemplateOptions::fault), "pad_targets_unshifted" (the padded
-// rows' targets not shifted).
-LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault);
+// rows' targets not shifted). context > 0: the batch cut as SFT's batches are (each row to at most context + 1
+// tokens: context input positions, as sft_train batches them), not padded to the longest conversation.
+LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t seed, const std::string& fault,
+                         int context = 0);
 
 struct SftResult {
   std::vector<double> losses;
