@@ -11,9 +11,11 @@
 #include <random>
 
 #include "ch04_memory.h"
+#include "claimcheck/ref/chat.h"
 #include "claimcheck/ref/gemv.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/optim.h"
+#include "claimcheck/ref/stats.h"
 #endif
 
 static void bytes_per_param_measured(claimcheck::Context& ctx) {
@@ -73,6 +75,16 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
                                           (pc.lm_head == 0 ? pc.embedding : 0));
   ctx.measure("autocast_copies_vs_ledger", static_cast<double>(fwd.bytes.at("autocast_copies")) / (2 * cast), "ratio");
   ctx.measure("trainable", n / 1e6, "M params");
+  // The step's loss, in each mode, against the answer key's fp64 mean next-token NLL of the logits it computed.
+  double loss_error = 0;
+  for (const train::StepMemory* m : {&a, &b}) {
+    const auto T = static_cast<std::int64_t>(m->ids.size());
+    const bool sized = T >= 2 && m->vocab > 0 && static_cast<std::int64_t>(m->logits.size()) == T * m->vocab;
+    loss_error = ref::worse(
+        loss_error,
+        sized ? std::fabs(m->loss - ref::masked_mean_nll(m->logits, 1, T, m->vocab, {m->ids}).mean) : INFINITY);
+  }
+  ctx.measure("loss_matches_reference", loss_error, "abs error");
 
   // The series-table optimizer's arithmetic against LibTorch's torch::optim::AdamW (the answer key) on the same
   // weights and gradients, both bf16-exact (so that the bf16 parameter holds w0 and its gradient holds g exactly):

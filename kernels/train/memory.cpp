@@ -200,9 +200,25 @@ struct AllocScope {
   }
 };
 
-torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& ids, bool cast_to_fp32) {
+torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& ids, bool cast_to_fp32,
+                              const std::string& fault = "") {
   const auto T = ids.size(1);
+  // A planted fault: each position's target is its own token, not the next one.
+  if (fault == "loss_labels_unshifted") return lm_loss(logits.slice(1, 0, T - 1), ids.slice(1, 0, T - 1), cast_to_fp32);
   return lm_loss(logits.slice(1, 0, T - 1), ids.slice(1, 1), cast_to_fp32);
+}
+
+// A contiguous fp32 or bf16 tensor's values as fp32, copied on the host without a tensor of LibTorch's (so that the
+// counting allocator sees nothing of the copy).
+std::vector<float> host_floats(const torch::Tensor& t) {
+  if (!t.is_contiguous() || !t.device().is_cpu()) throw std::logic_error("host_floats: a contiguous CPU tensor");
+  const auto n = static_cast<std::size_t>(t.numel());
+  if (t.scalar_type() == torch::kFloat) return {t.data_ptr<float>(), t.data_ptr<float>() + n};
+  if (t.scalar_type() != torch::kBFloat16) throw std::logic_error("host_floats: fp32 or bf16");
+  const at::BFloat16* p = t.data_ptr<at::BFloat16>();
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+  return out;
 }
 
 }  // namespace
@@ -255,9 +271,17 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   set_allocation_phase(kForward);
   // A planted fault: the autocast mode runs its forward without autocast (fp32 matmuls, no bf16 copies).
   compat::set_cpu_autocast(mode == "autocast" && fault != "autocast_off");
-  auto loss = next_token_loss(s.model->forward(ids), ids, true);
+  torch::Tensor logits = s.model->forward(ids);
+  auto loss = next_token_loss(logits, ids, true, fault);
   compat::set_cpu_autocast(false);  // leaving `with autocast` clears its cache; the graph keeps what it saved
+  // What the loss saw, for the check's reference: copied on the host, the tensor let go before the snapshot.
+  out.logits = host_floats(logits);
+  out.vocab = logits.size(-1);
+  logits = torch::Tensor();
   out.timeline.push_back(snapshot("forward", s, fault));
+  out.loss = loss.item<double>();
+  const auto* id = ids.data_ptr<std::int64_t>();
+  out.ids.assign(id, id + ids.numel());
 
   set_allocation_phase(kBackward);
   loss.backward();

@@ -31,8 +31,15 @@ struct StepMemory {
   std::vector<MemorySnapshot> timeline;
   std::vector<std::pair<std::string, std::int64_t>> roles;
   double seconds = 0;
+  // The step's loss, the tokens it ran on and the logits it computed ([tokens][vocab], fp32): the loss must be the
+  // mean next-token NLL of those logits.
+  double loss = 0;
+  std::vector<std::int64_t> ids;
+  std::vector<float> logits;
+  std::int64_t vocab = 0;
 };
-// fault (tests): "alloc_drops_optimizer_state" (the attribution forgets Adam's state).
+// fault (tests): "alloc_drops_optimizer_state" (the attribution forgets Adam's state), "loss_labels_unshifted" (each
+// position's target its own token), "autocast_off" (the autocast mode's forward without autocast).
 StepMemory measure_training_step(const std::filesystem::path& config, const std::string& mode, std::uint64_t seed,
                                  int tokens, const std::string& fault = "");
 
