@@ -24,7 +24,7 @@ static void profiler_buckets(claimcheck::Context& ctx) {
   const claimcheck::ref::BucketTable key = claimcheck::ref::load_bucket_table(ctx.input_path("answer_key"));
 
   // Run.
-  const auto p = train::profile_step("tiny", {}, ctx.seed(), batch, 0, ctx.planted_fault());
+  const auto p = train::profile_step(ctx.seed(), batch, ctx.planted_fault());
 
   // Verify.
   double total = 0;

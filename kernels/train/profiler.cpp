@@ -129,49 +129,26 @@ const std::vector<std::string>& profile_bucket_names() {
   return n;
 }
 
-ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
-                            int batch, int tokens, const std::string& fault) {
-  std::function<void()> step;
-  std::shared_ptr<void> keep;  // what the step closes over
-  if (model == "tiny") {       // chapter 3's model and step: embedding, 4 pre-LN blocks, head, cross-entropy, AdamW
-    torch::manual_seed(seed);
-    const TinyConfig c;
-    struct Tiny {
-      explicit Tiny(const TinyConfig& c) : net(c), opt(net->parameters(), torch::optim::AdamWOptions(3e-4)) {}
-      TinyGPT net;
-      torch::optim::AdamW opt;
-      torch::Tensor in, target;
-    };
-    auto t = std::make_shared<Tiny>(c);
-    const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
-    t->in = ids.slice(1, 0, c.context);
-    t->target = ids.slice(1, 1);
-    step = [t, c] {
-      t->opt.zero_grad();
-      const auto logits = t->net->forward(t->in);
-      torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), t->target.reshape({-1})).backward();
-      t->opt.step();
-    };
-    keep = t;
-  } else if (model == "block") {
-    const DecoderConfig c = read_decoder_config(config);
-    struct Blk {
-      Blk(const DecoderConfig& c, std::uint64_t seed, int batch, int tokens)
-          : block(c, seed, tokens), data(c, batch, tokens), opt(block.parameters(), torch::optim::AdamWOptions(1e-4)) {}
-      LayerStack block;
-      StepData data;
-      torch::optim::AdamW opt;
-    };
-    auto b = std::make_shared<Blk>(c, seed, batch, tokens);
-    step = [b] {
-      b->opt.zero_grad();
-      (b->block.forward(b->data.input(), false) * b->data.proj).sum().backward();
-      b->opt.step();
-    };
-    keep = b;
-  } else {
-    throw std::invalid_argument("profile_step: model '" + model + "' is neither 'tiny' nor 'block'");
-  }
+ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fault) {
+  // Chapter 3's model and step: embedding, 4 pre-LN blocks, head, cross-entropy, AdamW.
+  torch::manual_seed(seed);
+  const TinyConfig c;
+  struct Tiny {
+    explicit Tiny(const TinyConfig& c) : net(c), opt(net->parameters(), torch::optim::AdamWOptions(3e-4)) {}
+    TinyGPT net;
+    torch::optim::AdamW opt;
+    torch::Tensor in, target;
+  };
+  const auto t = std::make_shared<Tiny>(c);
+  const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
+  t->in = ids.slice(1, 0, c.context);
+  t->target = ids.slice(1, 1);
+  const std::function<void()> step = [t, c] {
+    t->opt.zero_grad();
+    const auto logits = t->net->forward(t->in);
+    torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), t->target.reshape({-1})).backward();
+    t->opt.step();
+  };
   step();  // warm-up: first-call allocations and kernel selection are not the step
 
   Recorder rec;

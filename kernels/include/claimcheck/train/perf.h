@@ -103,13 +103,11 @@ struct ProfileBuckets {
   std::vector<ProfiledOp> ops;                          // every event, by its place in the call tree and its bucket
   std::string api;                                      // how the events were collected
 };
-// model "tiny": chapter 3's step (the tiny character Transformer, batch x 128 tokens; config and tokens unused);
-// "block": the decoder layers of `config` as time_block_step runs them. Throws std::invalid_argument otherwise.
+// Chapter 3's step (the tiny character Transformer, batch x 128 tokens: forward, cross-entropy, backward, AdamW).
 // fault (tests): "buckets_drop_copy" (the bucket map has no copy_ bucket: its time is lost),
 // "buckets_gemm_forward_only" (backward's aten::mm is not a GEMM), "buckets_copy_in_other" (copies filed under
 // other_ops).
-ProfileBuckets profile_step(const std::string& model, const std::filesystem::path& config, std::uint64_t seed,
-                            int batch, int tokens, const std::string& fault = "");
+ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fault = "");
 const std::vector<std::string>& profile_bucket_names();  // gemm, attention, copy_, other_ops, gaps
 
 // A bf16 KV cache for `tokens` tokens of `config`'s decoder (K and V per layer: [1, kv_heads, tokens, head_dim]),
