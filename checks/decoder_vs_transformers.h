@@ -54,8 +54,8 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
 // With long_block, also the decoder at length (issue 33) in the same call of the answer key: the config further
 // scaled by inputs.<long_block>.overrides (e.g. Llama-3.1's rope_scaling), inputs.<long_block>.batch rows of
 // inputs.<long_block>.tokens ids, the last row left-padded by inputs.<long_block>.left_pad tokens with the attention
-// mask and position ids transformers' generate gives it, fp32 against transformers on the same mask and positions:
-// transformers_fp32_padded.
+// mask and position ids transformers' generate gives it, in inputs.<long_block>.dtype ("fp32" unless named, or
+// "bf16") against transformers on the same mask and positions: transformers_fp32_padded (transformers_bf16_padded).
 inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
                                     const std::string& long_block = "") {
   const std::filesystem::path src = ctx.input_path(config);
@@ -63,7 +63,15 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
   // Each run only where the run judges its figure (a planted-fault test's run --statement); the keys ride on fp32.
   const bool want_fp32 = ctx.wants("transformers_fp32") || ctx.wants("transformers_keys_mismatch");
   const bool want_bf16 = ctx.wants("transformers_bf16");
-  const bool want_long = !long_block.empty() && ctx.wants("transformers_fp32_padded");
+  std::string long_dtype = "fp32";
+  if (!long_block.empty() && ctx.input(long_block).is_object() && ctx.input(long_block).contains("dtype")) {
+    const nlohmann::json& d = ctx.input(long_block)["dtype"];
+    if (!d.is_string() || (d != "fp32" && d != "bf16"))
+      throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + long_block + ".dtype': expected \"fp32\" or " +
+                                  "\"bf16\"");
+    long_dtype = d.get<std::string>();
+  }
+  const bool want_long = !long_block.empty() && ctx.wants("transformers_" + long_dtype + "_padded");
   if (!want_fp32 && !want_bf16 && !want_long) return;
   claimcheck::ScratchDir dir("vs_transformers");
   const auto [scaled, c] = scaled_config(ctx, config, overrides, dir.path());
@@ -92,11 +100,12 @@ inline void decoder_vs_transformers(claimcheck::Context& ctx, const std::string&
     std::filesystem::create_directories(padded);
     const auto more = b.value("overrides", nlohmann::json::object());
     const auto long_config = scaled_config(ctx, config, overrides, padded, more, field + ".overrides").first;
-    claimcheck::train::export_decoder_run(long_config, "fp32", ctx.seed(), lb, ls, padded, ctx.planted_fault(), pad);
-    args.insert(args.end(), {"--run", "fp32_padded:" + padded.string()});
+    claimcheck::train::export_decoder_run(long_config, long_dtype, ctx.seed(), lb, ls, padded, ctx.planted_fault(),
+                                          pad);
+    args.insert(args.end(), {"--run", long_dtype + "_padded:" + padded.string()});
     at_length = "; at length: with " + more.dump() + ", B = " + std::to_string(lb) + ", T = " + std::to_string(ls) +
                 ", the last row left-padded by " + std::to_string(pad) +
-                " (attention_mask, position_ids = cumsum(mask) - 1), fp32";
+                " (attention_mask, position_ids = cumsum(mask) - 1), " + long_dtype;
   }
   const nlohmann::json r = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py", args);
   if (r.contains("skip")) {

@@ -25,7 +25,7 @@ static void qwen_params_built(claimcheck::Context& ctx) {
     ctx.detail("build_seconds", m.build_seconds);
   }
   // The same code's model, scaled down, against transformers' Qwen2ForCausalLM.
-  checks::decoder_vs_transformers(ctx, "config", "reference_overrides");
+  checks::decoder_vs_transformers(ctx, "config", "reference_overrides", "reference_long");
 #else
   (void)ctx;
 #endif
