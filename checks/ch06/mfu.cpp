@@ -8,12 +8,30 @@
 #include "testbed/training.h"
 
 #if CLAIMCHECK_WITH_TORCH
+#include "../decoder_vs_transformers.h"
 #include "../tiny_shape.h"
 #include "ch06_block.h"
 #include "claimcheck/train/perf.h"
 #endif
 
 #if CLAIMCHECK_WITH_TORCH
+// The block's FLOP count against the answer key's on inputs.config with inputs.wide_heads_overrides (a head_dim whose
+// heads x head_dim is not the hidden size, as Gemma's and Qwen3's are): the two counts agree on the attention's
+// width, not only where it is the hidden size. The layers are built, not run: the same on either device.
+static void wide_heads_flops(claimcheck::Context& ctx, int batch, int tokens) {
+  claimcheck::ScratchDir dir("mfu_wide_heads");
+  const auto wide = checks::scaled_config(ctx, "config", "wide_heads_overrides", dir.path()).first;
+  const ch06::ref::ModelConfig wc = ch06::ref::load_model_config(wide);
+  if (wc.heads * wc.head_dim == wc.hidden)
+    throw std::invalid_argument(ctx.claim_id() +
+                                ": field 'inputs.wide_heads_overrides': heads x head_dim equals the hidden size; "
+                                "nothing to tell apart");
+  ctx.measure("wide_heads_flops_vs_ledger",
+              claimcheck::train::block_forward_flops(wide, batch, tokens, ctx.planted_fault()) /
+                  ch06::ref::decoder_forward_flops(wc, wc.layers, batch, tokens),
+              "ratio");
+}
+
 // On a GPU: gpu_layers Llama-3-8B layers in bf16 (LibTorch CUDA). MFU as the term is defined, against the
 // datasheet's dense bf16 peak (inputs.gpu_hardware); the share of the bf16 GEMM peak cuBLAS reaches here beside it.
 static void mfu_gpu(claimcheck::Context& ctx) {
@@ -33,6 +51,7 @@ static void mfu_gpu(claimcheck::Context& ctx) {
       block.forward_flops / ch06::ref::decoder_forward_flops(ch06::ref::load_model_config(ctx.input_path("gpu_config")),
                                                              layers, batch, tokens),
       "ratio");
+  wide_heads_flops(ctx, batch, tokens);
   // The same ceiling as on a CPU: the stack's own GEMM (cuBLAS, bf16, 8192^3) as a share of the peak MFU is against.
   ctx.derive("library_gemm_pct", 100 * peak_flops / spec.peak_flops, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / spec.peak_flops, "%");
@@ -102,6 +121,7 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   // model as the training code declares it): MFU is only as right as its numerator.
   ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
               "ratio");
+  wide_heads_flops(ctx, batch, tokens);
   ctx.measure(
       "tiny_flops_vs_ledger",
       tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(train::TinyConfig{}), tiny.batch, tiny.tokens)),

@@ -37,6 +37,11 @@ StepTensor host_tensor(const std::string& name, const torch::Tensor& t) {
 }
 }  // namespace
 
+double block_forward_flops(const std::filesystem::path& config, int batch, int tokens, const std::string& fault) {
+  const LayerStack block(with_planted_fault(read_decoder_config(config), fault), 0, tokens);
+  return block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
+}
+
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault, const BlockStepOn& on) {
   // A planted fault of the decoder layer's (DecoderConfig::fault) reaches the layers; the step's own are read below.

@@ -252,13 +252,15 @@ double causal_attention_flops(double width, double tokens) { return 2.0 * 2.0 * 
 }  // namespace
 
 double decoder_forward_flops(const ModelConfig& c, std::int64_t layers, std::int64_t batch, std::int64_t tokens) {
+  // A planted fault: the query width taken as the hidden size (equal only where heads x head_dim = hidden).
+  const double q_width = static_cast<double>(ledger_fault("ledger_q_width_hidden") ? c.hidden : c.heads * c.head_dim);
   if (c.experts > 0)
     fail("decoder FLOPs", "num_local_experts", "a dense decoder's (this config is a mixture of experts)");
   double weights = 0;  // one layer's Linear weights (biases are not multiplies)
   for (const Linear& l : layer_linears(c)) weights += static_cast<double>(l.in) * static_cast<double>(l.out);
   const double t = static_cast<double>(tokens);
   return static_cast<double>(batch) * static_cast<double>(layers) *
-         (2.0 * weights * t + causal_attention_flops(static_cast<double>(c.heads * c.head_dim), t));
+         (2.0 * weights * t + causal_attention_flops(q_width, t));
 }
 
 double gpt_forward_flops(const GptShape& s, std::int64_t batch, std::int64_t tokens) {

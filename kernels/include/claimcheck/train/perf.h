@@ -71,6 +71,9 @@ struct BlockStepOn {
 // Throws std::runtime_error (the reason) where on.cuda and LibTorch sees no CUDA device.
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& fault = "", const BlockStepOn& on = {});
+// The forward FLOPs time_block_step counts for `config`'s layers at batch x tokens (the layers built, not run);
+// the same faults.
+double block_forward_flops(const std::filesystem::path& config, int batch, int tokens, const std::string& fault = "");
 
 // Chapter 3's training step (the tiny character Transformer, AdamW), timed: best of `repeats`.
 struct TinyStepTiming {
