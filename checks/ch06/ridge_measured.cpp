@@ -172,6 +172,12 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   else
     ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
+  // The two clock chains (different instructions of known latency) against each other, under load: the theoretical
+  // peak rests on their clock, and the testbed accepts them 10% apart (a moment's load); a chain that counts its
+  // operations wrong sits apart from the other on every reading.
+  const double clock_lo = std::min(roof.clock.hz[0], roof.clock.hz[1]),
+               clock_hi = std::max(roof.clock.hz[0], roof.clock.hz[1]);
+  ctx.measure("clock_chains_apart", clock_lo > 0 ? clock_hi / clock_lo - 1 : INFINITY, "ratio");
   // Every other engine of this CPU against its own theoretical figure, and its ridge over the same bandwidth.
   for (std::size_t i = 1; i < roof.engines.size(); ++i) {
     const ch06::Engine& e = roof.engines[i];

@@ -68,7 +68,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("probe_counts_double", "ch06.prefill_ms"), ("probe_counts_double", "ch06.ridge_measured"),
                  ("matmul_drop_last_k", "ch06.prefill_ms"), ("stack_flops_fma_as_one", "ch06.decode_measured"),
                  ("probe_read_overcount", "ch06.decode_intensity"), ("stack_input_bf16", "ch06.decode_measured"),
-                 ("stack_input_bf16", "ch06.decode_4bit")}
+                 ("stack_input_bf16", "ch06.decode_4bit"), ("probe_clock_miscount", "ch06.ridge_measured")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

@@ -116,12 +116,12 @@ constexpr double kProbeCeiling = 1.1;
 // The clock under load, both chains agreeing within 10% (the higher of the readings before and after the peak
 // probe for each chain). Throws where they disagree: one of them is being shortcut by this core.
 inline double agreed_clock(const std::string& id, K::ClockReading& into, const K::ClockReading& a,
-                           const K::ClockReading& b, int threads) {
+                           const K::ClockReading& b, int threads, const K::RooflineFaults& faults) {
   into = a;
   for (int i = 0; i < 2; ++i) into.hz[i] = std::max(a.hz[i], b.hz[i]);
   // A disagreement that a moment's load made goes away when measured again; a chain a core shortcuts stays.
   for (int again = 0; again < 3 && into.hz[0] > 0 && !(into.agreed_hz(0.1) > 0); ++again) {
-    const K::ClockReading c = K::measure_clock(threads);
+    const K::ClockReading c = K::measure_clock(threads, 0.002, faults);
     for (int i = 0; i < 2; ++i) into.hz[i] = std::max(into.hz[i], c.hz[i]);
   }
   const double hz = into.agreed_hz(0.1);
@@ -156,13 +156,15 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
   Engine fp32{"fp32 FMA"};
   for (int attempt = 1; attempt <= 3; ++attempt) {
     Roof a = r;
-    const K::ClockReading before = K::measure_clock(r.threads);
+    const K::ClockReading before = K::measure_clock(r.threads, 0.002, faults);
     a.peak = K::measure_fma_peak(r.threads, faults, /*passes=*/5);
     // One thread, with the clock of one busy core (a core alone may run faster than all of them together).
     const K::FlopsPeak one = K::measure_fma_peak(1, faults, /*passes=*/3);
     K::ClockReading c1;
-    const double clock_one = agreed_clock(ctx.claim_id(), c1, K::measure_clock(1), K::measure_clock(1), 1);
-    a.clock_hz = agreed_clock(ctx.claim_id(), a.clock, before, K::measure_clock(r.threads), r.threads);
+    const double clock_one = agreed_clock(ctx.claim_id(), c1, K::measure_clock(1, 0.002, faults),
+                                          K::measure_clock(1, 0.002, faults), 1, faults);
+    a.clock_hz =
+        agreed_clock(ctx.claim_id(), a.clock, before, K::measure_clock(r.threads, 0.002, faults), r.threads, faults);
     Engine e{"fp32 FMA", a.peak.isa, a.peak.flops_per_s, one.flops_per_s};
     if (figs != r.uarch.fp32_flop_per_cycle.end()) {
       const double clock1 = std::max({clock_one, a.clock_hz, r.cpu.clock_hz});

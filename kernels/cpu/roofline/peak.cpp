@@ -250,6 +250,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->read_overcount = true;
     return true;
   }
+  if (name == "probe_clock_miscount") {
+    out->clock_miscount = true;
+    return true;
+  }
   return name.empty();
 }
 

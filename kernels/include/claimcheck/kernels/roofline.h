@@ -25,8 +25,10 @@ struct RooflineFaults {
   bool read_skips = false;      // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
   bool counts_double = false;   // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
+  bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
 };
-// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount";
+// Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
+// "probe_clock_miscount";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
@@ -63,7 +65,7 @@ struct ClockReading {
   // The higher reading when the two are within `tolerance` of each other; 0 when they disagree or one is missing.
   double agreed_hz(double tolerance = 0.1) const;
 };
-ClockReading measure_clock(int threads, double seconds = 0.002);
+ClockReading measure_clock(int threads, double seconds = 0.002, const RooflineFaults& faults = {});
 
 struct Bandwidth {
   double read_bytes_per_s = 0;       // read-only reduction: bytes read / time (the median pass)
