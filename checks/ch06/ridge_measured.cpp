@@ -172,6 +172,26 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   else
     ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
+  // The probe on every vector path this CPU runs (a CPU without AVX-512 dispatches to the AVX2 one), one thread each
+  // against its own table figure at the same clock: the share farthest from 1, and its path.
+  const double clock1 = fma.flop_per_cycle > 0 ? fma.theory_one / fma.flop_per_cycle : 0;
+  if (clock1 > 0) {
+    double worst = 1;
+    std::string worst_path, why_not;
+    for (const std::string& path : ch06::K::fma_peak_paths_here()) {
+      const auto fig = roof.uarch.fp32_flop_per_cycle.find(path);
+      if (fig == roof.uarch.fp32_flop_per_cycle.end()) {
+        why_not += (why_not.empty() ? "" : "; ") + path + ": no table figure";
+        continue;
+      }
+      const double one = ch06::K::measure_fma_peak_on(path, 1, roof.faults, 3).flops_per_s;
+      const double share =
+          one / ch06::ref::theoretical_peak_flops(1, clock1, ch06::ref::nearest_figure(fig->second, one / clock1));
+      if (!(std::fabs(share - 1) <= std::fabs(worst - 1))) worst = share, worst_path = path;
+    }
+    ctx.measure("probe_paths_vs_theoretical", worst, "ratio");
+    ctx.detail("probe_paths_worst", worst_path.empty() ? why_not : worst_path);
+  }
   // The two clock chains (different instructions of known latency) against each other, under load: the theoretical
   // peak rests on their clock, and the testbed accepts them 10% apart (a moment's load); a chain that counts its
   // operations wrong sits apart from the other on every reading.

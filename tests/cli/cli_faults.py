@@ -53,7 +53,8 @@ PLANTED = planted()
 # Faults that only a variant of the claim can see: planted where this machine runs that variant (the ISAs are the
 # variant's `when` in expected/ch03/cpu_bf16_autocast.json). Without bf16 instructions the matmul emulates bf16
 # anyway; there the default variant's expected failure is turned by the move onto the measured value below.
-NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16")}
+NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16"),
+             ("probe_avx2_overcount", "ch06.ridge_measured"): ("avx2",)}
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
 NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2}
@@ -68,7 +69,8 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("probe_counts_double", "ch06.prefill_ms"), ("probe_counts_double", "ch06.ridge_measured"),
                  ("matmul_drop_last_k", "ch06.prefill_ms"), ("stack_flops_fma_as_one", "ch06.decode_measured"),
                  ("probe_read_overcount", "ch06.decode_intensity"), ("stack_input_bf16", "ch06.decode_measured"),
-                 ("stack_input_bf16", "ch06.decode_4bit"), ("probe_clock_miscount", "ch06.ridge_measured")}
+                 ("stack_input_bf16", "ch06.decode_4bit"), ("probe_clock_miscount", "ch06.ridge_measured"),
+                 ("probe_avx2_overcount", "ch06.ridge_measured")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

@@ -168,18 +168,29 @@ struct Kernel {
   const char* isa = "";
 };
 
-Kernel fp32_kernel(const RooflineFaults& f) {
-  if (f.scalar) return Kernel{fma_portable<1>, 1, 1, 2, "portable"};  // a planted fault: no SIMD path dispatched
+// The FMA probe's kernel on `path` ("avx512", "avx2", "neon", "portable"), where this CPU and build run it.
+Kernel path_kernel(const std::string& path, const RooflineFaults& f) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (isa::cpu().avx512)
+  if (path == "avx512" && isa::cpu().avx512)
     return f.few_chains ? Kernel{fma_avx512<1>, 1, 16, 2, "avx512"} : Kernel{fma_avx512<24>, 24, 16, 2, "avx512"};
-  if (isa::cpu().avx2_fma)
-    return f.few_chains ? Kernel{fma_avx2<1>, 1, 8, 2, "avx2"} : Kernel{fma_avx2<12>, 12, 8, 2, "avx2"};
+  if (path == "avx2" && isa::cpu().avx2_fma)  // a planted fault counts 16 lanes of the ymm's 8
+    return f.few_chains ? Kernel{fma_avx2<1>, 1, 8, 2, "avx2"}
+                        : Kernel{fma_avx2<12>, 12, f.avx2_overcount ? 16 : 8, 2, "avx2"};
 #endif
 #if defined(__aarch64__)
-  return f.few_chains ? Kernel{fma_neon<1>, 1, 4, 2, "neon"} : Kernel{fma_neon<24>, 24, 4, 2, "neon"};
+  if (path == "neon")
+    return f.few_chains ? Kernel{fma_neon<1>, 1, 4, 2, "neon"} : Kernel{fma_neon<24>, 24, 4, 2, "neon"};
 #endif
-  return f.few_chains ? Kernel{fma_portable<1>, 1, 1, 2, "portable"} : Kernel{fma_portable<8>, 8, 1, 2, "portable"};
+  if (path == "portable")
+    return f.few_chains ? Kernel{fma_portable<1>, 1, 1, 2, "portable"} : Kernel{fma_portable<8>, 8, 1, 2, "portable"};
+  return {};
+}
+
+Kernel fp32_kernel(const RooflineFaults& f) {
+  if (f.scalar) return Kernel{fma_portable<1>, 1, 1, 2, "portable"};  // a planted fault: no SIMD path dispatched
+  for (const std::string& p : fma_peak_paths_here())
+    if (const Kernel k = path_kernel(p, f); k.fn) return k;
+  return path_kernel("portable", f);
 }
 
 // `min_result`, when given, receives the smallest value any run of the kernel returned (AMX's exactness flag).
@@ -250,6 +261,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->read_overcount = true;
     return true;
   }
+  if (name == "probe_avx2_overcount") {
+    out->avx2_overcount = true;
+    return true;
+  }
   if (name == "probe_clock_miscount") {
     out->clock_miscount = true;
     return true;
@@ -262,6 +277,26 @@ std::string roofline_simd_path() { return fp32_kernel({}).isa; }
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f, int passes, double seconds) {
   Kernel k = fp32_kernel(f);
   if (f.counts_double) k.flops_per_lane_op *= 2;  // a planted fault: an FMA counted as four FLOP
+  return run_peak(k, threads, passes, seconds);
+}
+
+std::vector<std::string> fma_peak_paths_here() {
+  std::vector<std::string> paths;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa::cpu().avx512) paths.push_back("avx512");
+  if (isa::cpu().avx2_fma) paths.push_back("avx2");
+#endif
+#if defined(__aarch64__)
+  paths.push_back("neon");
+#endif
+  return paths;
+}
+
+FlopsPeak measure_fma_peak_on(const std::string& path, int threads, const RooflineFaults& f, int passes,
+                              double seconds) {
+  Kernel k = path_kernel(path, f);
+  if (!k.fn) throw std::invalid_argument("measure_fma_peak_on: no '" + path + "' FMA probe on this CPU");
+  if (f.counts_double) k.flops_per_lane_op *= 2;
   return run_peak(k, threads, passes, seconds);
 }
 

@@ -26,9 +26,10 @@ struct RooflineFaults {
   bool counts_double = false;   // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
   bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
+  bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
-// "probe_clock_miscount";
+// "probe_clock_miscount" / "probe_avx2_overcount";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
@@ -42,6 +43,12 @@ struct FlopsPeak {
 };
 // fp32 FMA peak on `threads` pinned threads, best of `passes`, each about `seconds` long.
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f = {}, int passes = 3, double seconds = 0.05);
+// The FMA probe's vector paths this CPU runs, the widest (the one measure_fma_peak dispatches to) first: "avx512",
+// "avx2" on x86-64, "neon" on AArch64; none on the portable build. And the probe forced onto one of them (throws
+// std::invalid_argument for a path this CPU does not run): a path a narrower CPU dispatches to, checked here too.
+std::vector<std::string> fma_peak_paths_here();
+FlopsPeak measure_fma_peak_on(const std::string& path, int threads, const RooflineFaults& f = {}, int passes = 3,
+                              double seconds = 0.05);
 // bf16 dot-product peak (vdpbf16ps) where avx512_bf16 exists; flops_per_s = 0 and isa = "" where it does not.
 FlopsPeak measure_bf16_peak(int threads, int passes = 3, double seconds = 0.05);
 
