@@ -255,7 +255,9 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
     for (auto& [name, proj] : adapted) proj->unmerge();
     run.emplace_back("unmerged.logits", model->forward(ids));
   }
-  torch::optim::AdamW opt(trainable, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  // A planted fault: the step without its weight decay.
+  torch::optim::AdamW opt(
+      trainable, torch::optim::AdamWOptions(lr).weight_decay(fault == "lora_step_no_decay" ? 0.0 : weight_decay));
   opt.step();
   LoraModelExport e;
   for (const auto& [name, proj] : adapted) {
