@@ -10,11 +10,14 @@ base = float(sys.argv[1]) if len(sys.argv) > 1 else 19.4e6
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 if fault() == "stream_instead_of_list":
     jsonl_memory.LOAD_ALL = jsonl_memory.LOAD_ALL_AS_STREAM
+if fault() == "load_all_drops_last":  # a planted fault: the list leaves out the last row
+    jsonl_memory.LOAD_ALL = jsonl_memory.LOAD_ALL_DROPS_LAST
 rows, baseline = jsonl_memory.measure(int(base), [1], seed, stream_code="pass")
 r = rows[0]
 emit(measurements=[measurement("value", r["load_all_peak_bytes"] / r["file_bytes"], "x"),
                    measurement("times_file_size", r["load_all_peak_bytes"] / r["file_bytes"], "x"),
-                   measurement("peak", r["load_all_peak_bytes"] / 1e6, "MB")],
+                   measurement("peak", r["load_all_peak_bytes"] / 1e6, "MB"),
+                   measurement("totals_mismatch", jsonl_memory.wrong_totals(rows, "load_all"), "count")],
      details={"file_bytes": r["file_bytes"], "load_all_peak_bytes": r["load_all_peak_bytes"],
               "interpreter_baseline_bytes": baseline, "python": sys.version.split()[0]},
      assumptions=["generated chat-style JSONL (system/user/assistant messages) of the series' size; peak RSS of a "
