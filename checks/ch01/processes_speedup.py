@@ -28,33 +28,42 @@ pool_work = chunks(workers, 15000 * workers) if fault() == "chunks_not_divided" 
 
 def timed(chunk):
     t = time.process_time()
-    preprocess(chunk)
-    return time.process_time() - t
+    result = preprocess(chunk)
+    return time.process_time() - t, result
 
 
 def run_all():
-    for c in work:
-        preprocess(c)
+    return sum(preprocess(c) for c in work)
 
 
 if __name__ == "__main__":
-    concurrency = []
+    concurrency, totals = [], {"serial": set(), "pool": set()}
+    # A planted fault: the pool is handed all chunks but the first.
+    mapped = pool_work[1:] if fault() == "pool_drops_chunk" else pool_work
 
     def pooled():
         t = time.perf_counter()
-        cpu = sum(pool.map(timed, pool_work))
-        concurrency.append(cpu / (time.perf_counter() - t))
+        done = list(pool.map(timed, mapped))
+        concurrency.append(sum(c for c, _ in done) / (time.perf_counter() - t))
+        totals["pool"].add(sum(r for _, r in done))
+
+    def serial_run():
+        totals["serial"].add(one.submit(run_all).result())
 
     with ProcessPoolExecutor(max_workers=1) as one, ProcessPoolExecutor(max_workers=pool_workers) as pool:
         for ex, n in ((one, 1), (pool, pool_workers)):
             list(ex.map(preprocess, work[:n]))  # start the workers before timing
-        serial, parallel = best_of_interleaved(7, lambda: one.submit(run_all).result(), pooled)
+        serial, parallel = best_of_interleaved(7, serial_run, pooled)
     ideal = float(min(cpus, workers))
     emit(measurements=[measurement("value", serial / parallel, "x"),
                        measurement("concurrency", sorted(concurrency)[len(concurrency) // 2], "x"),
+                       # What the timed runs computed: the pool's results, summed, are the serial run's.
+                       measurement("pool_results_differ", float(totals["pool"] != totals["serial"]
+                                                                or len(totals["serial"]) != 1), "count"),
                        measurement("serial_s", serial, "s"), measurement("processes_s", parallel, "s")],
          derived=[{"name": "ideal_speedup", "value": ideal, "unit": "x"}],
          details={"usable_cpus": cpus, "workers": workers, "concurrency_per_round": concurrency,
+                  "totals": {k: sorted(v) for k, v in totals.items()},
                   "planted_fault": fault() or None},
          assumptions=["ideal speed-up = min(usable cores, workers)",
                       "serial = one warm worker process doing all the work; pickling chunks and results costs the "

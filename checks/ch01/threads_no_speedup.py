@@ -9,12 +9,18 @@ from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 
 workers = 8
 work = chunks(workers, 15000)
+totals = {"serial": set(), "threads": set()}
+# A planted fault: the pool is handed all chunks but the first.
+mapped = work[1:] if fault() == "pool_drops_chunk" else work
 with ThreadPoolExecutor(max_workers=workers) as pool:
-    serial, threaded = best_of_interleaved(5, lambda: [preprocess(c) for c in work],
-                                           lambda: list(pool.map(preprocess, work)))
+    serial, threaded = best_of_interleaved(5, lambda: totals["serial"].add(sum(preprocess(c) for c in work)),
+                                           lambda: totals["threads"].add(sum(pool.map(preprocess, mapped))))
 gil = gil_enabled()
 expected = 1.0 if gil else float(min(usable_cpus(), workers))
 emit(measurements=[measurement("value", serial / threaded, "x"),
+                   # What the timed runs computed: the pool's results, summed, are the serial run's.
+                   measurement("pool_results_differ", float(totals["threads"] != totals["serial"]
+                                                            or len(totals["serial"]) != 1), "count"),
                    measurement("serial_s", serial, "s"), measurement("threaded_s", threaded, "s")],
      derived=[{"name": "expected_speedup", "value": expected, "unit": "x"}],
      details={"gil_enabled": gil, "usable_cpus": usable_cpus(), "workers": workers, "python": sys.version.split()[0],
