@@ -3,6 +3,9 @@
 // groups, not from the scheduler) against the schedule written from the series' description in reference/.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "claimcheck/check.h"
 #include "claimcheck/ref/schedule.h"
@@ -14,7 +17,8 @@ static void warmup_cosine(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
   namespace ref = claimcheck::ref;
-  // Prepare: the ch03 loop on a one-layer model over short windows (the schedule, not the model, is the claim).
+  // Prepare: the ch03 loop on a one-layer model over short windows (the schedule, not the model, is the claim), run
+  // inputs.steps_past_total steps past the schedule's last, where the rate must stay at its floor.
   const double base = ctx.input("base_lr").get<double>(), floor = ctx.input("min_lr").get<double>();
   const long warmup = ctx.input("warmup").get<long>(), total = ctx.input("total").get<long>();
   const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
@@ -23,7 +27,10 @@ static void warmup_cosine(claimcheck::Context& ctx) {
   c.context = 16;
   T::TrainOptions o;
   o.schedule = {base, floor, warmup, total};
-  o.steps = total;
+  const long past = ctx.input("steps_past_total").get<long>();
+  if (past < 0) throw std::invalid_argument("ch03.warmup_cosine: field 'inputs.steps_past_total': must be >= 0");
+  const long steps = total + past;
+  o.steps = steps;
   o.batch = 2;
   o.eval_every = 0;
   o.eval_batches = 1;
@@ -32,13 +39,13 @@ static void warmup_cosine(claimcheck::Context& ctx) {
   // Run.
   const T::TrainResult r = T::train_tiny(c, corpus, o);
   // Verify: every step's applied rate against the reference.
-  if (static_cast<long>(r.lrs.size()) != total)
+  if (static_cast<long>(r.lrs.size()) != steps)
     throw std::runtime_error("ch03.warmup_cosine: the loop recorded " + std::to_string(r.lrs.size()) +
-                             " learning rates for " + std::to_string(total) + " steps");
+                             " learning rates for " + std::to_string(steps) + " steps");
   double worst = 0;
   long worst_step = 0;
   std::vector<double> want;
-  for (long s = 0; s < total; ++s) {
+  for (long s = 0; s < steps; ++s) {
     want.push_back(ref::warmup_cosine_lr(base, floor, warmup, total, s));
     const double err = std::fabs(r.lrs[s] - want.back());
     if (err > worst) worst = err, worst_step = s;
@@ -51,8 +58,8 @@ static void warmup_cosine(claimcheck::Context& ctx) {
                        {"y_label", "lr"},
                        {"log_x", false},
                        {"series", {{{"name", "AdamW's lr"}, {"y", r.lrs}}, {{"name", "reference"}, {"y", want}}}}});
-  ctx.assumption(std::to_string(total) +
-                 " steps of the ch03 loop (one layer, batch 2 x 16 characters); the rate "
+  ctx.assumption(std::to_string(total) + " steps and " + std::to_string(past) +
+                 " past the schedule's end of the ch03 loop (one layer, batch 2 x 16 characters); the rate "
                  "is read from AdamW's parameter groups just before each optimizer step");
 #endif
 }

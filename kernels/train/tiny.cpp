@@ -166,7 +166,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
   torch::optim::AdamW opt(model->parameters(),
                           torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
-  WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one");
+  WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one", o.fault == "schedule_unclamped");
   const bool zero_grad = o.fault != "no_zero_grad";
 
   TrainResult r;
