@@ -165,7 +165,8 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
   torch::optim::AdamW opt(model->parameters(),
-                          torch::optim::AdamWOptions(o.schedule.base_lr).weight_decay(o.weight_decay));
+                          torch::optim::AdamWOptions(o.schedule.base_lr)
+                              .weight_decay(o.fault == "weight_decay_tenth" ? o.weight_decay / 10 : o.weight_decay));
   WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one", o.fault == "schedule_unclamped");
   const bool zero_grad = o.fault != "no_zero_grad";
 
