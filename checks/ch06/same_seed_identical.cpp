@@ -68,7 +68,8 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
-    if (ctx.planted_fault() == "seed_ignored" || ctx.planted_fault() == "seed_model_constant")
+    if (ctx.planted_fault() == "seed_ignored" || ctx.planted_fault() == "seed_model_constant" ||
+        ctx.planted_fault() == "deterministic_off")
       argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
     return argv;
   };
@@ -84,6 +85,11 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   ctx.measure_bool("other_seed_init_differs",
                    a.value("init_weights_sha256", "") != c.value("init_weights_sha256", "") &&
                        !a.value("init_weights_sha256", "").empty());
+  // The recipe the claim names: each judged run with LibTorch's deterministic algorithms on, as it reports them (a
+  // CPU whose kernels happen to be deterministic without it would otherwise hide the recipe's absence).
+  ctx.measure_bool("deterministic_algorithms_on", a.value("deterministic_algorithms", false) &&
+                                                      b.value("deterministic_algorithms", false) &&
+                                                      c.value("deterministic_algorithms", false));
   ctx.detail("runs", {{"first", a}, {"second", b}, {"other_seed", c}});
   const nlohmann::json first = divergence(a, b);
   ctx.detail("first_divergence", first);

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     const auto r = claimcheck::train::seeded_run(data, seed, steps, fault);
     std::cout << nlohmann::json{{"losses", r.losses},
                                 {"weights_sha256", r.weights_sha256},
-                                {"init_weights_sha256", r.init_weights_sha256}}
+                                {"init_weights_sha256", r.init_weights_sha256},
+                                {"deterministic_algorithms", r.deterministic_algorithms}}
                      .dump()
               << "\n";
   } catch (const std::exception& e) {
