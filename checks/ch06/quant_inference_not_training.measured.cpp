@@ -1,6 +1,7 @@
 // ch06.quant_inference_not_training, measured part: a decode step of a Llama-3-8B-shaped layer on the GEMV kernels
 // and a training step of a Llama-shaped block in LibTorch, each placed against this machine's measured ridge
 // (intensity = FLOPs over the bytes the step must touch) and each timed against the roof that should bound it.
+#include "claimcheck/ref/ledger.h"
 #include "testbed/testbed.h"
 
 #include <vector>
@@ -41,6 +42,12 @@ static void quant_inference_not_training_placed(claimcheck::Context& ctx) {
   const double train_vs_comp = step.step_s / roofs.flops_seconds(step_flops);
   ctx.measure_bool("measured_decode_left", dec_i < roofs.ridge());
   ctx.measure_bool("measured_train_right", roofs.ridge() < train_i);
+  // The step's bytes against the state it must hold, from the answer key's count of the block's parameters: fp32
+  // weights, gradients and AdamW's m and v, 16 bytes each (the activations come on top).
+  const claimcheck::ref::ParamCount pc =
+      claimcheck::ref::count_params(claimcheck::ref::load_model_config(ctx.input_path("train_config")));
+  const double state_bytes = 16.0 * static_cast<double>(step.layers) * static_cast<double>(pc.per_layer());
+  ctx.measure("train_bytes_over_state", static_cast<double>(step.step_peak_bytes) / state_bytes, "ratio");
   ctx.measure("measured_decode_intensity", dec_i, "FLOP/byte");
   ctx.measure("measured_train_intensity", train_i, "FLOP/byte");
   ctx.measure("measured_ridge", roofs.ridge(), "FLOP/byte");

@@ -132,10 +132,12 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   if (!busy.empty()) r.step_threads_busy = base::median(busy);
   if (!on.cuda) {  // one more step under the allocator's peak counter (the optimizer state exists by now)
     opt.zero_grad();
+    // (A planted fault counts the peak above what was live before the step: no weights nor optimizer state.)
+    const std::int64_t before = fault == "step_peak_from_live" ? live_bytes() : base;
     reset_peak();
     (block.forward(data.input(dtype), recompute) * data.proj).sum().backward();
     opt.step();
-    r.step_peak_bytes = peak_bytes() - base;
+    r.step_peak_bytes = peak_bytes() - before;
   }
   // A planted fault: the FLOPs of one token for those of the step.
   r.forward_flops = block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
