@@ -57,9 +57,9 @@ struct TrainResult {
   std::vector<long> eval_steps;
   std::vector<double> eval_ppl;  // exp(mean validation loss), at eval_steps (step 0 = before training)
   double seconds = 0, tokens_per_s = 0;
-  std::vector<double> lrs;          // per step: the learning rate read from the optimizer before its step
-  std::string weights_sha256;       // of every parameter's bytes after training
-  std::string init_weights_sha256;  // the same before the first step (the seed's draw)
+  std::vector<double> lrs;                // per step: the learning rate read from the optimizer before its step
+  std::string weights_sha256;             // of every parameter's bytes after training
+  std::string init_weights_sha256;        // the same before the first step (the seed's draw)
   bool deterministic_algorithms = false;  // LibTorch's setting as the run ended (seeded_run sets it)
 };
 struct FirstLoss {
