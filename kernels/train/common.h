@@ -1,6 +1,7 @@
 // Shared by the LibTorch training sources (internal).
 #pragma once
 #include <ctime>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,17 @@ inline std::string parameters_sha256(const std::vector<torch::Tensor>& params) {
   return h.hex();
 }
 
-// A tensor's values, widened to fp32, row-major (the check's reference reads them).
-inline std::vector<float> to_floats(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+// A contiguous fp32 or bf16 CPU tensor's values as fp32, row-major, copied on the host without a tensor of LibTorch's
+// (so that the counting allocator sees nothing of the copy): what a check's reference reads.
+inline std::vector<float> host_floats(const torch::Tensor& t) {
+  if (!t.is_contiguous() || !t.device().is_cpu()) throw std::logic_error("host_floats: a contiguous CPU tensor");
+  const auto n = static_cast<std::size_t>(t.numel());
+  if (t.scalar_type() == torch::kFloat) return {t.data_ptr<float>(), t.data_ptr<float>() + n};
+  if (t.scalar_type() != torch::kBFloat16) throw std::logic_error("host_floats: fp32 or bf16");
+  const at::BFloat16* p = t.data_ptr<at::BFloat16>();
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+  return out;
 }
 
 // The process's CPU seconds (every thread's).

@@ -208,19 +208,6 @@ torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& 
   return lm_loss(logits.slice(1, 0, T - 1), ids.slice(1, 1), cast_to_fp32);
 }
 
-// A contiguous fp32 or bf16 tensor's values as fp32, copied on the host without a tensor of LibTorch's (so that the
-// counting allocator sees nothing of the copy).
-std::vector<float> host_floats(const torch::Tensor& t) {
-  if (!t.is_contiguous() || !t.device().is_cpu()) throw std::logic_error("host_floats: a contiguous CPU tensor");
-  const auto n = static_cast<std::size_t>(t.numel());
-  if (t.scalar_type() == torch::kFloat) return {t.data_ptr<float>(), t.data_ptr<float>() + n};
-  if (t.scalar_type() != torch::kBFloat16) throw std::logic_error("host_floats: fp32 or bf16");
-  const at::BFloat16* p = t.data_ptr<at::BFloat16>();
-  std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
-  return out;
-}
-
 }  // namespace
 
 MasterAdamWRun master_adamw_steps(const std::vector<float>& w0, const std::vector<std::vector<float>>& grads,

@@ -35,11 +35,16 @@ StepTensor host_tensor(const std::string& name, const torch::Tensor& t) {
   const auto h = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
   return {name, h.sizes().vec(), {h.data_ptr<float>(), h.data_ptr<float>() + h.numel()}};
 }
+
+// The block's forward FLOPs as the step reports them (a planted fault counts one token per sequence, not the step's).
+double counted_flops(const LayerStack& block, int batch, int tokens, const std::string& fault) {
+  return block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
+}
 }  // namespace
 
 double block_forward_flops(const std::filesystem::path& config, int batch, int tokens, const std::string& fault) {
-  const LayerStack block(with_planted_fault(read_decoder_config(config), fault), 0, tokens);
-  return block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
+  return counted_flops(LayerStack(with_planted_fault(read_decoder_config(config), fault), 0, tokens), batch, tokens,
+                       fault);
 }
 
 BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
@@ -139,8 +144,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.step();
     r.step_peak_bytes = peak_bytes() - before;
   }
-  // A planted fault: the FLOPs of one token for those of the step.
-  r.forward_flops = block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
+  r.forward_flops = counted_flops(block, batch, tokens, fault);
   r.params = block.linear_params();
   r.batch = batch;
   r.tokens = tokens;

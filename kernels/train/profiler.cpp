@@ -133,21 +133,15 @@ ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fa
   // Chapter 3's model and step: embedding, 4 pre-LN blocks, head, cross-entropy, AdamW.
   torch::manual_seed(seed);
   const TinyConfig c;
-  struct Tiny {
-    explicit Tiny(const TinyConfig& c) : net(c), opt(net->parameters(), torch::optim::AdamWOptions(3e-4)) {}
-    TinyGPT net;
-    torch::optim::AdamW opt;
-    torch::Tensor in, target;
-  };
-  const auto t = std::make_shared<Tiny>(c);
+  TinyGPT net(c);
+  torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(3e-4));
   const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
-  t->in = ids.slice(1, 0, c.context);
-  t->target = ids.slice(1, 1);
-  const std::function<void()> step = [t, c] {
-    t->opt.zero_grad();
-    const auto logits = t->net->forward(t->in);
-    torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), t->target.reshape({-1})).backward();
-    t->opt.step();
+  const auto in = ids.slice(1, 0, c.context), target = ids.slice(1, 1);
+  const auto step = [&] {
+    opt.zero_grad();
+    const auto logits = net->forward(in);
+    torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), target.reshape({-1})).backward();
+    opt.step();
   };
   step();  // warm-up: first-call allocations and kernel selection are not the step
 

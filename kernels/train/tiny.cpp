@@ -383,12 +383,12 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
     const double busy = wall > 0 ? (process_cpu_seconds() - cpu0) / wall : 0;
     compat::set_cpu_autocast(false);
-    return std::make_tuple(best, std::string(c10::toString(out.scalar_type())), busy, to_floats(out));
+    return std::make_tuple(best, std::string(c10::toString(out.scalar_type())), busy, host_floats(out));
   };
   Bf16Timing t;
   t.n = n;
-  t.a = to_floats(a);
-  t.b = to_floats(b);
+  t.a = host_floats(a);
+  t.b = host_floats(b);
   double busy32 = 0, busy16 = 0;
   std::tie(t.fp32_s, std::ignore, busy32, t.fp32_out) = time_it(false);
   std::tie(t.bf16_autocast_s, t.dtype_inside_autocast, busy16, t.bf16_out) = time_it(true);
