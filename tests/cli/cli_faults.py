@@ -4,7 +4,7 @@ is built on ($CLAIMCHECK_FAULT), and the Python checks skip with the reason when
 Each planted (fault, claim) pair of the expected files' `faults` is its own ctest (--pair FAULT:CLAIM; --list-pairs
 prints them for CMake), labelled `fault`, and `timed` where the claim's figure is a time (those run alone: their
 probes measure the machine; a fault that must turn only a timed claim's untimed statements, an output or a count, is
-judged on those alone, and the check times each kernel once); --part
+judged on those alone, the check timing each kernel once, and runs beside others); --part
 moves-timed / moves-untimed: the measured expected failures moved onto their measured values; --part bad-input: the
 bad inputs and the missing interpreters."""
 import atexit
@@ -88,7 +88,8 @@ TIMED = tuple(sorted(load(p)["id"] for p in glob.glob(os.path.join(a.root, "expe
 def untimed_only(fault, claim):
     """Every statement the fault must turn is untimed (`"untimed": true`: what a timed run computed, a count): its
     failure stands however busy the machine, so the fault is judged on them alone (run --statement: the check times
-    each kernel once, Context::timing_judged). It still runs alone: the check's probes validate the machine."""
+    each kernel once, Context::timing_judged), and it runs beside others: a run that judges no time reports its
+    probes without validating them (checks/ch06/testbed/cpu.h's measure_roof)."""
     names = PLANTED[(fault, claim)]
     also = next(load(p) for p in glob.glob(os.path.join(a.root, "expected", "ch0*", "*.json"))
                 if load(p)["id"] == claim).get("also", {})
@@ -102,7 +103,9 @@ def judged_whole(fault, claim):
 
 if a.list_pairs:  # for CMake: one ctest per pair
     for fault, claim in PLANTED:
-        print(fault, claim, "timed" if claim.startswith(TIMED) else "untimed")
+        # Alone too: a probe's refusal (it validates the machine) and a count of busy threads (a neighbour takes one).
+        alone = judged_whole(fault, claim) or (fault, claim) in PROBE_REFUSED or (fault, claim) in NEEDS_CPUS
+        print(fault, claim, "timed" if alone else "untimed")
     sys.exit(0)
 
 t = Tally()
