@@ -16,6 +16,10 @@ layer and then to the root, materialises and initialises its local shards (fp32)
 Each worker writes its counts to a JSON file in a temporary directory given on its command line; the launcher
 aggregates them and emits one JSON object (pydriver protocol). Worker output is captured, never on our stdout.
 
+- layers gathered at once: in the same hook, the number of decoder layers whose parameters are unsharded then (the
+  largest over the forward): one per wrapped layer, with the next one where FSDP prefetches it.
+Planted fault ($CLAIMCHECK_FAULT=fsdp_root_only): fully_shard on the root alone; every layer is in the root's one
+group, all gathered for the whole forward (the shards are still 1/N: only this count sees it).
 Planted fault ($CLAIMCHECK_FAULT=fsdp_state_unsharded): a DDP-era "fp32 master weights" recipe ported as-is:
 the optimizer runs over full-size copies of the parameters (p.full_tensor()), gradients are gathered into
 them, and the updated masters are copied back into the shards. It trains, but AdamW's m and v are full-size on
@@ -324,6 +328,10 @@ def launch(a, cfg):
                        measurement("total_state", total / 1e6, "MB"),
                        measurement("gathered_layer_peak", max(d["gathered_layer_bytes"] for d in results) / 1e6,
                                    "MB"),
+                       # The most decoder layers unsharded at one moment of the forward: FSDP2 wrapped per layer
+                       # gathers the one it runs (and may prefetch the next); wrapped at the root only, all of them.
+                       measurement("layers_gathered_at_once", max(d["layers_gathered_at_once"] for d in results),
+                                   "count"),
                        measurement("world", a.world, "count")],
          derived=[{"name": "ideal_shard_fraction", "value": 1.0 / a.world, "unit": "ratio"}],
          details={"per_rank": [{k: d[k] for k in keys} for d in results],
@@ -507,8 +515,9 @@ def step_and_count(a, cfg, rank, world, device):
     mesh = init_device_mesh(device.type, (world,))
     with torch.device("meta"):
         model = build_model(cfg)
-    for layer in model.layers:
-        fully_shard(layer, mesh=mesh)
+    if fault() != "fsdp_root_only":  # a planted fault: only the root wrapped, every layer in its one group
+        for layer in model.layers:
+            fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
     # Materialise only the local shards, then initialise them (HF-style: normal(0, 0.02), norms at 1).
     model.to_empty(device=device)
@@ -523,12 +532,14 @@ def step_and_count(a, cfg, rank, world, device):
 
     gathered = {}
     unsharded_ok = []
+    at_once = []  # at each layer's pre-forward: how many decoder layers hold their parameters unsharded
 
     def pre_hook(i):
         def hook(module, args):
             ps = list(module.parameters())
             unsharded_ok.append(all(not hasattr(p, "to_local") for p in ps))
             gathered[i] = max(gathered.get(i, 0), sum(local(p).numel() * p.element_size() for p in ps))
+            at_once.append(sum(all(not hasattr(p, "to_local") for p in layer.parameters()) for layer in model.layers))
         return hook
 
     root_gathered = []
@@ -604,6 +615,7 @@ def step_and_count(a, cfg, rank, world, device):
                 gathered_layer_bytes=max(gathered.values()) if gathered else 0,
                 gathered_per_layer_bytes=[gathered[i] for i in sorted(gathered)],
                 root_gathered_bytes=max(root_gathered) if root_gathered else 0,
+                layers_gathered_at_once=max(at_once) if at_once else 0,
                 layers_unsharded_in_hook=bool(unsharded_ok) and all(unsharded_ok))
 
 

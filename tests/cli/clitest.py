@@ -180,8 +180,8 @@ def smaller_work(exp, root):
       with its kernel dequantising the whole matrix first, a planted fault took 28 s of pairs); batches 1/8/256 (a planted fault moves each
       figure by 2x or more; with 64 at the top the knee read 0.50x the ridge on a Xeon guest, the panel GEMM at half
       its peak there, 0.65-0.70x with 256, whose run costs 70 ms).
-    - ch04.fsdp_per_gpu: FSDP2 over the same 8 ranks, of a Llama of the same family 4x narrower (hidden 128, 2
-      layers, a 2K vocabulary, GQA ratio 4): the stated figure is the ledger's, and the measured shard fraction is
+    - ch04.fsdp_per_gpu: FSDP2 over the same 8 ranks, of a Llama of the same family 4x narrower (hidden 128, 4
+      layers, as many as the claim's, so that a root-only wrap gathers more than two; a 2K vocabulary, GQA ratio 4): the stated figure is the ledger's, and the measured shard fraction is
       1/8 whatever the size (its step took 13.7 s per rank with the scaled config, 1.6 s with this one).
     - ch05.eos_in_loss: 60 SFT steps instead of 300 (with the end token in the loss every held-out generation
       stops by then; without it none does).
@@ -192,7 +192,7 @@ def smaller_work(exp, root):
       1.9e5 times it)."""
     cfg = load(os.path.join(root, "reference", "data", "configs", "llama-scaled-ch04.json"))
     cfg.update(hidden_size=128, intermediate_size=448, num_attention_heads=4, num_key_value_heads=1,
-               num_hidden_layers=2, vocab_size=2048)
+               num_hidden_layers=4, vocab_size=2048)
     cfg["_source"] = "tests/cli/clitest.py: llama-scaled-ch04.json narrowed for the report test and the planted faults"
     tiny = os.path.join(os.path.dirname(exp), "llama-tiny-fsdp.json")
     save(tiny, cfg)
