@@ -94,6 +94,22 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   for (const auto& t : ref::plain_layer_extra_bytes(sc)) extra += static_cast<double>(t.elements_per_token);
   ctx.measure("measured_k_itemised", k / (k_model + extra / h), "ratio");
   ctx.derive("ledger_plain_k", k_model + extra / h, "count");
+  {  // The same on heads wider than the hidden size (heads x head_dim != hidden: Gemma's, Qwen3's), where the query
+     // and the attention output are as wide as the heads: a ledger or a layer that takes them as hidden-wide shows.
+    claimcheck::ScratchDir dir("activation_wide_heads");
+    const auto wide = checks::scaled_config(ctx, "measure_config", "wide_heads_overrides", dir.path()).first;
+    const ref::ModelConfig wc = ref::load_model_config(wide);
+    if (wc.heads * wc.head_dim == wc.hidden)
+      throw std::invalid_argument(ctx.claim_id() +
+                                  ": field 'inputs.wide_heads_overrides': heads x head_dim equals the hidden size; "
+                                  "nothing to tell apart");
+    const auto w1 =
+        train::saved_activations(wide, ctx.seed(), mb, lengths[0], false, false, "bf16", ctx.planted_fault());
+    double items = 0;
+    for (const auto& t : ref::saved_per_layer(wc)) items += 2.0 * static_cast<double>(t.elements_per_token);
+    for (const auto& t : ref::plain_layer_extra_bytes(wc)) items += static_cast<double>(t.elements_per_token);
+    ctx.measure("wide_heads_itemised", w1.bytes_per_token_layer / items, "ratio");
+  }
   ctx.measure("measured_k_ledger_model", k_model, "count");
   ctx.measure("measured_extrapolated", extrapolated, "GiB");
   ctx.measure("measured_k_growth_with_T", f2.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
@@ -184,7 +200,7 @@ static void activation_gib_saved(claimcheck::Context& ctx) {
                      "measured_k_ledger_model", "measured_extrapolated", "measured_k_growth_with_T",
                      "measured_eager_k_growth_with_T", "measured_autocast_k", "autocast_matmul_outputs_over_fp32",
                      "measured_eager_probability_bytes_per_context_token", "eager_probabilities_vs_ledger",
-                     "eager_vs_fused_attention"}))
+                     "eager_vs_fused_attention", "wide_heads_itemised"}))
     activation_gib_bytes(ctx);
   // The model measured here (GQA 8 / 2, RoPE theta 500000), scaled down, against transformers' LlamaForCausalLM.
   // And at length: Llama-3.1's rope_scaling, T = 2,048, a left-padded row (issue 33).

@@ -130,7 +130,8 @@ double quantized_weight_bytes(const ModelConfig& c, const QuantFormat& q) {
 
 // ---- activations --------------------------------------------------------------
 std::vector<SavedTensor> saved_per_layer(const ModelConfig& c) {
-  const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  const std::int64_t q = ledger_fault("ledger_q_width_hidden") ? c.hidden : c.heads * c.head_dim;
+  const std::int64_t kv = c.kv_heads * c.head_dim;
   const bool sandwich = c.layer_norms.size() == 4;  // Gemma2: norms after attention and around the MLP
   std::vector<SavedTensor> t = {{"input_layernorm input (residual stream)", c.hidden},
                                 {"input_layernorm output (q/k/v_proj input)", c.hidden},
