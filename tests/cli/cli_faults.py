@@ -158,7 +158,7 @@ def plant(fault, claim):
         print(f"skipping {fault} in {claim}: this machine runs the claim's GPU form, which the CPU probe does not feed")
         sys.exit(77)
     names = [n for n in PLANTED[(fault, claim)] if n not in SHORT.get(claim, ())]
-    if not names:
+    if not names and PLANTED[(fault, claim)]:  # (an empty list is a probe's refusal: PROBE_REFUSED below)
         print(f"skipping {fault} in {claim}: its figures are judged on the claim's own work (--whole-budget)")
         sys.exit(77)
     timed = judged_whole(fault, claim)

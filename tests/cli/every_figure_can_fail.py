@@ -55,8 +55,11 @@ for path in sorted(glob.glob(os.path.join(exp, "ch0*", "*.json"))):
         else:
             figures.append((d["id"], name))
 
-# A figure the planted faults' short budget cannot judge is turned by a whole-budget run in the full stage.
-whole = [f for f in figures if f not in turned and f[1] in SHORT_BUDGET.get(f[0], {}).get("statements", ())]
+# A figure the planted faults' short budget cannot judge is turned by a whole-budget run in the full stage: listed
+# apart where that run has not been recorded (make test), required where it has.
+ran_whole = bool(glob.glob(os.path.join(a.flips, "*-whole.jsonl")))
+whole = [f for f in figures if f not in turned and not ran_whole and
+         f[1] in SHORT_BUDGET.get(f[0], {}).get("statements", ())]
 figures = [f for f in figures if f not in whole]
 apart += [f"{c}.{n}: judged on the claim's whole budget, by {SHORT_BUDGET[c]['whole']} (ctest -L full)"
           for c, n in whole]

@@ -138,9 +138,9 @@ inline double agreed_clock(const std::string& id, K::ClockReading& into, const K
 // A known microarchitecture's probe below kProbeFloor of its theoretical peak throws (the check errors: no figure is
 // judged against a roof that is not one). validate = false leaves the fp32 probe to the caller: ch06.ridge_measured,
 // whose claim is the probe itself, judges it. with_engines: the bf16 dot-product and AMX probes too, where this CPU
-// has them (always validated). A run that judges no time (--statement on what the timed kernels computed, a
-// planted fault's test beside others) holds no figure against the roof: the probes are reported, not validated (a
-// neighbour's load would refuse them for nothing).
+// has them (validated whatever `validate` says). A run that judges no time (--statement on what the timed kernels
+// computed, a planted fault's test beside others) holds no figure against the roof: the probes are reported, not
+// validated (a neighbour's load would refuse them for nothing).
 inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, bool validate = true,
                          bool with_engines = false) {
   const bool judged = ctx.timing_judged();
