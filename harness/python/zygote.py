@@ -10,7 +10,8 @@ importing those libraries before its first line; forked from one that has, it st
                                 runs SCRIPT ARGS in a fork of the server, with this process's standard streams,
                                 working directory and environment; exits with the script's status (128 + N where a
                                 signal N ended it). Killed or interrupted, it takes the run with it. Run with `-S`:
-                                it imports nothing but the standard library.
+                                it imports nothing but the standard library. Without OMP_NUM_THREADS, with another
+                                interpreter than the server's, or with no server there, SCRIPT runs fresh.
 
 claimcheck's harness runs reference/python/ this way, in a run that judges no time, where $CLAIMCHECK_PY_ZYGOTE names
 a live socket (the ctest fixture py_zygote starts one for the suite); elsewhere, as users run claims, and for the
@@ -18,7 +19,7 @@ checks' own drivers (which measure processes' memory and time: a child of a larg
 peak), each is a fresh interpreter. A run in a fork differs from a fresh one only in what was imported before its
 first line: its environment, arguments, working directory, streams and thread count are its own, its libraries read
 no state it did not set (every reference seeds its generators), and nothing it does reaches the server or another
-run."""
+run. (It ends by os._exit: atexit handlers and non-daemon threads, which no reference uses, do not run.)"""
 import json
 import os
 import signal
@@ -29,6 +30,12 @@ import time
 
 PRELOAD = ("numpy", "torch", "safetensors.torch", "transformers", "peft")
 IDLE_S = 1800  # a server with no request for this long removes its socket and exits
+
+
+def interpreter():
+    """The binary and the folder it was started from (a venv's bin/: its packages), as `-S` leaves them (it leaves
+    sys.prefix at the base installation's)."""
+    return [os.path.realpath(sys.executable), os.path.dirname(os.path.abspath(sys.executable))]
 
 
 def send_msg(conn, obj, fds=()):
@@ -78,14 +85,13 @@ def worker(req, fds):
     os.environ.update(req["env"])
     sys.stdin = os.fdopen(0, "r", closefd=False)
     sys.stdout = os.fdopen(1, "w", closefd=False)
-    sys.stderr = os.fdopen(2, "w", closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # as a fresh one's
     script = req["argv"][0]
     sys.argv = list(req["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))
-    if "torch" in sys.modules:  # the thread count a fresh interpreter would take from its environment
+    if "torch" in sys.modules:  # the thread count a fresh interpreter takes from OMP_NUM_THREADS (`run` asks it)
         import torch
-        n = os.environ.get("OMP_NUM_THREADS", "")
-        torch.set_num_threads(int(n) if n.isdigit() and int(n) > 0 else len(os.sched_getaffinity(0)))
+        torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))
     import runpy
     code = 0
     try:
@@ -109,13 +115,20 @@ def handle(conn):
     """In a fork of the server, one per request: fork the run, report its pid and status, and kill it (its whole
     process group) if the client goes away first."""
     req, fds = recv_msg(conn, with_fds=3)
+    if req.get("python") != interpreter():  # another interpreter or environment asked for: it runs fresh
+        send_msg(conn, {"fresh": True})
+        os._exit(0)
     pid = os.fork()
     if pid == 0:
         conn.close()
         worker(req, fds)
     for fd in fds:
         os.close(fd)
-    send_msg(conn, {"pid": pid})
+    try:
+        send_msg(conn, {"pid": pid})
+    except OSError:  # the client went away before it learnt the run's pid: the run goes too
+        os.kill(pid, signal.SIGKILL)
+        os._exit(0)
     conn.setblocking(False)
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -193,6 +206,10 @@ def start(path, timeout=120):
 
 
 def run(path, argv):
+    if not os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        # A fresh torch takes its thread count from MKL_NUM_THREADS or the physical cores: only a count the
+        # environment names is one a fork can set the same.
+        os.execv(sys.executable, [sys.executable, *argv])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
@@ -200,8 +217,12 @@ def run(path, argv):
         os.execv(sys.executable, [sys.executable, *argv])
     env = dict(os.environ)
     env.pop("CLAIMCHECK_PY_ZYGOTE", None)
-    send_msg(conn, {"argv": argv, "env": env, "cwd": os.getcwd()}, fds=(0, 1, 2))
-    pid = recv_msg(conn)[0]["pid"]
+    send_msg(conn, {"argv": argv, "env": env, "cwd": os.getcwd(), "python": interpreter()},
+             fds=(0, 1, 2))
+    reply = recv_msg(conn)[0]
+    if reply.get("fresh"):
+        os.execv(sys.executable, [sys.executable, *argv])
+    pid = reply["pid"]
 
     def stop(signum, frame):  # the run goes with its client
         try:

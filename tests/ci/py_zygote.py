@@ -33,7 +33,7 @@ try:
 except ImportError:
     out["threads"] = None
 print(json.dumps(out, sort_keys=True))
-print("to stderr", file=sys.stderr)
+print("to stderr", "pid", os.getpid(), file=sys.stderr)
 sys.exit(int(sys.argv[1]))
 """
 
@@ -55,13 +55,28 @@ with tempfile.TemporaryDirectory(prefix="cc_zygote_") as d:
     check(f.stdout == z.stdout, f"what the script sees: fresh {f.stdout.strip()}, forked {z.stdout.strip()}")
     check("to stderr" in z.stderr, f"its standard error: {z.stderr.strip()[-200:]}")
 
+    def ran_fresh(argv, env):
+        """Whether the client exec'd the script itself (the script's pid is the client's) rather than forking it."""
+        c = subprocess.Popen(argv + ["0"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=d)
+        out, err = c.communicate(timeout=120)
+        return c.returncode == 0 and f"pid {c.pid}" in err, err.strip()[-200:]
+    forked = [a.python, "-S", ZYGOTE, "run", sock, script]
+    check(not ran_fresh(forked, env)[0], "OMP_NUM_THREADS named: forked")
+    no_omp = {k: v for k, v in env.items() if k != "OMP_NUM_THREADS"}
+    check(ran_fresh(forked, no_omp)[0], "no OMP_NUM_THREADS: fresh (a fork cannot take torch's own default count)")
+    other = "/usr/bin/python3"
+    if os.path.exists(other) and os.path.dirname(os.path.abspath(other)) != os.path.dirname(os.path.abspath(a.python)):
+        check(ran_fresh([other, "-S", ZYGOTE, "run", sock, script], env)[0],
+              "another interpreter than the server's: fresh")
+
     # A client killed mid-run takes its run (and the run's children) with it.
     sleeper = os.path.join(d, "sleeper.py")
     with open(sleeper, "w") as f:
         f.write("import os, subprocess, sys, time\n"
                 "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
                 "print(os.getpid(), child.pid, flush=True)\ntime.sleep(60)\n")
-    c = subprocess.Popen([a.python, "-S", ZYGOTE, "run", sock, sleeper], stdout=subprocess.PIPE, text=True)
+    c = subprocess.Popen([a.python, "-S", ZYGOTE, "run", sock, sleeper], stdout=subprocess.PIPE, text=True, env=env)
     pids = [int(x) for x in c.stdout.readline().split()]
     c.send_signal(signal.SIGKILL)
     c.wait()
