@@ -14,6 +14,7 @@
 
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
+#include "claimcheck/ref/ledger.h"
 #include "claimcheck/train/experiments.h"
 
 namespace checks {
@@ -45,6 +46,20 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
   const auto scaled = dir / "config.json";
   std::ofstream(scaled) << c.dump(2);
   return {scaled, c};
+}
+
+// inputs.<config> with inputs.<overrides> (e.g. a head_dim) making heads x head_dim differ from the hidden size, where
+// the query and the attention output are not hidden-wide: the config written as dir/config.json, and read as the
+// answer key reads it. Overrides that leave them equal are refused in one line (nothing to tell apart).
+inline std::pair<std::filesystem::path, claimcheck::ref::ModelConfig> wide_heads_config(
+    const claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
+    const std::filesystem::path& dir) {
+  const auto path = scaled_config(ctx, config, overrides, dir).first;
+  const claimcheck::ref::ModelConfig c = claimcheck::ref::load_model_config(path);
+  if (c.heads * c.head_dim == c.hidden)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides +
+                                "': heads x head_dim equals the hidden size; nothing to tell apart");
+  return {path, c};
 }
 
 // inputs.<config> scaled by inputs.<overrides> (keys of config.json, e.g. fewer layers and a smaller vocabulary),

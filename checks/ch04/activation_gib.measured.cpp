@@ -21,6 +21,15 @@
 namespace ref = claimcheck::ref;
 
 #if CLAIMCHECK_WITH_TORCH
+// The answer key's bytes per token that a plain decoder layer of `c` saves in bf16: the minimal list (2 bytes an
+// element) and what eager PyTorch modules keep beyond it.
+static double itemised_plain_layer_bytes(const ref::ModelConfig& c) {
+  double b = 0;
+  for (const auto& t : ref::saved_per_layer(c)) b += 2.0 * static_cast<double>(t.elements_per_token);
+  for (const auto& t : ref::plain_layer_extra_bytes(c)) b += static_cast<double>(t.elements_per_token);
+  return b;
+}
+
 static void activation_gib_bytes(claimcheck::Context& ctx) {
   const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
   const auto batch = ctx.input("batch").get<std::int64_t>();
@@ -68,9 +77,7 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
       train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault(), lora_r);
   ctx.measure("lora_over_full_activations", l2.bytes_per_token_layer / f2.bytes_per_token_layer, "ratio");
   {  // and itemised by the answer key: the plain layer's list, less the frozen norms' outputs, plus each x A^T
-    double plain = 0;
-    for (const auto& t : ref::saved_per_layer(sc)) plain += 2.0 * static_cast<double>(t.elements_per_token);
-    for (const auto& t : ref::plain_layer_extra_bytes(sc)) plain += static_cast<double>(t.elements_per_token);
+    const double plain = itemised_plain_layer_bytes(sc);
     double change = 0;
     for (const auto& t : ref::lora_layer_saved_change_bytes(sc, lora_r, 7))
       change += static_cast<double>(t.elements_per_token);
@@ -90,25 +97,16 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   // The same bytes, itemised by the answer key for the plain layer the decoder is (ref::plain_layer_extra_bytes):
   // the minimal list and what eager PyTorch modules keep beyond it. A layer that keeps more than it should, or less,
   // moves this off 1 where the extrapolation's expected failure would not tell.
-  double extra = 0;
-  for (const auto& t : ref::plain_layer_extra_bytes(sc)) extra += static_cast<double>(t.elements_per_token);
-  ctx.measure("measured_k_itemised", k / (k_model + extra / h), "ratio");
-  ctx.derive("ledger_plain_k", k_model + extra / h, "count");
+  const double k_itemised = itemised_plain_layer_bytes(sc) / h;
+  ctx.measure("measured_k_itemised", k / k_itemised, "ratio");
+  ctx.derive("ledger_plain_k", k_itemised, "count");
   {  // The same on heads wider than the hidden size (heads x head_dim != hidden: Gemma's, Qwen3's), where the query
      // and the attention output are as wide as the heads: a ledger or a layer that takes them as hidden-wide shows.
     claimcheck::ScratchDir dir("activation_wide_heads");
-    const auto wide = checks::scaled_config(ctx, "measure_config", "wide_heads_overrides", dir.path()).first;
-    const ref::ModelConfig wc = ref::load_model_config(wide);
-    if (wc.heads * wc.head_dim == wc.hidden)
-      throw std::invalid_argument(ctx.claim_id() +
-                                  ": field 'inputs.wide_heads_overrides': heads x head_dim equals the hidden size; "
-                                  "nothing to tell apart");
+    const auto [wide, wc] = checks::wide_heads_config(ctx, "measure_config", "wide_heads_overrides", dir.path());
     const auto w1 =
         train::saved_activations(wide, ctx.seed(), mb, lengths[0], false, false, "bf16", ctx.planted_fault());
-    double items = 0;
-    for (const auto& t : ref::saved_per_layer(wc)) items += 2.0 * static_cast<double>(t.elements_per_token);
-    for (const auto& t : ref::plain_layer_extra_bytes(wc)) items += static_cast<double>(t.elements_per_token);
-    ctx.measure("wide_heads_itemised", w1.bytes_per_token_layer / items, "ratio");
+    ctx.measure("wide_heads_itemised", w1.bytes_per_token_layer / itemised_plain_layer_bytes(wc), "ratio");
   }
   ctx.measure("measured_k_ledger_model", k_model, "count");
   ctx.measure("measured_extrapolated", extrapolated, "GiB");

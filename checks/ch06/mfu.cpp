@@ -20,12 +20,7 @@
 // width, not only where it is the hidden size. The layers are built, not run: the same on either device.
 static void wide_heads_flops(claimcheck::Context& ctx, int batch, int tokens) {
   claimcheck::ScratchDir dir("mfu_wide_heads");
-  const auto wide = checks::scaled_config(ctx, "config", "wide_heads_overrides", dir.path()).first;
-  const ch06::ref::ModelConfig wc = ch06::ref::load_model_config(wide);
-  if (wc.heads * wc.head_dim == wc.hidden)
-    throw std::invalid_argument(ctx.claim_id() +
-                                ": field 'inputs.wide_heads_overrides': heads x head_dim equals the hidden size; "
-                                "nothing to tell apart");
+  const auto [wide, wc] = checks::wide_heads_config(ctx, "config", "wide_heads_overrides", dir.path());
   ctx.measure("wide_heads_flops_vs_ledger",
               claimcheck::train::block_forward_flops(wide, batch, tokens, ctx.planted_fault()) /
                   ch06::ref::decoder_forward_flops(wc, wc.layers, batch, tokens),

@@ -205,23 +205,28 @@ def start(path, timeout=120):
     print(f"zygote.py: a warm interpreter listens on {path} (pid {proc.pid}, {time.monotonic() - t0:.1f} s to start)")
 
 
+def fresh(argv):
+    """The script as a fresh interpreter of this binary (without `-S`), in this process."""
+    os.execv(sys.executable, [sys.executable, *argv])
+
+
 def run(path, argv):
     if not os.environ.get("OMP_NUM_THREADS", "").isdigit():
         # A fresh torch takes its thread count from MKL_NUM_THREADS or the physical cores: only a count the
         # environment names is one a fork can set the same.
-        os.execv(sys.executable, [sys.executable, *argv])
+        fresh(argv)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-    except OSError:  # no server there (a stale socket): the script runs as a fresh interpreter
-        os.execv(sys.executable, [sys.executable, *argv])
+    except OSError:  # no server there (a stale socket)
+        fresh(argv)
     env = dict(os.environ)
     env.pop("CLAIMCHECK_PY_ZYGOTE", None)
     send_msg(conn, {"argv": argv, "env": env, "cwd": os.getcwd(), "python": interpreter()},
              fds=(0, 1, 2))
     reply = recv_msg(conn)[0]
     if reply.get("fresh"):
-        os.execv(sys.executable, [sys.executable, *argv])
+        fresh(argv)
     pid = reply["pid"]
 
     def stop(signum, frame):  # the run goes with its client
