@@ -1,5 +1,7 @@
 #include "outcome.h"
 
+#include <algorithm>
+
 namespace claimcheck {
 using nlohmann::json;
 
@@ -82,7 +84,10 @@ void fold_outcome(ClaimResult& r) {
     r.reason = "nothing was compared";
     return;
   }
-  const auto& primary = r.measurements.front();
+  // The claim's own figure: the measurement named "value" (checks may measure others before it), else the first.
+  const auto value = std::find_if(r.measurements.begin(), r.measurements.end(),
+                                  [](const auto& m) { return m.compared && m.name == "value"; });
+  const auto& primary = value != r.measurements.end() ? *value : r.measurements.front();
   if (!all_ok) {
     r.status = Status::fail;
     r.reason = first_bad;
@@ -94,10 +99,11 @@ void fold_outcome(ClaimResult& r) {
     if (xfails.empty()) {
       r.reason = primary.verdict;
     } else {
-      std::string held;  // the comparisons not marked as expected failures, the primary first (unnamed)
+      // The comparisons not marked as expected failures, the primary first (unnamed).
+      std::string held = primary.compared && !primary.expected_failure ? primary.verdict : "";
       for (const auto& m : r.measurements)
-        if (m.compared && !m.expected_failure)
-          held += (held.empty() ? "" : "; ") + (&m == &primary ? "" : m.name + ": ") + m.verdict;
+        if (m.compared && !m.expected_failure && &m != &primary)
+          held += (held.empty() ? "" : "; ") + m.name + ": " + m.verdict;
       r.reason = xfails + "; the other comparisons held: " + held;
     }
   }

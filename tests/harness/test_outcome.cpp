@@ -148,3 +148,19 @@ TEST(Outcome, ReasonsCarryThisRunsFigures) {
     EXPECT_NE(std::string(e.what()).find("also.x.xfail_reason"), std::string::npos) << e.what();
   }
 }
+
+TEST(Outcome, TheClaimsFigureIsTheOneNamedValue) {
+  // A check may measure other statements before its own figure: the reasons name every statement but "value".
+  auto r = with({true, true, false});
+  std::swap(r.measurements[0], r.measurements[1]);  // m1 measured first
+  r.measurements[2].expected_failure = true;
+  r.measurements[2].xfail_reason = "refuted";
+  fold_outcome(r);
+  EXPECT_EQ(r.status, Status::xfail);
+  EXPECT_NE(r.reason.find("held: fine; m1: fine"), std::string::npos) << r.reason;
+  r = with({true, true});
+  std::swap(r.measurements[0], r.measurements[1]);
+  r.measurements[1].verdict = "the value's verdict";
+  fold_outcome(r);
+  EXPECT_EQ(r.reason, "the value's verdict");
+}
