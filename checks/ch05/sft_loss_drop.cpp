@@ -16,8 +16,80 @@
 
 #include <nlohmann/json.hpp>
 
+#if CLAIMCHECK_WITH_TORCH
+#include "../decoder_vs_transformers.h"
+#include "qwen_lora.h"
+
+// Chapter 5's six-line LoRA SFT: the project's SFT loop with its LoRA on the Qwen2 decoder (inputs.lora_config
+// scaled by inputs.lora_overrides; inputs.lora's r, alpha and targets) over inputs.lora_conversations rendered with
+// its template, against get_peft_model + Trainer(...).train() on the same start and rows (reference/python/
+// hf_reference.py lora_sft): the rows against Qwen2.5's own template, each step's loss, the adapters after the last
+// step, the trained adapter reloaded by peft.
+static void six_line_lora_sft(claimcheck::Context& ctx) {
+  namespace T = claimcheck::train;
+  claimcheck::ScratchDir dir("lora_sft_vs_trainer");
+  const auto scaled = checks::scaled_config(ctx, "lora_config", "lora_overrides", dir.path()).first;
+  const auto spec = ch05::lora_spec(ctx);
+  const nlohmann::json& run = ctx.input("lora_sft");
+  auto number = [&](const char* key, double least, const char* says) {
+    if (!run.is_object() || !run.contains(key) || !run[key].is_number() || !(run[key].get<double>() >= least) ||
+        !std::isfinite(run[key].get<double>()))
+      throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.lora_sft." + key + "': expected " + says);
+    return run[key].get<double>();
+  };
+  const int steps = static_cast<int>(number("steps", 1, "a count >= 1")),
+            batch = static_cast<int>(number("batch", 1, "a count >= 1"));
+  const double lr = number("lr", 1e-300, "a number > 0"), clip = number("clip", 1e-300, "a number > 0"),
+               weight_decay = number("weight_decay", 0, "a number >= 0");
+  const auto convs = T::load_conversations(ctx.input_path("lora_conversations"));
+  const auto e = T::export_lora_sft_run(scaled, spec, convs, steps, batch, lr, weight_decay, clip, ctx.seed(),
+                                        dir.path() / "run", ctx.planted_fault());
+  // Where the project's own loop ends: its last step's loss over its first (the six lines' losses are a detail).
+  ctx.measure("lora_sft_loss_ratio", e.losses.back() / e.losses.front(), "ratio");
+  std::string targets;
+  for (const auto& t : spec.targets) targets += (targets.empty() ? "" : ",") + t;
+  char num[4][64];
+  std::snprintf(num[0], sizeof num[0], "%.17g", spec.alpha);
+  std::snprintf(num[1], sizeof num[1], "%.17g", lr);
+  std::snprintf(num[2], sizeof num[2], "%.17g", clip);
+  std::snprintf(num[3], sizeof num[3], "%.17g", weight_decay);
+  const nlohmann::json r = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py",
+                                                         {"lora_sft",
+                                                          "--config",
+                                                          scaled.string(),
+                                                          "--dir",
+                                                          (dir.path() / "run").string(),
+                                                          "--template",
+                                                          ctx.input_path("template").string(),
+                                                          "--conversations",
+                                                          ctx.input_path("lora_conversations").string(),
+                                                          "--r",
+                                                          std::to_string(spec.r),
+                                                          "--alpha",
+                                                          num[0],
+                                                          "--targets",
+                                                          targets,
+                                                          "--batch",
+                                                          std::to_string(batch),
+                                                          "--lr",
+                                                          num[1],
+                                                          "--weight-decay",
+                                                          num[3],
+                                                          "--clip",
+                                                          num[2]});
+  if (r.contains("skip"))
+    ctx.pending("the six-line LoRA SFT against Trainer and peft: " + r["skip"].get<std::string>());
+  else
+    claimcheck::forward_driver_result(ctx, r);
+  ctx.detail("lora_sft_export", {{"rows", e.rows}, {"length", e.length}, {"losses", e.losses}});
+}
+#endif
+
 static void sft_loss_drop(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
+  if (ctx.wants_any({"lora_sft_loss_ratio", "lora_sft_rows_mismatch", "lora_sft_losses_vs_trainer",
+                     "lora_sft_adapters_vs_trainer_over_lr", "lora_sft_saved_adapter"}))
+    six_line_lora_sft(ctx);
   namespace T = claimcheck::train;
   const auto train =
       T::arithmetic_conversations(ctx.input("conversations").get<int>(), ctx.seed(), ctx.planted_fault());

@@ -274,6 +274,89 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
   return e;
 }
 
+LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const LoraSpec& lora,
+                                  const std::vector<Conversation>& convs, int steps, int batch, double lr,
+                                  double weight_decay, double clip, std::uint64_t seed,
+                                  const std::filesystem::path& dir, const std::string& fault) {
+  if (convs.empty() || steps < 1 || batch < 1) throw std::invalid_argument("export_lora_sft_run: no work");
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
+  torch::manual_seed(seed);
+  Decoder model(c);
+  move_norms_and_biases(model);
+  Named base;
+  for (const auto& p : model->named_parameters()) base.emplace_back(hf_name(p.key()), p.value().detach().clone());
+  for (auto& p : model->parameters()) p.requires_grad_(false);
+  std::vector<std::pair<std::string, Proj>> adapted;
+  for (std::size_t i = 0; i < model->layers.size(); ++i)
+    for (const auto& t : lora.targets) {
+      auto& proj = model->layers[i]->projs.at(t);
+      proj->enable_lora(lora.r, lora.alpha, fault);
+      if (fault == "lora_sft_b_frozen") proj->B.requires_grad_(false);  // planted: only A trains (B stays 0)
+      std::string name = hf_name("layers_" + std::to_string(i) + "." + t + ".weight");
+      adapted.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), proj);
+    }
+  std::vector<torch::Tensor> trainable;
+  for (auto& p : model->parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  Named adapters;
+  for (const auto& [name, proj] : adapted) {
+    adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
+    adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
+  }
+  // The rows in the order trained: conversation (step x batch + i) mod n, right-padded to the longest.
+  std::vector<Encoded> enc;
+  std::size_t length = 0;
+  TemplateOptions o;
+  o.fault = fault;  // the template's planted faults
+  if (fault == "mask_label_0") o.mask_label = 0;
+  for (const auto& conv : convs) {
+    enc.push_back(encode_chat(conv, o));
+    length = std::max(length, enc.back().tokens.size());
+  }
+  const long rows = static_cast<long>(steps) * batch, L = static_cast<long>(length);
+  auto ids = torch::full({rows, L}, static_cast<long>(kImEnd), torch::kLong);
+  auto labels = torch::full({rows, L}, kIgnoreIndex, torch::kLong);
+  for (long r = 0; r < rows; ++r) {
+    const auto& e = enc[static_cast<std::size_t>(r) % enc.size()];
+    for (std::size_t t = 0; t < e.tokens.size(); ++t) {
+      ids[r][static_cast<long>(t)] = e.tokens[t];
+      labels[r][static_cast<long>(t)] = e.labels[t];
+    }
+  }
+  torch::optim::AdamW opt(trainable, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  LoraSftExport out;
+  out.rows = rows;
+  out.length = L;
+  for (int s = 0; s < steps; ++s) {
+    // Trainer's "linear" schedule without warmup: lr (steps - s) / steps at step s.
+    const double lr_s = lr * static_cast<double>(steps - s) / steps;
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr_s);
+    opt.zero_grad();
+    const auto x = ids.slice(0, s * batch, (s + 1) * batch), y = labels.slice(0, s * batch, (s + 1) * batch);
+    const auto loss = lm_loss(model->forward(x.slice(1, 0, L - 1)), y.slice(1, 1), true);
+    loss.backward();
+    if (fault != "lora_sft_no_clip") torch::nn::utils::clip_grad_norm_(trainable, clip);  // planted: no clipping
+    opt.step();
+    out.losses.push_back(loss.item<double>());
+  }
+  Named run{{"input_ids", ids}, {"labels", labels}, {"losses", torch::tensor(out.losses, torch::kDouble)}};
+  for (const auto& [name, proj] : adapted) {
+    run.emplace_back("after." + name + ".lora_A", proj->A.detach().clone());
+    run.emplace_back("after." + name + ".lora_B", proj->B.detach().clone());
+  }
+  {
+    torch::NoGradGuard ng;
+    model->eval();
+    run.emplace_back("trained.logits", model->forward(ids.slice(0, 0, 1)));
+  }
+  save_peft_adapter(adapted, lora, dir / "adapter", fault);
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", base);
+  write_safetensors(dir / "lora.safetensors", adapters);
+  write_safetensors(dir / "run.safetensors", run);
+  return out;
+}
+
 void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesystem::path& file,
                      const std::string& fault) {
   torch::manual_seed(seed);

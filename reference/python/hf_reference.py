@@ -21,6 +21,16 @@
       against the project's merge and unmerge; the adapter the project saved (DIR/adapter) loaded by
       PeftModel.from_pretrained, its logits; logits, loss, every adapter's gradient, and A and B after one
       torch.optim.AdamW step.
+  lora_sft --config C --dir DIR --template T --conversations F --r R --alpha A --targets T1,T2 --batch B --lr LR
+           --weight-decay WD --clip CLIP
+      chapter 5's six lines: F rendered with Qwen2.5's own template T (chat_template.py), row i conversation i mod
+      n, right-padded to the longest (<|im_end|>, label -100), against the rows the project trained on; then
+      get_peft_model(transformers' model for C on the project's base weights, LoraConfig(r, alpha, targets)) given
+      the project's starting A and B, and Trainer(model, train_dataset=this side's rows in order, TrainingArguments:
+      the linear schedule without warmup, AdamW, WD, max_grad_norm CLIP).train(): each step's loss and the adapters
+      after the last step against the project's SFT loop (kernels/train/hf_export.cpp: export_lora_sft_run); the
+      adapter the project saved after training, loaded by PeftModel.from_pretrained, its logits against the
+      project's. (fp32 on both sides: the series loads the model in bf16.)
   lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
       peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
       weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
@@ -446,6 +456,114 @@ def peft_model(a):
          {"peft_model": details})
 
 
+def six_lines(cfg, weights, adapters, a, ids, labels):
+    """The series' six lines on transformers' model for cfg (weights loaded, fp32): get_peft_model with
+    LoraConfig(r, lora_alpha, target_modules, dropout 0), the project's starting A and B copied in, then
+    Trainer(...).train() over the rows (ids, labels) in order, a.batch per step. Returns (model, each step's loss)."""
+    import tempfile
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from torch.utils.data import SequentialSampler
+    from transformers import Trainer, TrainingArguments
+    model = hf_model(cfg, torch.float32)
+    own = dict(model.named_parameters())
+    model.load_state_dict({k: v for k, v in weights.items() if k in own}, strict=False)
+    pm = get_peft_model(model, LoraConfig(r=a.r, lora_alpha=a.alpha, target_modules=a.targets.split(","),
+                                          lora_dropout=0.0))
+    prefix = "base_model.model."
+    with torch.no_grad():
+        for n, m in pm.named_modules():
+            name = n[len(prefix):] if n.startswith(prefix) else n
+            if hasattr(m, "lora_A") and "default" in getattr(m, "lora_A", {}) and f"{name}.lora_A" in adapters:
+                m.lora_A["default"].weight.copy_(adapters[f"{name}.lora_A"])
+                m.lora_B["default"].weight.copy_(adapters[f"{name}.lora_B"])
+    rows = [{"input_ids": ids[i], "labels": labels[i]} for i in range(ids.shape[0])]
+    losses = []
+
+    class InOrder(Trainer):  # the rows in the order the project trained them; each step's loss as computed
+        def _get_train_sampler(self, *args, **kwargs):
+            return SequentialSampler(self.train_dataset)
+
+        def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+            out = super().compute_loss(model, inputs, return_outputs=return_outputs, **kwargs)
+            losses.append(float((out[0] if return_outputs else out).detach().float()))
+            return out
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(output_dir=tmp, per_device_train_batch_size=a.batch, max_steps=ids.shape[0] // a.batch,
+                                 learning_rate=a.lr, lr_scheduler_type="linear", warmup_steps=0,
+                                 weight_decay=a.weight_decay, max_grad_norm=a.clip, optim="adamw_torch",
+                                 save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True, seed=0,
+                                 dataloader_num_workers=0, disable_tqdm=True)
+        InOrder(model=pm, args=args, train_dataset=rows).train()
+    return pm, losses
+
+
+def lora_sft(a):
+    """Chapter 5's six-line LoRA SFT (transformers' Trainer with peft) against the project's SFT loop on the same
+    start: the rows (this side renders them with Qwen2.5's own template), each step's loss (assert_close units), the
+    adapters after the last step (in units of lr: AdamW moves an element by about lr a step), and the project's
+    trained adapter reloaded by peft (its logits)."""
+    import torch
+    from safetensors.torch import load_file
+    import transformers
+    import peft
+    import chat_template
+    transformers.logging.set_verbosity_error()
+    cfg = hf_config(a.config)
+    weights = load_file(f"{a.dir}/model.safetensors")
+    adapters = load_file(f"{a.dir}/lora.safetensors")
+    run = load_file(f"{a.dir}/run.safetensors")
+    rows = run["input_ids"].shape[0]
+    if rows % a.batch or run["input_ids"].shape != run["labels"].shape:
+        die(f"{a.dir}/run.safetensors: field 'input_ids': {tuple(run['input_ids'].shape)} rows are not steps x "
+            f"--batch {a.batch}")
+    encoded, _ = chat_template.encode(a)
+    length = max(len(e["tokens"]) for e in encoded)
+    ids = torch.full((rows, length), chat_template.IM_END, dtype=torch.long)
+    labels = torch.full((rows, length), chat_template.IGNORE, dtype=torch.long)
+    for r in range(rows):
+        e = encoded[r % len(encoded)]
+        ids[r, :len(e["tokens"])] = torch.tensor(e["tokens"])
+        labels[r, :len(e["targets"])] = torch.tensor(e["targets"])
+    if run["input_ids"].shape == ids.shape:
+        rows_mismatch = int(((run["input_ids"] != ids).any(1) | (run["labels"] != labels).any(1)).sum())
+    else:
+        rows_mismatch = rows
+    pm, losses = six_lines(cfg, weights, adapters, a, ids, labels)
+    theirs = torch.tensor(losses, dtype=torch.float32)
+    mine = run["losses"].float()
+    loss_units = tolerance_units(mine, theirs) if mine.shape == theirs.shape else math.inf
+    prefix = "base_model.model."
+    after, seen = 0.0, 0
+    for n, m in pm.named_modules():
+        name = n[len(prefix):] if n.startswith(prefix) else n
+        if not (hasattr(m, "lora_A") and "default" in getattr(m, "lora_A", {})):
+            continue
+        for side in ("lora_A", "lora_B"):
+            key = f"after.{name}.{side}"
+            w = getattr(m, side)["default"].weight.detach()
+            if key not in run or tuple(run[key].shape) != tuple(w.shape):
+                after = math.inf
+                continue
+            seen += 1
+            after = max(after, (run[key].double() - w.double()).abs().max().item() / a.lr)
+    if seen == 0:
+        after = math.inf
+    own = dict(hf_model(cfg, torch.float32).named_parameters())
+    with torch.no_grad():
+        saved = saved_adapter_logits(cfg, weights, own, f"{a.dir}/adapter", ids[:1])
+    saved_units = tolerance_units(run["trained.logits"], saved) if saved is not None else math.inf
+    details = {"peft": peft.__version__, "transformers": transformers.__version__, "rows": int(rows),
+               "length": int(length), "losses": {"project": [finite(x) for x in mine.tolist()],
+                                                  "trainer": [finite(x) for x in losses]}}
+    emit([{"name": "lora_sft_rows_mismatch", "value": float(rows_mismatch), "unit": "count"},
+          {"name": "lora_sft_losses_vs_trainer", "value": figure_value(loss_units), "unit": "ratio"},
+          {"name": "lora_sft_adapters_vs_trainer_over_lr", "value": figure_value(after), "unit": "ratio"},
+          {"name": "lora_sft_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
+         {"lora_sft": details})
+
+
 def saved_adapter_logits(cfg, weights, own, folder, ids):
     """PeftModel.from_pretrained(transformers' model on the base weights, folder): the logits of ids, or None where
     peft cannot load the folder (its reason on stderr)."""
@@ -479,6 +597,18 @@ def main(argv):
     pmod.add_argument("--targets", required=True, help="comma-separated module names")
     pmod.add_argument("--lr", type=float, required=True)
     pmod.add_argument("--weight-decay", type=float, required=True)
+    ls = sub.add_parser("lora_sft")
+    ls.add_argument("--config", required=True)
+    ls.add_argument("--dir", required=True)
+    ls.add_argument("--template", required=True)
+    ls.add_argument("--conversations", required=True)
+    ls.add_argument("--r", type=int, required=True)
+    ls.add_argument("--alpha", type=float, required=True)
+    ls.add_argument("--targets", required=True, help="comma-separated module names")
+    ls.add_argument("--batch", type=int, required=True)
+    ls.add_argument("--lr", type=float, required=True)
+    ls.add_argument("--weight-decay", type=float, required=True)
+    ls.add_argument("--clip", type=float, required=True)
     lo = sub.add_parser("lora")
     lo.add_argument("--case", action="append", required=True)
     lo.add_argument("--seed", type=int, default=0)
@@ -494,6 +624,8 @@ def main(argv):
         generate(a)
     elif a.what == "peft_model":
         peft_model(a)
+    elif a.what == "lora_sft":
+        lora_sft(a)
     else:
         lora(a)
 

@@ -83,6 +83,26 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
                                       double weight_decay, std::uint64_t seed, int batch, int seq,
                                       const std::filesystem::path& dir, const std::string& fault = "");
 
+// Chapter 5's six-line LoRA SFT as the project runs it, for transformers' Trainer with peft (the answer key runs the
+// six lines on the same start): the decoder from config.json in fp32 (norm weights and biases off 1 and 0), every
+// layer's `targets` wrapped with the project's LoRA (A as peft draws it, B zero); the conversations rendered with the
+// project's ChatML template (encode_chat), padded on the right to the longest (<|im_end|>, label -100), `batch` of
+// them per step in order, wrapping; `steps` AdamW steps (weight_decay) at lr decayed linearly to 0 over them, the
+// gradients clipped to `clip`, as Trainer's defaults do. Writes dir/model.safetensors, dir/lora.safetensors (the
+// adapters before step 0), dir/adapter (the trained adapter as peft saves one) and dir/run.safetensors: input_ids and
+// labels [steps x batch, length] (the rows in the order trained; labels aligned with input_ids, as transformers
+// takes them), losses [steps], after.<module>.lora_A / _B, and trained.logits (the first row after training).
+// Planted faults (tests only): enable_lora's, the template's ("mask_label_0"), "adapter_saved_alpha_as_r",
+// "lora_sft_no_clip", "lora_sft_b_frozen" (B never trained).
+struct LoraSftExport {
+  std::vector<double> losses;
+  std::int64_t rows = 0, length = 0;
+};
+LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const LoraSpec& lora,
+                                  const std::vector<Conversation>& convs, int steps, int batch, double lr,
+                                  double weight_decay, double clip, std::uint64_t seed,
+                                  const std::filesystem::path& dir, const std::string& fault = "");
+
 struct LoraCase {
   std::int64_t in = 256, out = 192;
   int r = 8;
