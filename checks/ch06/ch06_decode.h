@@ -146,13 +146,14 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
 // GEMV again on 61 rows whose K holds an odd number of 64-blocks (the kernels' row and K tails), and on activations
 // that are all ties between two bf16 (their low 16 bits 0x8000), each signed as row 0's weight so that row 0's products
 // all add: a path that rounds activations to bf16 and breaks ties otherwise than to even (half up, toward zero) moves
-// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1000 (the row and K tails
-// of the kernels' blocks), and the batched GEMM on it at batches 3 (the direct tiles) and 17 (the packed panels). The
+// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1003 (the row tails and a
+// K tail of every vector width: 3 past 8, 11 past 16 and 32), and the batched GEMM on it at batches 6, 13 and 3 (each
+// of the direct tiles) and 17 (the packed panels). The
 // worst sampled error over the reference's scale; the path it was on in *worst_path. A
 // path a CPU other than this one would run is checked here too: its code is the same code under test.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
                                const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path) {
-  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1000;
+  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1003;
   const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull),
                                Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull);
   const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko);
@@ -191,15 +192,17 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
          path + " (activations at bf16 ties)");
     poison(yt);
     K::gemv_bf16(Wt.data(), Nt, Kt, xt.data(), yt.data(), o);
-    keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data()), path + " (61 rows, K = 1000)");
-    // The batched GEMM on the same tail matrix, at a batch of the direct tiles and one of the packed panels.
-    for (const int B : {3, 17}) {
+    keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data()),
+         path + " (61 rows, K = " + std::to_string(Kt) + ")");
+    // The batched GEMM on the same tail matrix, at batches that run each of the direct tiles (4 tokens, then a
+    // remainder of 2, 1 and 3) and one of the packed panels.
+    for (const int B : {6, 13, 3, 17}) {
       std::vector<float> X(static_cast<std::size_t>(B) * Kt), Y(static_cast<std::size_t>(B) * Nt);
       for (std::size_t i = 0; i < X.size(); ++i) X[i] = xt[i % xt.size()] * (1.0f + static_cast<float>(i / Kt) / 8);
       poison(Y);
       K::gemm_bf16(Wt.data(), Nt, Kt, X.data(), B, Y.data(), o);
       keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, X.data(), B, Y.data()),
-           path + " (GEMM, 61 rows, K = 1000, B = " + std::to_string(B) + ")");
+           path + " (GEMM, 61 rows, K = " + std::to_string(Kt) + ", B = " + std::to_string(B) + ")");
     }
     poison(yo);
     K::gemv_nf4(Qo, xo.data(), yo.data(), o);

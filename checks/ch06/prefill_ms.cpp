@@ -4,6 +4,7 @@
 // measured bandwidth (far below). On a GPU: T tokens through gpu_layers layers and the lm_head, GEMMs through cuBLAS,
 // against the bf16 GEMM peak and the read bandwidth measured there.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -106,7 +107,8 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
       if (!ch06::K::matmul_bf16_force(e)) continue;
       double worst_e = 0;
       for (const Problem& p : problems) {
-        std::vector<float> C(static_cast<std::size_t>(M) * N);
+        // NaN before the call: an engine that adds onto C instead of writing it, or skips a block, leaves a NaN.
+        std::vector<float> C(static_cast<std::size_t>(M) * N, std::numeric_limits<float>::quiet_NaN());
         ch06::K::matmul_bf16(p.A.data(), M, p.K, p.W, N, C.data(), opts);
         worst_e = ch06::ref::worse(worst_e, ch06::ref::gemm_bf16_sampled_error(p.W, N, p.K, p.Af.data(), M, C.data()));
       }

@@ -288,7 +288,7 @@ void block32(const Packed& p, int m0, int n0, int kb0, int kb1, bool first, floa
 // calling block(m0, n0, kb0, kb1, first) for each 32 x 32 of its block; begin() / end() run on each thread around
 // its blocks (the tile configuration).
 template <typename Begin, typename Block, typename End>
-void walk_blocks(const Packed& p, int M, int N, int threads, Begin begin, Block block, End end) {
+void walk_blocks(const Packed& p, int M, int N, int threads, Begin begin, Block block, End end, bool accumulate_first) {
   const int mblocks = (M + kMc - 1) / kMc, nblocks = (N + kNc - 1) / kNc, ks = kKc / 32;
   parallel_items(mblocks * nblocks, threads, [&](int item) {
     begin();
@@ -296,13 +296,14 @@ void walk_blocks(const Packed& p, int M, int N, int threads, Begin begin, Block 
     const int mc1 = std::min(M, mc0 + kMc), nc1 = std::min(N, nc0 + kNc);
     for (int kb0 = 0; kb0 < p.Kt; kb0 += ks)
       for (int m0 = mc0; m0 < mc1; m0 += 32)
-        for (int n0 = nc0; n0 < nc1; n0 += 32) block(m0, n0, kb0, std::min(p.Kt, kb0 + ks), kb0 == 0);
+        for (int n0 = nc0; n0 < nc1; n0 += 32)  // (a planted fault adds the first slice onto what C held)
+          block(m0, n0, kb0, std::min(p.Kt, kb0 + ks), kb0 == 0 && !accumulate_first);
     end();
   });
 }
 
 template <typename T>
-void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k, bool accumulate_first) {
   walk_blocks(
       p, M, N, threads,
       [] {
@@ -313,7 +314,7 @@ void tiled(const Packed& p, int M, int N, float* C, int threads, bool drop_last_
       [&](int m0, int n0, int kb0, int kb1, bool first) {
         block32<T>(p, m0, n0, kb0, kb1, first, C, M, N, drop_last_k);
       },
-      [] { T::release(); });
+      [] { T::release(); }, accumulate_first);
 }
 
 // ---- the bf16 dot-product engine: vdpbf16ps (avx512_bf16) on the same packed tiles ------------------------------
@@ -359,13 +360,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void block32_dot
   b.finish();
 }
 
-void dotted(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k) {
+void dotted(const Packed& p, int M, int N, float* C, int threads, bool drop_last_k, bool accumulate_first) {
   walk_blocks(
       p, M, N, threads, [] {},
       [&](int m0, int n0, int kb0, int kb1, bool first) {
         block32_dot(p, m0, n0, kb0, kb1, first, C, M, N, drop_last_k);
       },
-      [] {});
+      [] {}, accumulate_first);
 }
 #endif
 
@@ -453,18 +454,18 @@ void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C
     return;
   }
   const Packed p = pack(A, M, K, W, N, o.threads);
-  const bool drop = o.faults.matmul_drop_last_k;
+  const bool drop = o.faults.matmul_drop_last_k, add = o.faults.matmul_accumulates;
 #if CC_AMX_X86
   if (e == kAmx) {
-    tiled<RealTiles>(p, M, N, C, o.threads, drop);
+    tiled<RealTiles>(p, M, N, C, o.threads, drop, add);
     return;
   }
   if (e == kDot) {
-    dotted(p, M, N, C, o.threads, drop);
+    dotted(p, M, N, C, o.threads, drop, add);
     return;
   }
 #endif
-  tiled<EmulatedTiles>(p, M, N, C, o.threads, drop);
+  tiled<EmulatedTiles>(p, M, N, C, o.threads, drop, add);
 }
 
 }  // namespace claimcheck::kernels

@@ -24,6 +24,7 @@ struct GemvFaults {
   bool bytes_as_elements = false;    // a decode stack counts its weights in elements, not bytes
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
+  bool matmul_accumulates = false;   // the tiled bf16 matmul adds onto C on its first K slice (C not zeroed)
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
   bool nf4_scales_uncounted = false;  // an nf4 stack counts its codes' bytes and not its scales'
   bool flops_fma_as_one = false;      // a decode stack counts a multiply-add as one FLOP
@@ -35,8 +36,9 @@ struct GemvFaults {
   bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
-// "gemm_first_tile_only" / "matmul_drop_last_k" / "nf4_half_rows" / "stack_no_residual" / "nf4_wrong_sign" /
-// "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" / "stack_input_bf16";
+// "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "nf4_half_rows" / "stack_no_residual" /
+// "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" /
+// "stack_input_bf16";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
