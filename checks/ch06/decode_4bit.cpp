@@ -66,6 +66,19 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
   ctx.measure("quantization_mismatches",
               static_cast<double>(ch06::nf4_quantization_mismatches(s16, s4, levels, &first_bad)), "count");
   if (!first_bad.empty()) ctx.detail("first_quantization_mismatch", first_bad);
+  // The NF4 matrix dequantised whole to bf16 (what a dequantise-first kernel multiplies), against NF4's own
+  // level x scale on 16 rows spread over the first matrix.
+  if (const ch06::K::Nf4Matrix* Q = s4.nf4_weight(0, 0)) {
+    const std::vector<ch06::K::bf16_t> dq = ch06::K::dequantize_nf4_bf16(*Q, opts.faults);
+    const bool whole = dq.size() == static_cast<std::size_t>(Q->N) * Q->K;
+    long bad = whole ? 0 : 1;  // (a matrix of another size: one mismatch, and no element read past its end)
+    for (int i = 0; i < 16 && whole; ++i) {
+      const long r = static_cast<long>(i) * (Q->N - 1) / 15;
+      bad += ch06::ref::nf4_dequant_mismatches(Q->packed.data(), Q->scales.data(), Q->K, levels, dq.data() + r * Q->K,
+                                               r, 1);
+    }
+    ctx.measure("dequant_mismatches", static_cast<double>(bad), "count");
+  }
   // The machine's balance, from the probe and the answer key alone (nothing the NF4 kernel does moves it): the NF4
   // step's floor is the larger of its bytes at the read roof and its dequantisation at the roof of the engine the
   // CPU's NF4 arithmetic runs on (ref::nf4_gemv_compute_seconds: the bf16 dot products where the CPU has them,

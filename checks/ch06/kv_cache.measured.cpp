@@ -22,6 +22,16 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
                                   claimcheck::ref::load_model_config(ctx.input_path("config")), 2)) *
                               tokens;
   ctx.measure("allocated_vs_ledger", static_cast<double>(m.bytes) / ledger_bytes, "ratio");
+  // What the ledger's decode reads of that cache (decode_bytes_per_token at a context of `tokens`, less at none:
+  // chapter 6's bytes per decoded token), against the cache allocated for that context.
+  {
+    namespace R = claimcheck::ref;
+    const R::ModelConfig cfg = R::load_model_config(ctx.input_path("config"));
+    R::DecodeModel with_context;
+    with_context.context_tokens = tokens;
+    const double read = R::decode_bytes_per_token(cfg, with_context) - R::decode_bytes_per_token(cfg, {});
+    ctx.measure("decode_kv_read_vs_allocated", read / static_cast<double>(m.bytes), "ratio");
+  }
   ctx.detail("allocated", {{"bytes", m.bytes},
                            {"tokens", m.tokens},
                            {"tensors", m.tensors},

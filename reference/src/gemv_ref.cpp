@@ -149,6 +149,17 @@ int nibble(const std::uint8_t* packed, long i) { return (i % 2) ? packed[i / 2] 
 
 const char* nf4_products_name(Nf4Products p) { return p == Nf4Products::bf16 ? "bf16" : "fp32"; }
 
+long nf4_dequant_mismatches(const std::uint8_t* packed, const float* scales, int K, const std::vector<double>& levels,
+                            const std::uint16_t* out, long row0, long rows) {
+  if (K % 64 != 0 || levels.size() != 16) throw std::invalid_argument("nf4_dequant_mismatches: K % 64 or levels");
+  long bad = 0;
+  for (long i = row0 * K; i < (row0 + rows) * K; ++i) {
+    const float want = static_cast<float>(levels[static_cast<std::size_t>(nibble(packed, i))]) * scales[i / 64];
+    bad += out[i - row0 * K] != bf16_nearest(want);
+  }
+  return bad;
+}
+
 void gemv_nf4_fp64(const std::uint8_t* packed, const float* scales, int N, int K, const std::vector<double>& levels,
                    const double* x, double* y, double* absdot, Nf4Products products) {
   if (K % 64 != 0 || levels.size() != 16) throw std::invalid_argument("gemv_nf4_fp64: K % 64 or levels");

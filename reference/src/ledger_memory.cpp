@@ -242,8 +242,10 @@ double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m) {
   const ParamCount p = count_params(c);
   double params = static_cast<double>(p.active());  // a mixture of experts reads the experts a token is routed to
   if (!m.whole_embedding_table) params -= static_cast<double>(p.embedding) - c.hidden;
+  // A planted fault reads the cache as fp32.
+  const int kv_bytes = ledger_fault("ledger_decode_kv_fp32") ? 4 : 2;
   return params * m.weight_bytes_per_param +
-         static_cast<double>(m.context_tokens) * static_cast<double>(kv_cache_bytes_per_token(c, 2));
+         static_cast<double>(m.context_tokens) * static_cast<double>(kv_cache_bytes_per_token(c, kv_bytes));
 }
 
 double prefill_flops(std::int64_t params, std::int64_t tokens) { return 2.0 * params * tokens; }

@@ -59,6 +59,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->nf4_scales_uncounted = true;
   else if (name == "nf4_nibbles_swapped")
     out->nf4_nibbles_swapped = true;
+  else if (name == "nf4_dequant_high_first")
+    out->dequant_high_first = true;
   else
     return false;
   return true;
@@ -161,24 +163,25 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K) { return quantize_nf4(W, N
 
 namespace {
 // Each block of 64 weights: its 16 levels times its scale rounded once, then two codes per byte (low nibble first).
-void dequantize_nf4_bf16_into(const Nf4Matrix& W, bf16_t* out) {
+void dequantize_nf4_bf16_into(const Nf4Matrix& W, bf16_t* out, bool high_first = false) {
   const std::size_t blocks = static_cast<std::size_t>(W.N) * W.K / 64;
   for (std::size_t b = 0; b < blocks; ++b) {
     bf16_t level[16];
     for (int c = 0; c < 16; ++c) level[c] = to_bf16(kNf4[c] * W.scales[b]);
     const std::uint8_t* in = W.packed.data() + b * 32;
     bf16_t* o = out + b * 64;
+    const int lo = high_first ? 4 : 0, hi = high_first ? 0 : 4;  // (a planted fault: the high nibble first)
     for (int j = 0; j < 32; ++j) {
-      o[2 * j] = level[in[j] & 15];
-      o[2 * j + 1] = level[in[j] >> 4];
+      o[2 * j] = level[(in[j] >> lo) & 15];
+      o[2 * j + 1] = level[(in[j] >> hi) & 15];
     }
   }
 }
 }  // namespace
 
-std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W) {
+std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W, const GemvFaults& faults) {
   std::vector<bf16_t> out(static_cast<std::size_t>(W.N) * W.K);
-  dequantize_nf4_bf16_into(W, out.data());
+  dequantize_nf4_bf16_into(W, out.data(), faults.dequant_high_first);
   return out;
 }
 

@@ -34,6 +34,7 @@ struct GemvFaults {
   bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
   bool nf4_nibbles_swapped = false;  // an nf4 stack packs each byte's codes high nibble first
   bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
+  bool dequant_high_first = false;   // the whole-matrix dequantisation takes each byte's high nibble first
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "nf4_half_rows" / "stack_no_residual" /
@@ -83,7 +84,7 @@ Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K);
 Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads);
 // The whole matrix dequantised to bf16 (level * scale rounded to nearest even): what the planted
 // dequant_whole_first fault builds in memory before running the bf16 GEMV.
-std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W);
+std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W, const GemvFaults& faults = {});
 // y = W x with W dequantised in registers. Its arithmetic depends on the path: on "avx512_bf16" (a CPU with the bf16
 // dot-product instruction) each product is level[code] rounded to bf16 times x[k] rounded to bf16, summed in fp32,
 // each block's sum times its scale; on every other path level[code] * scale * x[k] in fp32.

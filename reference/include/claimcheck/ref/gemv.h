@@ -76,6 +76,11 @@ struct Nf4QuantCheck {
 Nf4QuantCheck check_nf4_quantization(const std::uint16_t* W, int N, int K, const std::uint8_t* packed,
                                      const float* scales, const std::vector<double>& levels, double tie_tol = 1e-6);
 
+// A dequantisation to bf16 (out: rows [row0, row0 + rows) of the N x K matrix, bf16 bits) against NF4's: each
+// element the bf16 nearest (ties to even) to fp32(level[code]) x its block's scale. The elements that differ.
+long nf4_dequant_mismatches(const std::uint8_t* packed, const float* scales, int K, const std::vector<double>& levels,
+                            const std::uint16_t* out, long row0, long rows);
+
 // A decode step in fp64: mv(layer, m, in, out) is the matrix-vector product of the layer's matrix m
 // (0 q [hidden x hidden], 1 k [kv x hidden], 2 v [kv x hidden], 3 o [hidden x hidden], 4 gate [ffn x hidden],
 // 5 up [ffn x hidden], 6 down [hidden x ffn]).
