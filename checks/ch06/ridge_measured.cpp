@@ -172,6 +172,10 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   else
     ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
+  // The probe ran the widest fp32 vector path the machine has (its hardware record): a probe dispatched to a narrower
+  // one reads a lower roof where the narrower path is slower, and hides that where it is not.
+  ctx.measure_bool("probe_isa_is_widest", roof.peak.isa == ch06::widest_fp32_isa(ctx.hardware()));
+  ctx.detail("probe_isa", roof.peak.isa);
   // The probe on every vector path this CPU runs (a CPU without AVX-512 dispatches to the AVX2 one), one thread each
   // against its own table figure at the same clock: the share farthest from 1, and its path.
   const double clock1 = fma.flop_per_cycle > 0 ? fma.theory_one / fma.flop_per_cycle : 0;

@@ -1,5 +1,6 @@
 // The roofline probe's compute roofs: peak FLOP/s with enough independent chains for the ISA dispatched (fp32 FMA on
 // AVX-512, AVX2, NEON or the portable baseline), bf16 dot products (vdpbf16ps) and AMX bf16 tiles, on pinned threads.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -188,7 +189,9 @@ Kernel path_kernel(const std::string& path, const RooflineFaults& f) {
 
 Kernel fp32_kernel(const RooflineFaults& f) {
   if (f.scalar) return Kernel{fma_portable<1>, 1, 1, 2, "portable"};  // a planted fault: no SIMD path dispatched
-  for (const std::string& p : fma_peak_paths_here())
+  std::vector<std::string> paths = fma_peak_paths_here();             // the widest first
+  if (f.prefers_avx2) std::reverse(paths.begin(), paths.end());       // (a planted fault: the narrowest first)
+  for (const std::string& p : paths)
     if (const Kernel k = path_kernel(p, f); k.fn) return k;
   return path_kernel("portable", f);
 }
@@ -267,6 +270,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
   }
   if (name == "probe_clock_miscount") {
     out->clock_miscount = true;
+    return true;
+  }
+  if (name == "probe_prefers_avx2") {
+    out->prefers_avx2 = true;
     return true;
   }
   return name.empty();

@@ -27,9 +27,10 @@ struct RooflineFaults {
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
   bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
+  bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
-// "probe_clock_miscount" / "probe_avx2_overcount";
+// "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
