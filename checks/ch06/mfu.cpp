@@ -1,6 +1,7 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
 // peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model. The
 // block's last timed step (its loss and gradients) is held against the answer key's fp64 layers (ch06_block.h).
+#include "claimcheck/ref/chat.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
 #include "testbed/cpu.h"
@@ -107,6 +108,14 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   bool tiny_trains = tiny.losses.size() >= 2;
   for (std::size_t i = 1; i < tiny.losses.size(); ++i) tiny_trains = tiny_trains && tiny.losses[i] < tiny.losses[i - 1];
   ctx.measure_bool("tiny_steps_train", tiny_trains);
+  // The warm-up step's loss, from its own logits and the batch's next tokens, in fp64 by the answer key: a step whose
+  // targets are not the next tokens (a copy task's loss falls too) computes another.
+  {
+    const auto nll = ch06::ref::masked_mean_nll(tiny.first_logits, tiny.batch, tiny.tokens, tiny.vocab, tiny.ids);
+    const bool have = !tiny.losses.empty() && nll.count > 0 &&
+                      tiny.first_logits.size() == static_cast<std::size_t>(tiny.batch) * tiny.tokens * tiny.vocab;
+    ctx.measure("tiny_loss_vs_reference", have ? std::fabs(tiny.losses.front() / nll.mean - 1) : INFINITY, "ratio");
+  }
   ctx.detail("tiny_losses", tiny.losses);
   const double library_pct = 100 * gemm_flops / gemm_s / roof.peak.flops_per_s;
   ctx.derive("library_gemm_pct", library_pct, "%");

@@ -163,7 +163,8 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
   TinyGPT model(c);
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(3e-4));
   const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
-  const auto in = ids.slice(1, 0, c.context), target = ids.slice(1, 1);
+  // (A planted fault takes the inputs for the targets: a copy task, whose loss still falls.)
+  const auto in = ids.slice(1, 0, c.context), target = fault == "tiny_step_targets_inputs" ? in : ids.slice(1, 1);
   TinyStepTiming r;
   r.step_s = std::numeric_limits<double>::infinity();
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
@@ -175,6 +176,7 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
     opt.step();
     if (i > 0) r.step_s = std::min(r.step_s, seconds_since(t0));
     r.losses.push_back(loss.item<double>());  // after the clock: what the step computed, for the check
+    if (i == 0) r.first_logits = host_floats(logits.detach().contiguous());
   }
   double linear = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
@@ -183,6 +185,11 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
   for (const auto& p : model->parameters()) r.params += p.numel();
   r.batch = batch;
   r.tokens = c.context;
+  r.vocab = c.vocab;
+  for (int b = 0; b < batch; ++b) {
+    const auto row = ids[b].contiguous();
+    r.ids.emplace_back(row.data_ptr<std::int64_t>(), row.data_ptr<std::int64_t>() + row.numel());
+  }
   const double pairs = c.context * (c.context + 1.0) / 2;
   // A planted fault, as in the block's count: the FLOPs of one token per sequence.
   const double tokens = fault == "flops_per_token_only" ? 1.0 : c.context;

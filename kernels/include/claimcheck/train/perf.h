@@ -82,9 +82,14 @@ struct TinyStepTiming {
   std::int64_t params = 0;
   int batch = 0, tokens = 0;
   std::vector<double> losses;  // each step's loss, in order (the same batch every step, the warm-up's first)
+  // The warm-up step's logits [batch][tokens][vocab] and the batch's token ids [batch][tokens + 1] (the inputs, then
+  // the next token): what its loss was computed from, for the answer key to recompute it.
+  std::vector<float> first_logits;
+  std::vector<std::vector<std::int64_t>> ids;
+  std::int64_t vocab = 0;
 };
 // fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence; "tiny_step_no_backward":
-// the step timed without its backward.
+// the step timed without its backward; "tiny_step_targets_inputs": the loss taken against the inputs themselves.
 TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "");
 
 // A profiled training step: every operator RecordFunction reports, its self time (its time
