@@ -49,9 +49,10 @@ Corpus load_fortunes_corpus(const fs::path& dir) {
 // A planted fault (half_stride): windows start every context / 2 characters, so that they overlap.
 class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
  public:
-  CharWindows(const std::vector<std::uint8_t>& text, int context, bool half_stride = false)
-      : text_(text), context_(context), stride_(half_stride ? context / 2 : context) {}
+  CharWindows(const std::vector<std::uint8_t>& text, int context, bool half_stride = false, bool in_order = false)
+      : text_(text), context_(context), stride_(half_stride ? context / 2 : context), in_order_(in_order) {}
   torch::data::Example<> get(std::size_t i) override {
+    if (in_order_) i = next_++;  // a planted fault: the sampler's index ignored, the windows handed over in order
     const auto start = static_cast<long>(i) * stride_;
     auto w = torch::from_blob(const_cast<std::uint8_t*>(text_.data()) + start, {context_ + 1}, torch::kUInt8)
                  .to(torch::kLong);
@@ -62,6 +63,8 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
  private:
   const std::vector<std::uint8_t>& text_;
   int context_, stride_;
+  bool in_order_;
+  std::size_t next_ = 0;
 };
 
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault) {
@@ -161,7 +164,8 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   TinyGPT model(c);
   if (o.fault == "seed_model_constant") torch::manual_seed(o.seed);
   auto loader = torch::data::make_data_loader(
-      CharWindows(data.train, c.context, o.fault == "windows_half_stride").map(torch::data::transforms::Stack<>()),
+      CharWindows(data.train, c.context, o.fault == "windows_half_stride", o.fault == "loader_in_order")
+          .map(torch::data::transforms::Stack<>()),
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
   torch::optim::AdamW opt(model->parameters(),

@@ -14,7 +14,8 @@ the logits and gradients at step 0, the per-step loss, gradient norm and learnin
 last exported step (after.<name>). Here:
   windows      this side's own corpus from FORTUNES (every file without an extension, sorted, concatenated, bytes past
                127 folded to '?', the first 95 %) cut into windows of context + 1 characters at multiples of context:
-               each exported row of x must be one of them and its y the next characters (count of rows that are not)
+               each exported row of x must be one of them and its y the next characters (count of rows that are not);
+               and the rows whose window follows the previous row's in the corpus (a loader that shuffles: chance's)
   logits, loss, grads   the model here on the same parameters and x.0: assert_close units (<= 1 is what
                torch.testing.assert_close accepts, with its fp32 defaults)
   steps        the exported steps re-run here (same batches): each step's learning rate (this side's warmup + cosine),
@@ -169,11 +170,18 @@ def main(argv):
     # The windows: every exported row against this side's own windows of the corpus.
     text, held_out = corpus(a.corpus)
     windows = window_index(text, T)
-    bad_rows = rows = 0
+    bad_rows = rows = in_order = 0
+    before = set()  # where the previous row's window may start
     for s in range(steps):
         rows += run[f"x.{s}"].shape[0]
         bad_rows += not_windows(text, windows, T, run[f"x.{s}"].tolist(), run[f"y.{s}"].tolist())
-    details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text)}
+        # A loader that shuffles hands over the window after the previous one about once in as many rows as the
+        # corpus has windows; one that does not, every time.
+        for x in run[f"x.{s}"].tolist():
+            starts = set(windows.get(bytes(x), [])) if all(0 <= c < 256 for c in x) else set()
+            in_order += any(i - 1 in before for i in starts)
+            before = starts
+    details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text), "in_corpus_order": in_order}
 
     # Step 0: logits, loss, every gradient.
     model.train()
@@ -233,6 +241,7 @@ def main(argv):
         details["eval"] = {"rows": ex.shape[0], "not_held_out_windows": held_bad, "ppl": ev["eval.ppl"].item(),
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
+          {"name": "windows_in_corpus_order", "value": in_order + 0.0, "unit": "count"},
           {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},
           {"name": "eval_vs_pytorch", "value": figure(eval_units), "unit": "ratio"},
           {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
