@@ -44,8 +44,9 @@ static void six_line_lora_sft(claimcheck::Context& ctx) {
   const auto convs = T::load_conversations(ctx.input_path("lora_conversations"));
   const auto e = T::export_lora_sft_run(scaled, spec, convs, steps, batch, lr, weight_decay, clip, ctx.seed(),
                                         dir.path() / "run", ctx.planted_fault());
-  // Where the project's own loop ends: its last step's loss over its first (the six lines' losses are a detail).
-  ctx.measure("lora_sft_loss_ratio", e.losses.back() / e.losses.front(), "ratio");
+  // What the project's own loop learned: the first step's rows, their loss after the last step over before it (the
+  // same rows: no other data in the ratio).
+  ctx.measure("lora_sft_loss_ratio", e.first_rows_after / e.losses.front(), "ratio");
   std::string targets;
   for (const auto& t : spec.targets) targets += (targets.empty() ? "" : ",") + t;
   char num[4][64];

@@ -111,10 +111,15 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   // The warm-up step's loss, from its own logits and the batch's next tokens, in fp64 by the answer key: a step whose
   // targets are not the next tokens (a copy task's loss falls too) computes another.
   {
-    const auto nll = ch06::ref::masked_mean_nll(tiny.first_logits, tiny.batch, tiny.tokens, tiny.vocab, tiny.ids);
-    const bool have = !tiny.losses.empty() && nll.count > 0 &&
-                      tiny.first_logits.size() == static_cast<std::size_t>(tiny.batch) * tiny.tokens * tiny.vocab;
-    ctx.measure("tiny_loss_vs_reference", have ? std::fabs(tiny.losses.front() / nll.mean - 1) : INFINITY, "ratio");
+    double off = INFINITY;  // (logits or ids of another shape than the step's: no loss to recompute)
+    bool shaped = !tiny.losses.empty() && tiny.vocab > 0 && tiny.ids.size() == static_cast<std::size_t>(tiny.batch) &&
+                  tiny.first_logits.size() == static_cast<std::size_t>(tiny.batch) * tiny.tokens * tiny.vocab;
+    for (const auto& row : tiny.ids) shaped = shaped && row.size() == static_cast<std::size_t>(tiny.tokens) + 1;
+    if (shaped) {
+      const auto nll = ch06::ref::masked_mean_nll(tiny.first_logits, tiny.batch, tiny.tokens, tiny.vocab, tiny.ids);
+      if (nll.count > 0) off = std::fabs(tiny.losses.front() / nll.mean - 1);
+    }
+    ctx.measure("tiny_loss_vs_reference", off, "ratio");
   }
   ctx.detail("tiny_losses", tiny.losses);
   const double library_pct = 100 * gemm_flops / gemm_s / roof.peak.flops_per_s;

@@ -84,10 +84,14 @@ void fold_outcome(ClaimResult& r) {
     r.reason = "nothing was compared";
     return;
   }
-  // The claim's own figure: the measurement named "value" (checks may measure others before it), else the first.
-  const auto value = std::find_if(r.measurements.begin(), r.measurements.end(),
-                                  [](const auto& m) { return m.compared && m.name == "value"; });
-  const auto& primary = value != r.measurements.end() ? *value : r.measurements.front();
+  // The claim's own figure: the compared measurement named "value" (checks may measure others before it), else the
+  // first compared one (a run judging some statements only); printed unnamed only when it is the value.
+  auto value = std::find_if(r.measurements.begin(), r.measurements.end(),
+                            [](const auto& m) { return m.compared && m.name == "value"; });
+  if (value == r.measurements.end())
+    value = std::find_if(r.measurements.begin(), r.measurements.end(), [](const auto& m) { return m.compared; });
+  const auto& primary = *value;  // (compared > 0: one exists)
+  const std::string primary_label = (primary.name == "value" ? "" : primary.name + ": ") + primary.verdict;
   if (!all_ok) {
     r.status = Status::fail;
     r.reason = first_bad;
@@ -97,10 +101,10 @@ void fold_outcome(ClaimResult& r) {
   } else {
     r.status = xfails.empty() ? Status::pass : Status::xfail;
     if (xfails.empty()) {
-      r.reason = primary.verdict;
+      r.reason = primary_label;
     } else {
-      // The comparisons not marked as expected failures, the primary first (unnamed).
-      std::string held = primary.compared && !primary.expected_failure ? primary.verdict : "";
+      // The comparisons not marked as expected failures, the primary first (unnamed if it is the value).
+      std::string held = !primary.expected_failure ? primary_label : "";
       for (const auto& m : r.measurements)
         if (m.compared && !m.expected_failure && &m != &primary)
           held += (held.empty() ? "" : "; ") + m.name + ": " + m.verdict;

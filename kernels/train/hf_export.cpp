@@ -348,6 +348,8 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
     torch::NoGradGuard ng;
     model->eval();
     run.emplace_back("trained.logits", model->forward(ids.slice(0, 0, 1)));
+    const auto x = ids.slice(0, 0, batch), y = labels.slice(0, 0, batch);
+    out.first_rows_after = lm_loss(model->forward(x.slice(1, 0, L - 1)), y.slice(1, 1), true).item<double>();
   }
   save_peft_adapter(adapted, lora, dir / "adapter", fault);
   std::filesystem::create_directories(dir);

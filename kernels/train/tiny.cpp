@@ -52,7 +52,7 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
   CharWindows(const std::vector<std::uint8_t>& text, int context, bool half_stride = false, bool in_order = false)
       : text_(text), context_(context), stride_(half_stride ? context / 2 : context), in_order_(in_order) {}
   torch::data::Example<> get(std::size_t i) override {
-    if (in_order_) i = next_++;  // a planted fault: the sampler's index ignored, the windows handed over in order
+    if (in_order_) i = next_++ % *size();  // a planted fault: the sampler's index ignored, the windows in order
     const auto start = static_cast<long>(i) * stride_;
     auto w = torch::from_blob(const_cast<std::uint8_t*>(text_.data()) + start, {context_ + 1}, torch::kUInt8)
                  .to(torch::kLong);

@@ -15,7 +15,7 @@ last exported step (after.<name>). Here:
   windows      this side's own corpus from FORTUNES (every file without an extension, sorted, concatenated, bytes past
                127 folded to '?', the first 95 %) cut into windows of context + 1 characters at multiples of context:
                each exported row of x must be one of them and its y the next characters (count of rows that are not);
-               and the rows whose window follows the previous row's in the corpus (a loader that shuffles: chance's)
+               and the rows whose window is next to the previous row's in the corpus (a loader that shuffles: chance's)
   logits, loss, grads   the model here on the same parameters and x.0: assert_close units (<= 1 is what
                torch.testing.assert_close accepts, with its fp32 defaults)
   steps        the exported steps re-run here (same batches): each step's learning rate (this side's warmup + cosine),
@@ -175,11 +175,11 @@ def main(argv):
     for s in range(steps):
         rows += run[f"x.{s}"].shape[0]
         bad_rows += not_windows(text, windows, T, run[f"x.{s}"].tolist(), run[f"y.{s}"].tolist())
-        # A loader that shuffles hands over the window after the previous one about once in as many rows as the
-        # corpus has windows; one that does not, every time.
+        # A loader that shuffles hands over the window next to the previous one (after it or before it) about twice in
+        # as many rows as the corpus has windows; one that goes through them in order, every time.
         for x in run[f"x.{s}"].tolist():
             starts = set(windows.get(bytes(x), [])) if all(0 <= c < 256 for c in x) else set()
-            in_order += any(i - 1 in before for i in starts)
+            in_order += any(i - 1 in before or i + 1 in before for i in starts)
             before = starts
     details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text), "in_corpus_order": in_order}
 

@@ -39,8 +39,9 @@
 
 A comparison's figure is the worst |project - reference| / (atol + rtol |reference|) over the elements, with
 torch.testing.assert_close's default atol and rtol for the dtype: at most 1 is what assert_close accepts.
-Prints one JSON object (the pydriver protocol: measurements, details under "transformers" or "peft", skip): a missing
-transformers, peft or safetensors is a "skip" with the reason, which the checks list as pending."""
+Prints one JSON object (the pydriver protocol: measurements, details under "transformers", "peft", "peft_model" or
+"lora_sft", skip): a missing transformers, peft or safetensors (or, for lora_sft, a Trainer that cannot run) is a
+"skip" with the reason, which the checks list as pending."""
 import argparse
 import json
 import math
@@ -515,9 +516,11 @@ def lora_sft(a):
     adapters = load_file(f"{a.dir}/lora.safetensors")
     run = load_file(f"{a.dir}/run.safetensors")
     rows = run["input_ids"].shape[0]
-    if rows % a.batch or run["input_ids"].shape != run["labels"].shape:
-        die(f"{a.dir}/run.safetensors: field 'input_ids': {tuple(run['input_ids'].shape)} rows are not steps x "
-            f"--batch {a.batch}")
+    if rows % a.batch:
+        die(f"{a.dir}/run.safetensors: field 'input_ids': {rows} rows are not steps x --batch {a.batch}")
+    if run["input_ids"].shape != run["labels"].shape:
+        die(f"{a.dir}/run.safetensors: field 'labels': shape {tuple(run['labels'].shape)}, input_ids' is "
+            f"{tuple(run['input_ids'].shape)}")
     encoded, _ = chat_template.encode(a)
     length = max(len(e["tokens"]) for e in encoded)
     ids = torch.full((rows, length), chat_template.IM_END, dtype=torch.long)
@@ -530,7 +533,12 @@ def lora_sft(a):
         rows_mismatch = int(((run["input_ids"] != ids).any(1) | (run["labels"] != labels).any(1)).sum())
     else:
         rows_mismatch = rows
-    pm, losses = six_lines(cfg, weights, adapters, a, ids, labels)
+    try:  # Trainer needs accelerate, and transformers' arguments changed over its versions
+        pm, losses = six_lines(cfg, weights, adapters, a, ids, labels)
+    except (ImportError, TypeError) as e:
+        emit(skip=f"transformers' Trainer with peft could not run here (transformers {transformers.__version__}, "
+                  f"peft {peft.__version__}: {type(e).__name__}: {e})")
+        return
     theirs = torch.tensor(losses, dtype=torch.float32)
     mine = run["losses"].float()
     loss_units = tolerance_units(mine, theirs) if mine.shape == theirs.shape else math.inf

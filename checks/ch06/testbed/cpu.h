@@ -88,7 +88,9 @@ inline std::string widest_fp32_isa(const claimcheck::HardwareInfo& hw) {
   (void)hw;
   return "neon";
 #else
-  return hw.has_isa("avx512f") ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+  // (AVX-512 as the kernels take it: F with BW and VL, which every AVX-512 CPU but the Xeon Phi has.)
+  const bool avx512 = hw.has_isa("avx512f") && hw.has_isa("avx512bw") && hw.has_isa("avx512vl");
+  return avx512 ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
 #endif
 }
 

@@ -39,7 +39,7 @@ struct GemvFaults {
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "nf4_half_rows" / "stack_no_residual" /
 // "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" /
-// "stack_input_bf16";
+// "stack_input_bf16" / "nf4_dequant_high_first";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -82,8 +82,8 @@ const float* nf4_levels();
 Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K);
 // The same on `threads` threads (the result does not depend on the count).
 Nf4Matrix quantize_nf4(const bf16_t* W, int N, int K, int threads);
-// The whole matrix dequantised to bf16 (level * scale rounded to nearest even): what the planted
-// dequant_whole_first fault builds in memory before running the bf16 GEMV.
+// The whole matrix dequantised to bf16 (level * scale rounded to nearest even): what a dequantise-first kernel (the
+// planted dequant_whole_first fault) multiplies. faults: "nf4_dequant_high_first" (tests only).
 std::vector<bf16_t> dequantize_nf4_bf16(const Nf4Matrix& W, const GemvFaults& faults = {});
 // y = W x with W dequantised in registers. Its arithmetic depends on the path: on "avx512_bf16" (a CPU with the bf16
 // dot-product instruction) each product is level[code] rounded to bf16 times x[k] rounded to bf16, summed in fp32,

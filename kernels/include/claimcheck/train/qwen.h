@@ -95,7 +95,8 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
 // Planted faults (tests only): enable_lora's, the template's ("mask_label_0"), "adapter_saved_alpha_as_r",
 // "lora_sft_no_clip", "lora_sft_b_frozen" (B never trained).
 struct LoraSftExport {
-  std::vector<double> losses;
+  std::vector<double> losses;   // each step's, on its own rows
+  double first_rows_after = 0;  // the first step's rows again, after the last step (no update)
   std::int64_t rows = 0, length = 0;
 };
 LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const LoraSpec& lora,
