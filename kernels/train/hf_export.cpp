@@ -204,38 +204,59 @@ static void save_peft_adapter(const std::vector<std::pair<std::string, Proj>>& a
   std::ofstream(dir / "adapter_config.json") << config.dump(2) << "\n";
 }
 
+namespace {
+// The decoder from config.json (norm weights and biases moved off 1 and 0), its base parameters frozen and kept under
+// transformers' names, the first `layers` layers' `targets` wrapped with the project's LoRA (after_enable(proj) on
+// each, e.g. to move B off zero), the trainable parameters, and the adapters as they start.
+struct LoraDecoder {
+  Decoder model{nullptr};
+  Named base, adapters;
+  std::vector<std::pair<std::string, Proj>> adapted;  // (transformers' module name, the projection)
+  std::vector<torch::Tensor> trainable;
+};
+template <typename AfterEnable>
+LoraDecoder lora_decoder(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
+                         const std::string& fault, bool all_but_last, AfterEnable after_enable) {
+  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
+  torch::manual_seed(seed);
+  LoraDecoder d;
+  d.model = Decoder(c);
+  move_norms_and_biases(d.model);
+  for (const auto& p : d.model->named_parameters()) d.base.emplace_back(hf_name(p.key()), p.value().detach().clone());
+  for (auto& p : d.model->parameters()) p.requires_grad_(false);
+  const std::size_t layers = d.model->layers.size() - (all_but_last ? 1 : 0);
+  for (std::size_t i = 0; i < layers; ++i)
+    for (const auto& t : lora.targets) {
+      auto& proj = d.model->layers[i]->projs.at(t);
+      proj->enable_lora(lora.r, lora.alpha, fault);
+      after_enable(proj);
+      std::string name = hf_name("layers_" + std::to_string(i) + "." + t + ".weight");
+      d.adapted.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), proj);
+    }
+  for (auto& p : d.model->parameters())
+    if (p.requires_grad()) d.trainable.push_back(p);
+  for (const auto& [name, proj] : d.adapted) {
+    d.adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
+    d.adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
+  }
+  return d;
+}
+}  // namespace
+
 LoraModelExport export_lora_model_run(const std::filesystem::path& config, const LoraSpec& lora, double lr,
                                       double weight_decay, std::uint64_t seed, int batch, int seq,
                                       const std::filesystem::path& dir, const std::string& fault) {
-  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
-  torch::manual_seed(seed);
-  Decoder model(c);
-  move_norms_and_biases(model);
-  Named base;
-  for (const auto& p : model->named_parameters()) base.emplace_back(hf_name(p.key()), p.value().detach().clone());
-  for (auto& p : model->parameters()) p.requires_grad_(false);
-  // A planted fault: an off-by-one that leaves the last layer without adapters.
-  const std::size_t wrapped = fault == "lora_skips_last_layer" ? model->layers.size() - 1 : model->layers.size();
-  std::vector<std::pair<std::string, Proj>> adapted;  // (transformers' module name, the projection)
-  for (std::size_t i = 0; i < wrapped; ++i)
-    for (const auto& t : lora.targets) {
-      auto& proj = model->layers[i]->projs.at(t);
-      proj->enable_lora(lora.r, lora.alpha, fault);
-      {
-        torch::NoGradGuard ng;
-        proj->B.normal_(0.0, 0.02);
-      }
-      std::string name = hf_name("layers_" + std::to_string(i) + "." + t + ".weight");
-      adapted.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), proj);
-    }
-  std::vector<torch::Tensor> trainable;
-  for (auto& p : model->parameters())
-    if (p.requires_grad()) trainable.push_back(p);
-  Named adapters;
-  for (const auto& [name, proj] : adapted) {
-    adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
-    adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
-  }
+  // Each B moved off zero, as if trained. (A planted fault, an off-by-one, leaves the last layer without adapters.)
+  LoraDecoder d = lora_decoder(config, lora, seed, fault, fault == "lora_skips_last_layer", [](Proj& proj) {
+    torch::NoGradGuard ng;
+    proj->B.normal_(0.0, 0.02);
+  });
+  Decoder& model = d.model;
+  const DecoderConfig& c = model->c;
+  const Named& base = d.base;
+  const Named& adapters = d.adapters;
+  auto& adapted = d.adapted;
+  auto& trainable = d.trainable;
   auto ids = torch::randint(0, c.vocab, {batch, seq});
   auto logits = model->forward(ids);
   auto loss = lm_loss(logits.slice(1, 0, seq - 1), ids.slice(1, 1), true);
@@ -279,30 +300,14 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
                                   double weight_decay, double clip, std::uint64_t seed,
                                   const std::filesystem::path& dir, const std::string& fault) {
   if (convs.empty() || steps < 1 || batch < 1) throw std::invalid_argument("export_lora_sft_run: no work");
-  const DecoderConfig c = with_planted_fault(read_decoder_config(config), fault);
-  torch::manual_seed(seed);
-  Decoder model(c);
-  move_norms_and_biases(model);
-  Named base;
-  for (const auto& p : model->named_parameters()) base.emplace_back(hf_name(p.key()), p.value().detach().clone());
-  for (auto& p : model->parameters()) p.requires_grad_(false);
-  std::vector<std::pair<std::string, Proj>> adapted;
-  for (std::size_t i = 0; i < model->layers.size(); ++i)
-    for (const auto& t : lora.targets) {
-      auto& proj = model->layers[i]->projs.at(t);
-      proj->enable_lora(lora.r, lora.alpha, fault);
-      if (fault == "lora_sft_b_frozen") proj->B.requires_grad_(false);  // planted: only A trains (B stays 0)
-      std::string name = hf_name("layers_" + std::to_string(i) + "." + t + ".weight");
-      adapted.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), proj);
-    }
-  std::vector<torch::Tensor> trainable;
-  for (auto& p : model->parameters())
-    if (p.requires_grad()) trainable.push_back(p);
-  Named adapters;
-  for (const auto& [name, proj] : adapted) {
-    adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
-    adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
-  }
+  LoraDecoder d = lora_decoder(config, lora, seed, fault, false, [&](Proj& proj) {
+    if (fault == "lora_sft_b_frozen") proj->B.requires_grad_(false);  // planted: only A trains (B stays 0)
+  });
+  Decoder& model = d.model;
+  const Named& base = d.base;
+  const Named& adapters = d.adapters;
+  auto& adapted = d.adapted;
+  auto& trainable = d.trainable;
   // The rows in the order trained: conversation (step x batch + i) mod n, right-padded to the longest.
   std::vector<Encoded> enc;
   std::size_t length = 0;

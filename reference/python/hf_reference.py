@@ -597,25 +597,22 @@ def main(argv):
     g = sub.add_parser("generate")
     g.add_argument("--config", required=True)
     g.add_argument("--dir", required=True)
-    pmod = sub.add_parser("peft_model")
-    pmod.add_argument("--config", required=True)
-    pmod.add_argument("--dir", required=True)
-    pmod.add_argument("--r", type=int, required=True)
-    pmod.add_argument("--alpha", type=float, required=True)
-    pmod.add_argument("--targets", required=True, help="comma-separated module names")
-    pmod.add_argument("--lr", type=float, required=True)
-    pmod.add_argument("--weight-decay", type=float, required=True)
-    ls = sub.add_parser("lora_sft")
-    ls.add_argument("--config", required=True)
-    ls.add_argument("--dir", required=True)
+
+    def lora_model_arguments(q):
+        """The arguments of a LoRA run on the whole model (peft_model, lora_sft)."""
+        for name in ("config", "dir"):
+            q.add_argument(f"--{name}", required=True)
+        q.add_argument("--r", type=int, required=True)
+        q.add_argument("--targets", required=True, help="comma-separated module names")
+        for name in ("alpha", "lr", "weight-decay"):
+            q.add_argument(f"--{name}", type=float, required=True)
+        return q
+
+    lora_model_arguments(sub.add_parser("peft_model"))
+    ls = lora_model_arguments(sub.add_parser("lora_sft"))
     ls.add_argument("--template", required=True)
     ls.add_argument("--conversations", required=True)
-    ls.add_argument("--r", type=int, required=True)
-    ls.add_argument("--alpha", type=float, required=True)
-    ls.add_argument("--targets", required=True, help="comma-separated module names")
     ls.add_argument("--batch", type=int, required=True)
-    ls.add_argument("--lr", type=float, required=True)
-    ls.add_argument("--weight-decay", type=float, required=True)
     ls.add_argument("--clip", type=float, required=True)
     lo = sub.add_parser("lora")
     lo.add_argument("--case", action="append", required=True)
