@@ -10,11 +10,10 @@ usage:
   python_competitor.py --bench BENCH.json --python PY --out ROWS.json
       the report's rows: each LibTorch row's time over Python's (1 = the benchmark runs the library as fast as it
       runs on its own)
-  python_competitor.py --bench-exe claimcheck_bench_attention --python PY --check 0.15 [--rounds 8] [--rows R1,R2]
+  python_competitor.py --bench-exe claimcheck_bench_attention --python PY --check 0.15 [--rounds 8]
       the test: `rounds` interleaved rounds of (the benchmark's LibTorch rows, a fresh Python process), medians;
       exit 1 where a row's benchmark / Python exceeds 1 + the tolerance (the benchmark handicaps the library); 77
-      where there is no LibTorch row to compare. --rows: those rows instead of WANTED's (any size the benchmark
-      registers: attention/libtorch/256, 1024, 4096; matmul/libtorch_bf16/1024, 2048, 4096)."""
+      where there is no LibTorch row to compare."""
 import argparse
 import json
 import os
@@ -104,15 +103,7 @@ def main():
     ap.add_argument("--check", type=float)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--max-rounds", type=int, default=8)
-    ap.add_argument("--rows", help="comma-separated benchmark rows to compare (default: the report's)")
     a = ap.parse_args()
-    global WANTED
-    if a.rows:
-        WANTED = tuple(r.strip() for r in a.rows.split(",") if r.strip())
-        known = ("attention/libtorch/", "matmul/libtorch_bf16/")
-        bad = [r for r in WANTED if not r.startswith(known) or not r.rsplit("/", 1)[1].isdigit()]
-        if bad or not WANTED:
-            ap.error(f"--rows: {', '.join(bad) or 'none given'}: expected {known[0]}T or {known[1]}N")
     threads = len(os.sched_getaffinity(0))
     if a.bench:
         cpp = bench_seconds(json.load(open(a.bench)))
