@@ -33,14 +33,11 @@ static void lora_fraction_built(claimcheck::Context& ctx) {
                                                           ctx.planted_fault());
   std::string targets;
   for (const auto& t : spec.targets) targets += (targets.empty() ? "" : ",") + t;
-  char num[3][64];
-  std::snprintf(num[0], sizeof num[0], "%.17g", spec.alpha);
-  std::snprintf(num[1], sizeof num[1], "%.17g", lr);
-  std::snprintf(num[2], sizeof num[2], "%.17g", wd);
-  const nlohmann::json r = claimcheck::run_python_driver(
-      ctx, "reference/python/hf_reference.py",
-      {"peft_model", "--config", scaled.string(), "--dir", (dir.path() / "run").string(), "--r", std::to_string(spec.r),
-       "--alpha", num[0], "--targets", targets, "--lr", num[1], "--weight-decay", num[2]});
+  const nlohmann::json r =
+      claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py",
+                                    {"peft_model", "--config", scaled.string(), "--dir", (dir.path() / "run").string(),
+                                     "--r", std::to_string(spec.r), "--alpha", ch05::exact(spec.alpha), "--targets",
+                                     targets, "--lr", ch05::exact(lr), "--weight-decay", ch05::exact(wd)});
   if (r.contains("skip"))
     ctx.pending("LoRA on the model against peft: " + r["skip"].get<std::string>());
   else

@@ -1,5 +1,6 @@
 // Shared by the chapter 5 checks that measure the Qwen2.5-0.5B architecture built in LibTorch with LoRA.
 #pragma once
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,13 @@
 #include "claimcheck/train/experiments.h"
 
 namespace ch05 {
+
+// A number as an argument of the answer key's drivers: every digit a double holds.
+inline std::string exact(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
 
 // The LoRA set-up the claim's expected file names (inputs.lora: r, alpha, targets).
 inline claimcheck::train::LoraSpec lora_spec(const claimcheck::Context& ctx) {

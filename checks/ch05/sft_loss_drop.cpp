@@ -49,11 +49,6 @@ static void six_line_lora_sft(claimcheck::Context& ctx) {
   ctx.measure("lora_sft_loss_ratio", e.first_rows_after / e.losses.front(), "ratio");
   std::string targets;
   for (const auto& t : spec.targets) targets += (targets.empty() ? "" : ",") + t;
-  char num[4][64];
-  std::snprintf(num[0], sizeof num[0], "%.17g", spec.alpha);
-  std::snprintf(num[1], sizeof num[1], "%.17g", lr);
-  std::snprintf(num[2], sizeof num[2], "%.17g", clip);
-  std::snprintf(num[3], sizeof num[3], "%.17g", weight_decay);
   const nlohmann::json r = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py",
                                                          {"lora_sft",
                                                           "--config",
@@ -67,17 +62,17 @@ static void six_line_lora_sft(claimcheck::Context& ctx) {
                                                           "--r",
                                                           std::to_string(spec.r),
                                                           "--alpha",
-                                                          num[0],
+                                                          ch05::exact(spec.alpha),
                                                           "--targets",
                                                           targets,
                                                           "--batch",
                                                           std::to_string(batch),
                                                           "--lr",
-                                                          num[1],
+                                                          ch05::exact(lr),
                                                           "--weight-decay",
-                                                          num[3],
+                                                          ch05::exact(weight_decay),
                                                           "--clip",
-                                                          num[2]});
+                                                          ch05::exact(clip)});
   if (r.contains("skip"))
     ctx.pending("the six-line LoRA SFT against Trainer and peft: " + r["skip"].get<std::string>());
   else
@@ -149,12 +144,9 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
     auto num = [&](const char* key) {
       if (!loop.is_object() || !loop.contains(key) || !loop[key].is_number())
         throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.reference_loop." + key + "': expected a number");
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.17g", loop[key].get<double>());
-      return std::string(buf);
+      return ch05::exact(loop[key].get<double>());
     };
-    char lr[64];
-    std::snprintf(lr, sizeof lr, "%.17g", o.lr);
+    const std::string lr = ch05::exact(o.lr);
     const nlohmann::json ref = claimcheck::run_python_driver(ctx, "reference/python/sft_reference.py",
                                                              {"--dir",
                                                               o.export_dir.string(),
