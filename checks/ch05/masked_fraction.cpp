@@ -13,7 +13,7 @@ static void masked_fraction(claimcheck::Context& ctx) {
   namespace T = claimcheck::train;
   const auto convs = T::load_conversations(ctx.input_path("conversations"));
   T::TemplateOptions o;
-  if (ctx.planted_fault() == "mask_label_0") o.mask_label = 0;
+  o.fault = ctx.planted_fault();  // the template's planted faults
   long masked = 0, total = 0;
   nlohmann::json per = nlohmann::json::array();
   for (const auto& c : convs) {

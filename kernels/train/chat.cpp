@@ -57,17 +57,18 @@ Encoded encode_chat(const Conversation& c, const TemplateOptions& o) {
   std::size_t last_answer = msgs->size();
   for (std::size_t i = 0; i < msgs->size(); ++i)
     if ((*msgs)[i].role == "assistant") last_answer = i;
+  const std::int64_t mask = o.fault == "mask_label_0" ? 0 : kIgnoreIndex;  // (a planted fault: 0, a real token id)
   for (std::size_t i = 0; i < msgs->size(); ++i) {
     const auto& m = (*msgs)[i];
     // A planted fault labels only the last answer (as a template written for single-turn data would).
     const bool answer = m.role == "assistant" && (o.fault != "template_last_answer_only" || i == last_answer);
     e.tokens.push_back(kImStart);
-    e.labels.push_back(o.mask_label);
-    push_text(e, m.role + "\n", false, o.mask_label);
-    push_text(e, m.content, answer, o.mask_label);
+    e.labels.push_back(mask);
+    push_text(e, m.role + "\n", false, mask);
+    push_text(e, m.content, answer, mask);
     e.tokens.push_back(kImEnd);
-    e.labels.push_back(answer && o.eos_in_loss ? kImEnd : o.mask_label);
-    push_text(e, "\n", false, o.mask_label);
+    e.labels.push_back(answer && o.eos_in_loss ? kImEnd : mask);
+    push_text(e, "\n", false, mask);
   }
   return e;
 }

@@ -313,7 +313,6 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
   std::size_t length = 0;
   TemplateOptions o;
   o.fault = fault;  // the template's planted faults
-  if (fault == "mask_label_0") o.mask_label = 0;
   for (const auto& conv : convs) {
     enc.push_back(encode_chat(conv, o));
     length = std::max(length, enc.back().tokens.size());

@@ -52,7 +52,6 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
                          int context) {
   torch::manual_seed(seed);
   TemplateOptions o;
-  if (fault == "mask_label_0") o.mask_label = 0;  // a planted fault: 0 is a real token id
   o.fault = fault;
   std::vector<Encoded> enc;
   std::size_t longest = 0;

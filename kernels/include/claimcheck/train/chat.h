@@ -29,9 +29,9 @@ inline constexpr const char* kQwenDefaultSystem =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 struct TemplateOptions {
-  bool eos_in_loss = true;                 // the <|im_end|> after each answer is a target
-  std::int64_t mask_label = kIgnoreIndex;  // a planted fault uses 0 here
-  // A fault planted by tests: "template_last_answer_only" (only the last answer labelled), "no_default_system".
+  bool eos_in_loss = true;  // the <|im_end|> after each answer is a target
+  // A fault planted by tests: "template_last_answer_only" (only the last answer labelled), "no_default_system",
+  // "mask_label_0" (the masked positions labelled 0, a real token id, instead of -100).
   std::string fault;
 };
 
