@@ -15,12 +15,14 @@ fewer targets, keys dropped), 77 (with the reason) where transformers or peft is
 spread over --jobs processes (default: the CPUs): about 120 s of CPU time in all, about 65 s on two idle cores.
 """
 import argparse
+import atexit
 import concurrent.futures
 import glob
 import json
 import multiprocessing
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -340,6 +342,7 @@ def explain(case, mine, theirs, sig, shrink_it, deadline):
 def main():
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="cc_account_diff_")
+    atexit.register(shutil.rmtree, tmp, True)  # (also where the run skips, 77)
     cases = []  # (label, config dict, path, r, targets, tmp)
     for path in sorted(glob.glob(os.path.join(a.root, "reference", "data", "configs", "*.json")) +
                        glob.glob(os.path.join(a.root, "tests", "data", "configs", "*.json"))):

@@ -7,6 +7,7 @@ one, a truncated one) gets one line naming the file, exit 2, and leaves the prev
 --browser: the site in headless Chromium (a timeline's points, a cell's link, the matrix's filter from the address);
 exit 77 where there is no Chromium."""
 import argparse
+import atexit
 import glob
 import html.parser
 import json
@@ -83,6 +84,7 @@ def links_of(path):
 
 
 tmp = tempfile.mkdtemp(prefix="cc_site_")
+atexit.register(shutil.rmtree, tmp, True)
 hist, out = os.path.join(tmp, "history"), os.path.join(tmp, "site")
 moved_claim, moved_bench = history(hist)
 r = run(cc, "site", hist, "--out", out)

@@ -12,9 +12,20 @@ using namespace claimcheck;
 namespace fs = std::filesystem;
 
 namespace {
+// This process's scratch folder, <tmp>/cc_expected_<pid>, removed when the process exits (each test of the binary
+// runs in a process of its own under ctest).
+struct Scratch {
+  fs::path root = fs::temp_directory_path() / ("cc_expected_" + std::to_string(::getpid()));
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
 // Writes text to <tmp>/ch04/<name>.json and returns the path.
 fs::path write(const std::string& name, const std::string& text) {
-  fs::path dir = fs::temp_directory_path() / ("cc_expected_" + std::to_string(::getpid())) / "ch04";
+  static Scratch scratch;
+  fs::path dir = scratch.root / "ch04";
   fs::create_directories(dir);
   fs::path p = dir / (name + ".json");
   std::ofstream(p) << text;
