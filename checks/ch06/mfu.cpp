@@ -1,6 +1,9 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
 // peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model. The
 // block's last timed step (its loss and gradients) is held against the answer key's fp64 layers (ch06_block.h).
+#include <cmath>
+#include <optional>
+
 #include "claimcheck/ref/chat.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
@@ -69,39 +72,10 @@ static void mfu_gpu(claimcheck::Context& ctx) {
                  "), as MFU is defined; cuBLAS's bf16 GEMM at 8192^3 measured here is share_of_measured_gemm_peak's");
 }
 
-// On this CPU: the block in fp32 and chapter 3's tiny model against the FMA probe's peak on the probe's threads.
-static void mfu_cpu(claimcheck::Context& ctx) {
-  namespace train = claimcheck::train;
-  // Prepare.
-  const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
-  // A run that judges no time (a planted-fault test's, on what the steps computed): one timed repeat of each.
-  const int repeats = ctx.timing_judged() ? ctx.input("repeats").get<int>() : 1;
-  ch06::Roof roof = ch06::measure_roof(ctx, /*with_bandwidth=*/false);
-
-  // Run: forward + backward + AdamW step; the model's FLOPs are the forward's three times over. The step runs on the
-  // probe's threads; each step's CPU seconds over its own wall seconds say how many threads it kept busy (a step left
-  // on one thread reads half the threads on two). Timed in a second run on the CPU clock, the best CPU time over the
-  // best wall time of the first read 1.062 once under torch 2.4.1 on a 2-vCPU guest: two runs' noise, not threads.
-  const auto block = train::time_block_step(ctx.input_path("config"), ctx.seed(), batch, tokens, repeats,
-                                            ctx.planted_fault(), {false, false, 0, roof.threads, false, true});
-  const auto tiny = train::time_tiny_step(ctx.seed(), ctx.input("tiny_batch").get<int>(), repeats, ctx.planted_fault());
-  const double block_flops = 3 * block.forward_flops;
-  // The library's own fp32 GEMM at the step's largest shape (the answer key's LibTorch call, on the probe's threads,
-  // from the config's numbers): the ceiling of a step made of such GEMMs, timed apart from the step's settings, so
-  // that nothing the step's code does chooses the variant (its BLAS may not use every unit this CPU has).
-  const ch06::ref::ModelConfig cfg = ch06::ref::load_model_config(ctx.input_path("config"));
-  const int gemm_m = batch * tokens, gemm_k = static_cast<int>(cfg.hidden), gemm_n = static_cast<int>(cfg.intermediate);
-  const double gemm_flops = 2.0 * gemm_m * gemm_k * gemm_n;
-  const double gemm_s = ch06::ref::torch_matmul_fp32_seconds(gemm_m, gemm_n, gemm_k, roof.threads, repeats);
-  // The peak again after the steps, the higher one kept: a neighbour's burst during one probe must not pass for
-  // this machine's peak (this VM's cores are shared).
-  if (ctx.timing_judged()) {
-    const ch06::Roof again = ch06::measure_roof(ctx, /*with_bandwidth=*/false);
-    if (again.peak.flops_per_s > roof.peak.flops_per_s) roof.peak = again.peak;
-  }
-
-  // Verify.
-  ctx.measure(100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
+// Chapter 3's tiny model's timed steps against the roof: its MFU, reported beside the block's, and what its steps
+// computed.
+static void report_tiny_step(claimcheck::Context& ctx, const claimcheck::train::TinyStepTiming& tiny,
+                             const ch06::Roof& roof) {
   ctx.measure("ch03_tiny_step_mfu", 100 * tiny.flops / tiny.step_s / roof.peak.flops_per_s, "%");
   // What the timed tiny steps computed: training steps on one batch, so each loss below the one before (a step timed
   // without its backward or its update leaves the loss where it was).
@@ -122,19 +96,80 @@ static void mfu_cpu(claimcheck::Context& ctx) {
     ctx.measure("tiny_loss_vs_reference", off, "ratio");
   }
   ctx.detail("tiny_losses", tiny.losses);
+  // The FLOPs its MFU divides by, against the answer key's count for chapter 3's model as the training code declares
+  // it.
+  ctx.measure("tiny_flops_vs_ledger",
+              tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(claimcheck::train::TinyConfig{}), tiny.batch,
+                                                             tiny.tokens)),
+              "ratio");
+  ctx.detail("tiny", {{"step_ms", tiny.step_s * 1e3},
+                      {"gflop", tiny.flops / 1e9},
+                      {"params", tiny.params},
+                      {"achieved_gflops", tiny.flops / tiny.step_s / 1e9}});
+  ctx.assumption("chapter 3's model (" + std::to_string(tiny.params) +
+                 " parameters, d_model 128) is reported beside "
+                 "it: matrices that small keep a CPU far from its peak, which is why MFU is quoted for large models");
+}
+
+// On this CPU: the block in fp32 and chapter 3's tiny model against the FMA probe's peak on the probe's threads.
+static void mfu_cpu(claimcheck::Context& ctx) {
+  namespace train = claimcheck::train;
+  // Prepare.
+  const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
+  const int tiny_batch = ctx.input("tiny_batch").get<int>();
+  // A run that judges no time (a planted-fault test's, on what the steps computed): one timed repeat of each.
+  const int repeats = ctx.timing_judged() ? ctx.input("repeats").get<int>() : 1;
+  // A run that judges only some statements (a planted fault's, run --statement) does only their work: the block's
+  // step, chapter 3's tiny step, or neither (the wide heads' FLOP count builds the layers and runs nothing).
+  const bool block_wanted = ctx.wants_any({"value", "step_within_library_gemm", "step_threads_share", "flops_vs_ledger",
+                                           "output_matches_reference", "grads_match_reference"});
+  const bool tiny_wanted = ctx.wants_any({"tiny_steps_train", "tiny_loss_vs_reference", "tiny_flops_vs_ledger"});
+  if (!block_wanted) {
+    if (tiny_wanted) {
+      const ch06::Roof roof = ch06::measure_roof(ctx, /*with_bandwidth=*/false);
+      report_tiny_step(ctx, train::time_tiny_step(ctx.seed(), tiny_batch, repeats, ctx.planted_fault()), roof);
+      ctx.detail("roof", ch06::roof_json(roof));
+    }
+    wide_heads_flops(ctx, batch, tokens);
+    return;
+  }
+  ch06::Roof roof = ch06::measure_roof(ctx, /*with_bandwidth=*/false);
+
+  // Run: forward + backward + AdamW step; the model's FLOPs are the forward's three times over. The step runs on the
+  // probe's threads; each step's CPU seconds over its own wall seconds say how many threads it kept busy (a step left
+  // on one thread reads half the threads on two). Timed in a second run on the CPU clock, the best CPU time over the
+  // best wall time of the first read 1.062 once under torch 2.4.1 on a 2-vCPU guest: two runs' noise, not threads.
+  const auto block = train::time_block_step(ctx.input_path("config"), ctx.seed(), batch, tokens, repeats,
+                                            ctx.planted_fault(), {false, false, 0, roof.threads, false, true});
+  std::optional<train::TinyStepTiming> tiny;
+  if (tiny_wanted) tiny = train::time_tiny_step(ctx.seed(), tiny_batch, repeats, ctx.planted_fault());
+  const double block_flops = 3 * block.forward_flops;
+  // The library's own fp32 GEMM at the step's largest shape (the answer key's LibTorch call, on the probe's threads,
+  // from the config's numbers): the ceiling of a step made of such GEMMs, timed apart from the step's settings, so
+  // that nothing the step's code does chooses the variant (its BLAS may not use every unit this CPU has).
+  const ch06::ref::ModelConfig cfg = ch06::ref::load_model_config(ctx.input_path("config"));
+  const int gemm_m = batch * tokens, gemm_k = static_cast<int>(cfg.hidden), gemm_n = static_cast<int>(cfg.intermediate);
+  const double gemm_flops = 2.0 * gemm_m * gemm_k * gemm_n;
+  const double gemm_s = ch06::ref::torch_matmul_fp32_seconds(gemm_m, gemm_n, gemm_k, roof.threads, repeats);
+  // The peak again after the steps, the higher one kept: a neighbour's burst during one probe must not pass for
+  // this machine's peak (this VM's cores are shared).
+  if (ctx.timing_judged()) {
+    const ch06::Roof again = ch06::measure_roof(ctx, /*with_bandwidth=*/false);
+    if (again.peak.flops_per_s > roof.peak.flops_per_s) roof.peak = again.peak;
+  }
+
+  // Verify.
+  ctx.measure(100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
+  if (tiny) report_tiny_step(ctx, *tiny, roof);
   const double library_pct = 100 * gemm_flops / gemm_s / roof.peak.flops_per_s;
   ctx.derive("library_gemm_pct", library_pct, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
   ctx.measure("step_threads_share", block.step_threads_busy / roof.threads, "ratio");
-  // The FLOPs each MFU divides by, against the answer key's count for the same shapes (the config's, and chapter 3's
-  // model as the training code declares it): MFU is only as right as its numerator.
+  // The FLOPs the MFU divides by, against the answer key's count for the same shapes: MFU is only as right as its
+  // numerator.
   ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
               "ratio");
   wide_heads_flops(ctx, batch, tokens);
-  ctx.measure(
-      "tiny_flops_vs_ledger",
-      tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(train::TinyConfig{}), tiny.batch, tiny.tokens)),
-      "ratio");
   ch06::verify_block_step(ctx, ctx.input_path("config"), block);
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},
                        {"gflop", block_flops / 1e9},
@@ -144,10 +179,6 @@ static void mfu_cpu(claimcheck::Context& ctx) {
                        {"library_gemm_gflops", gemm_flops / gemm_s / 1e9},
                        {"library_gemm_shape",
                         std::to_string(gemm_m) + " x " + std::to_string(gemm_k) + " x " + std::to_string(gemm_n)}});
-  ctx.detail("tiny", {{"step_ms", tiny.step_s * 1e3},
-                      {"gflop", tiny.flops / 1e9},
-                      {"params", tiny.params},
-                      {"achieved_gflops", tiny.flops / tiny.step_s / 1e9}});
   ctx.detail("roof", ch06::roof_json(roof));
   ctx.assumption("the block: " + std::to_string(block.layers) + " decoder layers of " +
                  ctx.input_path("config").filename().string() + ", fp32, batch " + std::to_string(batch) + " x " +
@@ -155,9 +186,6 @@ static void mfu_cpu(claimcheck::Context& ctx) {
                  " tokens; FLOPs = 3 x (2 per Linear weight per token + causal attention); "
                  "peak = the fp32 FMA probe on " +
                  std::to_string(roof.threads) + " threads (" + roof.peak.isa + ")");
-  ctx.assumption("chapter 3's model (" + std::to_string(tiny.params) +
-                 " parameters, d_model 128) is reported beside "
-                 "it: matrices that small keep a CPU far from its peak, which is why MFU is quoted for large models");
 }
 #endif
 
