@@ -116,7 +116,7 @@ t = Tally()
 ready = run(a.claimcheck, "list", "--json")
 runnable = {c["id"]: c["runnable"] for c in __import__("json").loads(ready.stdout)}
 # Faulty runs need not be long: the perplexity run gets a short budget, on which its other figures are judged; the
-# perplexity itself only with --whole-budget (SHORT_BUDGET: a healthy 20-step run is outside the band too).
+# perplexity itself only with --whole-budget (SHORT_BUDGET: a healthy 5-step run is outside the band too).
 tmp, exp = copy_expected(a.root)
 SHORT = {} if a.whole_budget else {c: b["statements"] for c, b in SHORT_BUDGET.items()}
 for claim in SHORT:
