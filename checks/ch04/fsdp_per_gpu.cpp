@@ -29,8 +29,9 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
     ctx.pending("the measured part: not selected (the run asked for other kinds)");
     return;
   }
-  // Measured: PyTorch FSDP2 (fully_shard) over `gpus` real processes (gloo on the CPU; torchrun), one AdamW step of
-  // the Llama-shaped decoder; each rank counts the bytes of its shards (checks/ch04/fsdp_per_gpu.py).
+  // Measured: PyTorch FSDP2 (fully_shard) over `gpus` real processes (gloo on the CPU, forked by the driver; NCCL on
+  // GPUs, started by torchrun), one AdamW step of the Llama-shaped decoder; each rank counts the bytes of its shards
+  // (checks/ch04/fsdp_per_gpu.py).
   const nlohmann::json r = claimcheck::run_python_driver(
       ctx, "checks/ch04/fsdp_per_gpu.py",
       {"--config", ctx.input_path("measure_config").string(), "--world", std::to_string(shards), "--backend", "gloo"});

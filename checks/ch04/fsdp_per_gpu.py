@@ -1,8 +1,10 @@
 """ch04.fsdp_per_gpu, measured: PyTorch FSDP2 (fully_shard) on a real distributed engine shards parameters,
 gradients and AdamW state evenly, so each rank holds about 1/N of the full fine-tune state.
 
-Launcher mode (the default) validates the arguments and the config, then starts torchrun with N worker processes
-(gloo on CPU processes by default; `--backend nccl --device cuda --world <GPUs>` on GPUs). Each worker builds a
+Launcher mode (the default) validates the arguments and the config, then starts N worker processes: on CPU processes
+(gloo, the default) it imports torch once and forks them, each joining the group through a FileStore (torchrun would
+start N interpreters, each importing torch and FSDP: about 2 s of CPU apiece); on GPUs (`--backend nccl --device cuda
+--world <GPUs>`), or where $CLAIMCHECK_TORCHRUN names a torchrun, torchrun starts them. Each worker builds a
 Llama-shaped decoder from a Hugging Face config.json on the meta device, applies fully_shard to every decoder
 layer and then to the root, materialises and initialises its local shards (fp32), runs one forward + backward
 (cross-entropy on random tokens, B=1) and one AdamW step, and then counts its LOCAL bytes:
@@ -250,6 +252,61 @@ def run_torchrun(cmd, env, log):
     return proc.returncode
 
 
+def run_forked(a, cfg, tmp, log):
+    """The ranks forked from this process, which has imported torch and FSDP (torch_available): each joins the group
+    through a FileStore in tmp and writes its rank file as a torchrun worker does. Returns 0 when every rank exited 0,
+    else the first non-zero status. On a timeout, ^C or SIGTERM every rank still running is killed before it is
+    reaped, so none outlives the run."""
+    import torch
+    init = "file://" + os.path.join(tmp, "store")
+    w = argparse.Namespace(**dict(vars(a), worker=True, outdir=tmp))  # the arguments torchrun's workers get
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    try:
+        with open(log, "ab") as out:
+            for rank in range(a.world):
+                pid = os.fork()
+                if pid == 0:  # the rank: its output to the log, never on the launcher's stdout
+                    code = 1
+                    try:
+                        die_with_parent()
+                        os.dup2(out.fileno(), 1)
+                        os.dup2(out.fileno(), 2)
+                        os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(a.world))
+                        torch.set_num_threads(1)  # 8 ranks share the cores, as OMP_NUM_THREADS=1 under torchrun
+                        worker(w, cfg, init_method=init)
+                        code = 0
+                    except BaseException:  # noqa: BLE001 - the rank's file says what; the traceback goes to the log
+                        import traceback
+                        traceback.print_exc()
+                    finally:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        os._exit(code)
+                pids.append(pid)
+        deadline, status = time.monotonic() + RUN_TIMEOUT_S, {}
+        while len(status) < len(pids):
+            for pid in pids:
+                if pid not in status:
+                    done, st = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        status[pid] = os.waitstatus_to_exitcode(st)
+            if len(status) < len(pids):
+                if time.monotonic() >= deadline:
+                    raise subprocess.TimeoutExpired("the forked ranks", RUN_TIMEOUT_S)
+                time.sleep(0.05)
+        return next((c if c > 0 else 1 for c in (status[p] for p in pids) if c != 0), 0)
+    finally:
+        for pid in pids:
+            try:
+                if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped above
+
+
 def tail(path, n=30):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -265,7 +322,8 @@ def show_tail(log):
 
 def launch(a, cfg):
     runner, custom = torchrun_command()
-    if not custom:  # cheap (no import of torch); the full check runs in the workers
+    forked = not custom and a.device == "cpu"
+    if not custom:  # cheap (no import of torch); the full check runs in the workers, or below where they are forked
         if importlib.util.find_spec("torch") is None:
             emit(skip=f"torch is not installed for {sys.executable}")
             return 0
@@ -273,6 +331,11 @@ def launch(a, cfg):
             why = cpu_fsdp2_missing(a, importlib.metadata.version("torch"))
         except importlib.metadata.PackageNotFoundError:  # a torch without its metadata: the workers will say
             why = None
+        if why:
+            emit(skip=why)
+            return 0
+    if forked:  # the ranks inherit what this process imports here
+        why = torch_available(a)
         if why:
             emit(skip=why)
             return 0
@@ -286,13 +349,14 @@ def launch(a, cfg):
     cmd = runner + ["--standalone", "--nnodes=1", f"--nproc_per_node={a.world}", os.path.abspath(__file__),
                     "--worker", "--outdir", tmp, "--config", os.path.abspath(a.config), "--world", str(a.world),
                     "--backend", a.backend, "--device", a.device, "--tokens", str(a.tokens), "--seed", str(a.seed)]
+    launcher = "the forked ranks" if forked else "torchrun"
     t0 = time.perf_counter()
     try:
         try:
-            rc = run_torchrun(cmd, env, log)
+            rc = run_forked(a, cfg, tmp, log) if forked else run_torchrun(cmd, env, log)
         except subprocess.TimeoutExpired:
             show_tail(log)
-            die(f"torchrun did not finish in {RUN_TIMEOUT_S} s (killed)", rc=1)
+            die(f"{launcher} did not finish in {RUN_TIMEOUT_S} s (killed)", rc=1)
         seconds = time.perf_counter() - t0
         results, errors, skips = [], [], []
         for r in range(a.world):
@@ -305,13 +369,13 @@ def launch(a, cfg):
             emit(skip=skips[0]["skip"])
             return 0
         if rc != 0 or errors or len(results) != a.world:
-            why = None if errors or custom else torch_available(a)  # did torchrun fail for want of torch?
+            why = None if errors or custom or forked else torch_available(a)  # did torchrun fail for want of torch?
             if why:
                 emit(skip=why)
                 return 0
             show_tail(log)
             reason = errors[0]["error"] if errors else f"{len(results)} of {a.world} ranks reported"
-            die(f"torchrun exited with {rc}: {reason}", rc=rc if rc > 0 else 1)
+            die(f"{launcher} exited with {rc}: {reason}", rc=rc if rc > 0 else 1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -343,13 +407,16 @@ def launch(a, cfg):
                   "layers_unsharded_in_hook": all(d["layers_unsharded_in_hook"] for d in results),
                   "backend": a.backend, "device": a.device, "world": a.world, "tokens": a.tokens,
                   "config": a.config, "torch": results[0]["torch"], "fully_shard": results[0]["fully_shard"],
+                  "launcher": "fork" if forked else "torchrun",
                   "seconds": round(seconds, 2), "planted_fault": fault() or None},
          assumptions=["parameters, gradients and AdamW state are fp32 (4 bytes per element), no mixed precision",
                       "AdamW keeps two moments m and v per parameter, each the parameter's size; its per-parameter "
                       "`step` counters (scalars) are reported apart and left out of shard_fraction",
                       f"the {a.world} ranks are "
                       + ("CPU processes on the gloo backend" if a.device == "cpu" else f"GPUs on {a.backend}")
-                      + ", launched by torchrun on one node; FSDP2 fully_shard on each decoder layer, then the root",
+                      + (", forked from one launcher on one node (a FileStore rendezvous)" if forked
+                         else ", launched by torchrun on one node")
+                      + "; FSDP2 fully_shard on each decoder layer, then the root",
                       "gathered layer = one decoder layer's parameters unsharded (all-gathered) for its forward, "
                       "read in a forward pre-hook that runs after FSDP's; the root group (embeddings, final norm, "
                       "lm_head), a second layer prefetched in backward, and activations come on top"])
@@ -467,7 +534,9 @@ def nbytes(t):
     return t.numel() * t.element_size()  # DTensor.numel() is the global (full) numel
 
 
-def worker(a, cfg):
+def worker(a, cfg, init_method=None):
+    """One rank: torchrun's worker (the group from torchrun's environment), or a forked one (init_method: its
+    FileStore)."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     out = os.path.join(a.outdir, f"rank{rank}.json")
 
@@ -490,7 +559,10 @@ def worker(a, cfg):
             device = torch.device("cuda", torch.cuda.current_device())
         else:
             device = torch.device("cpu")
-        dist.init_process_group(backend=a.backend)
+        if init_method:
+            dist.init_process_group(backend=a.backend, init_method=init_method, rank=rank, world_size=world)
+        else:
+            dist.init_process_group(backend=a.backend)
         try:
             res = step_and_count(a, cfg, rank, world, device)
         finally:
