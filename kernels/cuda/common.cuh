@@ -18,10 +18,13 @@ inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 inline void check_launch(const char* what) { check(cudaGetLastError(), what); }
+// Why cuBLAS could not be loaded (cublas_lazy.cpp), "" where it was or has not been tried.
+const std::string& cublas_lazy_error();
 inline void check_blas(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)) + " (" +
-                             cublasGetStatusString(s) + ")");
+                             cublasGetStatusString(s) + ")" +
+                             (cublas_lazy_error().empty() ? "" : ": " + cublas_lazy_error()));
 }
 
 // Owns device memory (cudaMalloc: plain allocations, not managed memory).

@@ -17,6 +17,10 @@ int device_count(std::string* why) {
   if (why) *why = kWhy;
   return 0;
 }
+bool cublas_loadable(std::string* why) {
+  if (why) *why = kWhy;
+  return false;
+}
 ReadResult read_bandwidth(std::size_t, int, bool) { none(); }
 CopyResult copy_bandwidth(std::size_t, int) { none(); }
 GemmResult gemm_bf16_cublas(int, int, int, int) { none(); }

@@ -38,6 +38,15 @@ using gemv_test::tol32;
 }  // namespace
 
 // ---- host side: runs everywhere -----------------------------------------------------------------------------------
+
+// cuBLAS is loaded on first use, not linked (a process that links it pays ~70 ms at start): where the build has CUDA,
+// the library loads and binds every entry point the kernels call, with or without a device.
+TEST(CudaPlan, CublasLoadsOnFirstUse) {
+  std::string why;
+  if (C::device_count(&why) == 0 && why.find("not built with CUDA") != std::string::npos) GTEST_SKIP() << why;
+  why.clear();
+  EXPECT_TRUE(C::cublas_loadable(&why)) << why;
+}
 TEST(CudaPlan, Nf4LevelsAreTheFormatsAndTheCpuKernels) {
   const auto L = levels();
   ASSERT_EQ(L.size(), 16u);

@@ -9,6 +9,10 @@ namespace claimcheck::kernels::cuda {
 // Number of CUDA devices; 0 with the runtime's reason in *why when there is none (or no driver).
 int device_count(std::string* why);
 
+// Whether cuBLAS loads (it is loaded on first use, not linked: kernels/cuda/cublas_lazy.cpp); false with the reason in
+// *why where it does not, or where the build has no CUDA. Needs no device.
+bool cublas_loadable(std::string* why);
+
 struct ReadResult {
   double seconds = 0;                // median of the timed repetitions (CUDA events)
   double bytes = 0;                  // bytes read per repetition
