@@ -115,7 +115,7 @@ DecoderExport export_decoder_run(const std::filesystem::path& config, const std:
     ids.masked_fill_(mask == 0, 0);
     auto positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);
     // A target is a token predicted from a token: neither padding nor the first token after it (read at padding).
-    targets = ids.slice(1, 1).masked_fill(mask.slice(1, 1) == 0 | mask.slice(1, 0, seq - 1) == 0, -100);
+    targets = ids.slice(1, 1).masked_fill((mask.slice(1, 1) == 0) | (mask.slice(1, 0, seq - 1) == 0), -100);
     logits = model->forward(ids, mask, positions);
     run = {{"attention_mask", mask}, {"position_ids", positions}};
   } else {
