@@ -219,11 +219,13 @@ def signal_group(proc, sig):
         pass
 
 
-def die_with_parent():
-    """In the child before exec: SIGTERM to torchrun if the launcher dies (even by SIGKILL); Linux only."""
+def die_with_parent(sig=signal.SIGTERM):
+    """In the child: `sig` to it if the launcher dies (even by SIGKILL); Linux only. torchrun gets SIGTERM (it stops
+    its workers); a forked rank SIGKILL (blocked in C++, in the rendezvous or a gloo receive, it would run no Python
+    handler)."""
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
@@ -255,36 +257,49 @@ def run_torchrun(cmd, env, log):
 def run_forked(a, cfg, tmp, log):
     """The ranks forked from this process, which has imported torch and FSDP (torch_available): each joins the group
     through a FileStore in tmp and writes its rank file as a torchrun worker does. Returns 0 when every rank exited 0,
-    else the first non-zero status. On a timeout, ^C or SIGTERM every rank still running is killed before it is
-    reaped, so none outlives the run."""
+    else the first non-zero status, the other ranks killed then (as torchrun stops a failed group: the survivors would
+    wait in the rendezvous or a collective). On a timeout, ^C or SIGTERM every rank is killed, then reaped, with those
+    signals held meanwhile, so none outlives the run."""
     import torch
     init = "file://" + os.path.join(tmp, "store")
     w = argparse.Namespace(**dict(vars(a), worker=True, outdir=tmp))  # the arguments torchrun's workers get
+    launcher = os.getpid()
+    held = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
     sys.stdout.flush()
     sys.stderr.flush()
     pids = []
     try:
         with open(log, "ab") as out:
-            for rank in range(a.world):
-                pid = os.fork()
-                if pid == 0:  # the rank: its output to the log, never on the launcher's stdout
-                    code = 1
-                    try:
-                        die_with_parent()
-                        os.dup2(out.fileno(), 1)
-                        os.dup2(out.fileno(), 2)
-                        os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(a.world))
-                        torch.set_num_threads(1)  # 8 ranks share the cores, as OMP_NUM_THREADS=1 under torchrun
-                        worker(w, cfg, init_method=init)
-                        code = 0
-                    except BaseException:  # noqa: BLE001 - the rank's file says what; the traceback goes to the log
-                        import traceback
-                        traceback.print_exc()
-                    finally:
-                        sys.stdout.flush()
-                        sys.stderr.flush()
-                        os._exit(code)
-                pids.append(pid)
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)  # a signal between a fork and its pid's record loses none
+            try:
+                for rank in range(a.world):
+                    pid = os.fork()
+                    if pid == 0:  # the rank: its output to the log, never on the launcher's stdout
+                        code = 1
+                        try:
+                            for sig in (signal.SIGTERM, signal.SIGHUP):  # not the launcher's handler: the default
+                                signal.signal(sig, signal.SIG_DFL)
+                            signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C reaches the launcher, which kills
+                            die_with_parent(signal.SIGKILL)
+                            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+                            if os.getppid() != launcher:  # the launcher died before the death signal was set
+                                os._exit(1)
+                            os.dup2(out.fileno(), 1)
+                            os.dup2(out.fileno(), 2)
+                            os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(a.world))
+                            torch.set_num_threads(1)  # 8 ranks share the cores, as OMP_NUM_THREADS=1 under torchrun
+                            worker(w, cfg, init_method=init)
+                            code = 0
+                        except BaseException:  # noqa: BLE001 - the rank's file says what; the traceback to the log
+                            import traceback
+                            traceback.print_exc()
+                        finally:
+                            sys.stdout.flush()
+                            sys.stderr.flush()
+                            os._exit(code)
+                    pids.append(pid)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         deadline, status = time.monotonic() + RUN_TIMEOUT_S, {}
         while len(status) < len(pids):
             for pid in pids:
@@ -292,19 +307,28 @@ def run_forked(a, cfg, tmp, log):
                     done, st = os.waitpid(pid, os.WNOHANG)
                     if done:
                         status[pid] = os.waitstatus_to_exitcode(st)
+                        if status[pid] != 0:  # one rank failed: the others are stopped below
+                            return status[pid] if status[pid] > 0 else 1
             if len(status) < len(pids):
                 if time.monotonic() >= deadline:
                     raise subprocess.TimeoutExpired("the forked ranks", RUN_TIMEOUT_S)
                 time.sleep(0.05)
-        return next((c if c > 0 else 1 for c in (status[p] for p in pids) if c != 0), 0)
+        return 0
     finally:
-        for pid in pids:
-            try:
-                if os.waitpid(pid, os.WNOHANG) == (0, 0):
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass  # reaped above
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)  # a second ^C must not cut the sweep short
+        try:
+            running = []
+            for pid in pids:
+                try:
+                    if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                        os.kill(pid, signal.SIGKILL)
+                        running.append(pid)
+                except ChildProcessError:
+                    pass  # reaped above
+            for pid in running:
+                os.waitpid(pid, 0)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def tail(path, n=30):
@@ -343,7 +367,7 @@ def launch(a, cfg):
     signal.signal(signal.SIGTERM, on_sigterm)
     signal.signal(signal.SIGHUP, on_sigterm)
     tmp = tempfile.mkdtemp(prefix="claimcheck_fsdp_")
-    log = os.path.join(tmp, "torchrun.log")
+    log = os.path.join(tmp, "ranks.log")
     # OMP_NUM_THREADS=1: 8 ranks share 2 cores; TMPDIR: torchelastic's log dirs land in tmp, removed below.
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=tmp)
     cmd = runner + ["--standalone", "--nnodes=1", f"--nproc_per_node={a.world}", os.path.abspath(__file__),
@@ -408,6 +432,8 @@ def launch(a, cfg):
                   "backend": a.backend, "device": a.device, "world": a.world, "tokens": a.tokens,
                   "config": a.config, "torch": results[0]["torch"], "fully_shard": results[0]["fully_shard"],
                   "launcher": "fork" if forked else "torchrun",
+                  "rank_cpu_s_from": ("its fork (torch and FSDP imported once, by the launcher)" if forked
+                                      else "its interpreter's start (its own import of torch and FSDP included)"),
                   "seconds": round(seconds, 2), "planted_fault": fault() or None},
          assumptions=["parameters, gradients and AdamW state are fp32 (4 bytes per element), no mixed precision",
                       "AdamW keeps two moments m and v per parameter, each the parameter's size; its per-parameter "

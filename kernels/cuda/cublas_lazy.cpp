@@ -44,7 +44,8 @@ const Cublas& cublas() {
     for (const std::string& path : {soname, std::string(CLAIMCHECK_CUDA_LIBRARY_DIR) + "/" + soname}) {
       c.lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (c.lib) break;
-      if (c.error.empty()) c.error = dlerror();
+      const char* why = dlerror();
+      c.error += (c.error.empty() ? "" : "; ") + path + ": " + (why ? why : "not loaded");
     }
     if (!c.lib) {
       c.error = "cuBLAS could not be loaded (" + c.error + ")";
@@ -61,12 +62,14 @@ const Cublas& cublas() {
 
 }  // namespace
 
+// Hidden too: the executable and the LibTorch checks module each link this library, and each must read its own
+// loader's state (the executable exports its symbols to the module).
 namespace claimcheck::kernels::cuda {
 namespace detail {
-const std::string& cublas_lazy_error() { return cublas().error; }
+__attribute__((visibility("hidden"))) const std::string& cublas_lazy_error() { return cublas().error; }
 }  // namespace detail
 
-bool cublas_loadable(std::string* why) {
+__attribute__((visibility("hidden"))) bool cublas_loadable(std::string* why) {
   const Cublas& c = cublas();
   if (!c.create && why) *why = c.error;
   return c.create != nullptr;
