@@ -79,7 +79,8 @@ double chain_error(const K::DecodeStack& s, const float* x, const float* y) {
   const int rows[7] = {d.hidden, d.kv_dim, d.kv_dim, d.hidden, d.ffn, d.ffn, d.hidden};
   const int cols[7] = {d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.hidden, d.ffn};
   std::vector<float> inputs(static_cast<std::size_t>(d.hidden) * d.layers), out(static_cast<std::size_t>(d.hidden));
-  s.step(x, out.data(), {g_threads, {}}, inputs.data());
+  std::vector<float> qk(static_cast<std::size_t>(d.hidden + d.kv_dim) * d.layers);  // each layer's q and k
+  s.step(x, out.data(), {g_threads, {}}, inputs.data(), qk.data());
   return ref::decode_step_error_by_layer(
       {d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim},
       [&](int l, int m, const double* in, double* o) {
@@ -89,7 +90,7 @@ double chain_error(const K::DecodeStack& s, const float* x, const float* y) {
         else
           ref::gemv_bf16_fp64(s.bf16_weights(l)[m], rows[m], cols[m], in, o);
       },
-      x, inputs.data(), out.data(), y);
+      x, inputs.data(), out.data(), y, qk.data());
 }
 
 void BM_chain(benchmark::State& st, bool nf4) {

@@ -80,7 +80,8 @@ inline double time_stack(const K::DecodeStack& s, const K::GemvOptions& o, int s
 // What a timed step computed (y, from input x) against the answer key's fp64 step over the same weights
 // (ref::gemv_bf16_fp64, or ref::gemv_nf4_fp64 with the format's levels and the products this CPU's kernel owes for an
 // nf4 stack), layer by layer (ref::decode_step_error_by_layer): one more step, untimed, on the same weights and x
-// keeps each layer's input. The largest element's error over the reference's largest magnitude: a kernel that reads
+// keeps each layer's input, and its q and k (which a one-token step reads nowhere else). The largest element's error
+// over the reference's largest magnitude: a kernel that reads
 // its bytes and computes the wrong thing reads O(1) in the layer it is wrong in; fp32 accumulation over K <= 14,336,
 // about 1e-6 (bf16 products: below 5e-6 a layer; end to end over two layers their roundings of the activations
 // parted from fp64's read 1.7-4.0e-4 on a 2-vCPU Zen 4 guest, 2026-12-06, six seeds).
@@ -89,7 +90,8 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
                                  ref::Nf4Products nf4_products = ref::Nf4Products::fp32) {
   const auto& d = s.shape();
   std::vector<float> inputs(static_cast<std::size_t>(d.hidden) * d.layers), out(static_cast<std::size_t>(d.hidden));
-  s.step(x, out.data(), o, inputs.data());
+  std::vector<float> qk(static_cast<std::size_t>(d.hidden + d.kv_dim) * d.layers);  // each layer's q and k
+  s.step(x, out.data(), o, inputs.data(), qk.data());
   return ref::decode_step_error_by_layer(
       {d.hidden, d.kv_dim, d.ffn, d.layers, d.head_dim},
       [&](int l, int m, const double* a, double* b) {
@@ -100,7 +102,7 @@ inline double stack_output_error(const K::DecodeStack& s, const float* x, const 
         else
           ref::gemv_bf16_fp64(s.bf16_weights(l)[m], ms.rows, ms.cols, a, b);
       },
-      x, inputs.data(), out.data(), y);
+      x, inputs.data(), out.data(), y, qk.data());
 }
 
 // The NF4 stack q's codes and scales against NF4's definition of the bf16 weights of stack b (built from the same

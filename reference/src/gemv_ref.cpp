@@ -249,12 +249,13 @@ void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double
 }
 
 double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* x, const float* inputs,
-                                  const float* out, const float* y) {
-  const std::size_t H = static_cast<std::size_t>(s.hidden);
-  // The worst element's error over the largest magnitude of r.
-  const auto error = [&](const float* got, const double* r) {
+                                  const float* out, const float* y, const float* qk) {
+  const std::size_t H = static_cast<std::size_t>(s.hidden), KV = static_cast<std::size_t>(s.kv_dim);
+  // The worst element's error over the largest magnitude of r (n elements; H by default).
+  const auto error = [&](const float* got, const double* r, std::size_t n = 0) {
+    n = n ? n : H;
     double err = 0, scale = 0;
-    for (std::size_t i = 0; i < H; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       err = worse(err, std::fabs(static_cast<double>(got[i]) - r[i]));
       scale = std::max(scale, std::fabs(r[i]));
     }
@@ -271,6 +272,13 @@ double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, 
     decode_step_fp64(
         one, [&](int, int m, const double* a, double* b) { mv(l, m, a, b); }, xd.data(), r.data());
     worst = worse(worst, error(l + 1 < s.layers ? in + H : out, r.data()));
+    if (qk) {
+      std::vector<double> q(H), k(KV);
+      mv(l, 0, xd.data(), q.data());
+      mv(l, 1, xd.data(), k.data());
+      const float* got = qk + static_cast<std::size_t>(l) * (H + KV);
+      worst = worse(worst, worse(error(got, q.data(), H), error(got + H, k.data(), KV)));
+    }
   }
   return worst;
 }

@@ -440,6 +440,20 @@ TEST(Gemv, DecodeStackIsCheckedLayerByLayer) {
     auto other = y;
     other[5] += 0.01f;  // a judged output that is not the step's
     EXPECT_GT(ref::decode_step_error_by_layer(rs, mv, x.data(), inputs.data(), out.data(), other.data()), 1e-4);
+    // q and k, which the one-token step reads nowhere else: held to the fp64 GEMVs of each layer's input; a q left
+    // unprojected (stack_q_skipped) changes no output, only them.
+    std::vector<float> qk(static_cast<std::size_t>(s.hidden + s.kv_dim) * s.layers, NAN);
+    nf.step(x.data(), out.data(), {2, {}}, inputs.data(), qk.data());
+    EXPECT_LT(ref::decode_step_error_by_layer(rs, mv, x.data(), inputs.data(), out.data(), y.data(), qk.data()), 1e-5);
+    K::GemvFaults f;
+    ASSERT_TRUE(K::parse_gemv_fault("stack_q_skipped", &f));
+    const K::DecodeStack skipped(s, "nf4", 9, f);
+    std::vector<float> y_skipped(s.hidden);
+    skipped.step(x.data(), y_skipped.data(), {2, {}}, inputs.data(), qk.data());
+    EXPECT_EQ(0, std::memcmp(y_skipped.data(), out.data(), sizeof(float) * s.hidden)) << "the output does not read q";
+    EXPECT_GT(
+        ref::decode_step_error_by_layer(rs, mv, x.data(), inputs.data(), y_skipped.data(), y_skipped.data(), qk.data()),
+        1e-4);
   });
 }
 

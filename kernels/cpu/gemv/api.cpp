@@ -61,6 +61,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->nf4_nibbles_swapped = true;
   else if (name == "nf4_dequant_high_first")
     out->dequant_high_first = true;
+  else if (name == "stack_q_skipped")
+    out->stack_q_skipped = true;
   else
     return false;
   return true;

@@ -123,7 +123,7 @@ const Nf4Matrix* DecodeStack::nf4_weight(int layer, int m) const {
   return &nf4_[static_cast<std::size_t>(layer) * 7 + m];
 }
 
-void DecodeStack::step(const float* x, float* out, const GemvOptions& o, float* layer_inputs) const {
+void DecodeStack::step(const float* x, float* out, const GemvOptions& o, float* layer_inputs, float* layer_qk) const {
   const int H = s_.hidden, KV = s_.kv_dim, F = s_.ffn, hd = effective_head_dim(s_);
   const int group = H / KV;  // query heads per kv head
   std::vector<float> h(x, x + H), q(H), k(KV), v(KV), a(H), t(H), g(F), u(F);
@@ -139,9 +139,17 @@ void DecodeStack::step(const float* x, float* out, const GemvOptions& o, float* 
   };
   for (int l = 0; l < s_.layers; ++l) {
     if (layer_inputs) std::memcpy(layer_inputs + static_cast<std::size_t>(l) * H, h.data(), H * sizeof(float));
-    mv(l, 0, h.data(), q.data());
+    if (!faults_.stack_q_skipped)  // (a planted fault: q's GEMV skipped, q left as the layer's input)
+      mv(l, 0, h.data(), q.data());
+    else
+      std::copy(h.begin(), h.end(), q.begin());
     mv(l, 1, h.data(), k.data());
     mv(l, 2, h.data(), v.data());
+    if (layer_qk) {
+      float* qk = layer_qk + static_cast<std::size_t>(l) * (H + KV);
+      std::memcpy(qk, q.data(), H * sizeof(float));
+      std::memcpy(qk + H, k.data(), KV * sizeof(float));
+    }
     // One token of context: softmax over one score is 1, each query head's output is its kv head's v.
     for (int qh = 0; qh < H / hd; ++qh) {
       const int kvh = qh / group;

@@ -34,12 +34,13 @@ struct GemvFaults {
   bool gemm_accumulates = false;     // the batched kernel adds to Y instead of writing it (an accumulator not zeroed)
   bool nf4_nibbles_swapped = false;  // an nf4 stack packs each byte's codes high nibble first
   bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
+  bool stack_q_skipped = false;      // a decode stack's step skips q's GEMV (q left as the layer's input)
   bool dequant_high_first = false;   // the whole-matrix dequantisation takes each byte's high nibble first
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "nf4_half_rows" / "stack_no_residual" /
 // "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" /
-// "stack_input_bf16" / "nf4_dequant_high_first";
+// "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -119,8 +120,11 @@ class DecodeStack {
   // weights of the same seed).
   DecodeStack(const DecodeShape& s, const std::string& format, std::uint64_t seed, const GemvFaults& faults = {});
   // One token through every layer: x (hidden) in, out (hidden) out. layer_inputs (optional; layers x hidden floats)
-  // receives each layer's input (layer 0's is x), so that each layer can be checked on the very input it ran on.
-  void step(const float* x, float* out, const GemvOptions& o = {}, float* layer_inputs = nullptr) const;
+  // receives each layer's input (layer 0's is x), so that each layer can be checked on the very input it ran on;
+  // layer_qk (optional; layers x (hidden + kv_dim) floats) each layer's q then k, which a one-token context reads
+  // nowhere else (softmax over one score is 1): checked apart, their GEMVs are not dead code to a check.
+  void step(const float* x, float* out, const GemvOptions& o = {}, float* layer_inputs = nullptr,
+            float* layer_qk = nullptr) const;
   // Bytes of weights (and scales) one step reads.
   std::size_t weight_bytes() const;
   // FLOPs of one step: 2 per weight.

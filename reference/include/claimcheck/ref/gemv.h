@@ -97,8 +97,10 @@ void decode_step_fp64(const RefDecodeShape& s, const RefMatvec& mv, const double
 // element's error over the reference's largest magnitude, the worst of them. Layer by layer, because a kernel whose
 // products round the activations to bf16 rounds an element the other way from fp64 where the two straddle a rounding
 // point, and the layers after magnify that; each layer on its own input keeps the rounding the kernel's.
+// qk (optional; layers x (hidden + kv_dim)): each layer's q then k as the code computed them, held to mv's q and k
+// of that layer's input (a one-token step reads them nowhere else: its attention is v's alone).
 double decode_step_error_by_layer(const RefDecodeShape& s, const RefMatvec& mv, const float* x, const float* inputs,
-                                  const float* out, const float* y);
+                                  const float* out, const float* y, const float* qk = nullptr);
 
 // ---- LibTorch, the competitor -----------------------------------------------------------------------------------
 struct Bf16Mat {
