@@ -30,10 +30,22 @@ inline void verify_block_step(claimcheck::Context& ctx, const std::filesystem::p
   const auto c = ref::compare_block_step_fp64(spec, weights, view(cap.input), view(cap.proj), cap.loss, grads);
   ctx.measure("output_matches_reference", c.loss_error, "ratio");
   ctx.measure("grads_match_reference", c.grad_error, "ratio");
+  // The step's AdamW update, recomputed from the weights, gradients and moments before it (a step timed without its
+  // update, or with another one, reads O(1)).
+  std::vector<ref::TensorRef> m, v, after;
+  for (const auto& t : cap.exp_avg) m.push_back(view(t));
+  for (const auto& t : cap.exp_avg_sq) v.push_back(view(t));
+  for (const auto& t : cap.updated) after.push_back(view(t));
+  const auto u = ref::compare_adamw_update_fp64(
+      weights, grads, m, v, after, {cap.lr, cap.beta1, cap.beta2, cap.eps, cap.weight_decay, cap.adam_step});
+  ctx.measure("update_matches_reference", u.update_error, "ratio");
   ctx.detail("step_against_reference", {{"loss", cap.loss},
                                         {"reference_loss", c.reference_loss},
                                         {"gradients_compared", c.grads_compared},
                                         {"worst_gradient", c.worst_grad},
+                                        {"adamw_step", cap.adam_step},
+                                        {"updates_compared", u.tensors},
+                                        {"worst_update", u.worst},
                                         {"reference", "the answer key's fp64 Llama layers (LibTorch autograd)"}});
 }
 

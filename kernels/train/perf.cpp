@@ -36,6 +36,33 @@ StepTensor host_tensor(const std::string& name, const torch::Tensor& t) {
   return {name, h.sizes().vec(), {h.data_ptr<float>(), h.data_ptr<float>() + h.numel()}};
 }
 
+// The AdamW state each of the block's weights holds now, before the update about to run (zeros before the first), the
+// step count that update runs as, and the optimizer's settings: the answer key recomputes the update from them.
+void capture_adamw_state(torch::optim::AdamW& opt, const LayerStack& block, BlockStepCapture& cap) {
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(opt.param_groups().front().options());
+  cap.lr = o.lr();
+  cap.beta1 = std::get<0>(o.betas());
+  cap.beta2 = std::get<1>(o.betas());
+  cap.eps = o.eps();
+  cap.weight_decay = o.weight_decay();
+  cap.adam_step = 1;
+  for (std::size_t l = 0; l < block.layers.size(); ++l)
+    for (const auto& p : block.layers[l]->named_parameters()) {
+      const std::string name = hf_name("layers_" + std::to_string(l) + "." + p.key());
+      const auto it = opt.state().find(static_cast<void*>(p.value().unsafeGetTensorImpl()));
+      if (it == opt.state().end()) {
+        const auto zero = torch::zeros_like(p.value());
+        cap.exp_avg.push_back(host_tensor(name, zero));
+        cap.exp_avg_sq.push_back(host_tensor(name, zero));
+        continue;
+      }
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      cap.exp_avg.push_back(host_tensor(name, st.exp_avg()));
+      cap.exp_avg_sq.push_back(host_tensor(name, st.exp_avg_sq()));
+      cap.adam_step = st.step() + 1;  // (AdamW counts the step before it updates)
+    }
+}
+
 // The block's forward FLOPs as the step reports them (a planted fault counts one token per sequence, not the step's).
 double counted_flops(const LayerStack& block, int batch, int tokens, const std::string& fault) {
   return block.forward_flops(batch, fault == "flops_per_token_only" ? 1 : tokens);
@@ -109,7 +136,8 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     const auto t1 = now();
     loss.backward();
     const auto t2 = now();
-    opt.step();
+    if (on.capture && i == runs - 1) capture_adamw_state(opt, block, *capture);  // (the moments before the update)
+    if (fault != "step_skips_update") opt.step();  // (a planted fault: the timed step never updates its weights)
     const auto t3 = now();
     const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_seconds() - c0;
     last_x = x;
@@ -125,6 +153,9 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   }
   if (on.capture) {  // the gradients the last timed step's backward left (AdamW does not touch them)
     capture->loss = last_loss.item<double>();
+    for (std::size_t l = 0; l < block.layers.size(); ++l)
+      for (const auto& p : block.layers[l]->named_parameters())
+        capture->updated.push_back(host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value()));
     for (std::size_t l = 0; l < block.layers.size(); ++l)
       for (const auto& p : block.layers[l]->named_parameters())
         if (p.value().grad().defined())

@@ -1,11 +1,15 @@
 // The reference decoder layers' spec from a Hugging Face config (claimcheck/ref/block.h); the layers themselves
 // are in src/torch/block_torch.cpp.
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "claimcheck/ref/block.h"
 #include "claimcheck/ref/ledger.h"
+#include "claimcheck/ref/stats.h"
 #include "ledger_internal.h"
 
 namespace claimcheck::ref {
@@ -49,6 +53,60 @@ BlockSpec load_block_spec(const std::filesystem::path& file) {
         fail(f, std::string(block) + "." + key, "the reference layer computes the default RoPE only");
   }
   return s;
+}
+
+AdamWUpdateComparison compare_adamw_update_fp64(const std::vector<TensorRef>& weights,
+                                                const std::vector<TensorRef>& grads,
+                                                const std::vector<TensorRef>& exp_avg,
+                                                const std::vector<TensorRef>& exp_avg_sq,
+                                                const std::vector<TensorRef>& updated, const AdamWSettingsAt& s) {
+  const auto count = [](const TensorRef& t) {
+    std::size_t n = 1;
+    for (const auto d : t.shape) n *= static_cast<std::size_t>(d);
+    return n;
+  };
+  const auto find = [&](const std::vector<TensorRef>& v, const TensorRef& w, const char* what) -> const TensorRef* {
+    for (const auto& t : v)
+      if (t.name == w.name) {
+        if (t.shape != w.shape || !t.values)
+          throw std::invalid_argument("compare_adamw_update_fp64: " + std::string(what) + " of " + w.name +
+                                      ": another shape than the weight's");
+        return &t;
+      }
+    return nullptr;
+  };
+  if (s.step < 1) throw std::invalid_argument("compare_adamw_update_fp64: the step count must be at least 1");
+  const double bias1 = 1 - std::pow(s.beta1, static_cast<double>(s.step));
+  const double bias2 = 1 - std::pow(s.beta2, static_cast<double>(s.step));
+  AdamWUpdateComparison c;
+  for (const auto& w : weights) {
+    const TensorRef* g = find(grads, w, "the gradient");
+    if (!g) continue;  // (a weight the step does not train)
+    const TensorRef* m = find(exp_avg, w, "exp_avg");
+    const TensorRef* v = find(exp_avg_sq, w, "exp_avg_sq");
+    const TensorRef* after = find(updated, w, "the update");
+    if (!m || !v || !after)
+      throw std::invalid_argument("compare_adamw_update_fp64: " + w.name + ": no " +
+                                  (!m   ? "exp_avg"
+                                   : !v ? "exp_avg_sq"
+                                        : "weight after the step"));
+    double err = 0, scale = 0;
+    for (std::size_t i = 0, n = count(w); i < n; ++i) {
+      const double x = w.values[i], gi = g->values[i];
+      const double mi = s.beta1 * m->values[i] + (1 - s.beta1) * gi;
+      const double vi = s.beta2 * v->values[i] + (1 - s.beta2) * gi * gi;
+      const double want = x * (1 - s.lr * s.weight_decay) - s.lr / bias1 * mi / (std::sqrt(vi / bias2) + s.eps) - x;
+      err = worse(err, std::fabs((static_cast<double>(after->values[i]) - x) - want));
+      scale = std::max(scale, std::fabs(want));
+    }
+    const double e = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0);
+    if (c.tensors == 0 || worse(c.update_error, e) != c.update_error) {
+      c.update_error = worse(c.update_error, e);
+      c.worst = w.name;
+    }
+    ++c.tensors;
+  }
+  return c;
 }
 
 }  // namespace claimcheck::ref

@@ -75,7 +75,8 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("probe_avx2_overcount", "ch06.ridge_measured"), ("matmul_accumulates", "ch06.prefill_ms"),
                  ("nf4_dequant_high_first", "ch06.decode_4bit"), ("tiny_step_targets_inputs", "ch06.mfu"),
                  ("probe_prefers_avx2", "ch06.ridge_measured"), ("stack_q_skipped", "ch06.decode_measured"),
-                 ("stack_q_skipped", "ch06.decode_4bit")}
+                 ("stack_q_skipped", "ch06.decode_4bit"), ("step_skips_update", "ch06.mfu"),
+                 ("step_skips_update", "ch06.backward_2x")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

@@ -47,6 +47,11 @@ struct BlockStepCapture {
   std::vector<StepTensor> weights, grads;
   StepTensor input, proj;
   double loss = 0;
+  // The last timed step's AdamW update: each weight's first and second moments before it (named as the weights), the
+  // weights after it, the step count it ran as, and the optimizer's settings.
+  std::vector<StepTensor> exp_avg, exp_avg_sq, updated;
+  std::int64_t adam_step = 0;
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
 };
 // Where the step runs: the CPU in fp32 (the default), or the CUDA device (LibTorch CUDA) with bf16 weights, data
 // and AdamW state, each phase timed with the queue drained around it. layers > 0 takes the config's first `layers`
@@ -65,7 +70,8 @@ struct BlockStepOn {
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
 // "flops_per_token_only" (forward_flops counts one token, not the step's), "step_one_thread" (the CPU step on one
 // intra-op thread, whatever `threads` says), "step_input_no_grad" (the input is handed over without requires_grad:
-// the backward never computes the first layer's dX), "block_rope_interleaved" (the RoPE tables laid out as
+// the backward never computes the first layer's dX), "step_skips_update" (the timed step runs no AdamW update),
+// "block_rope_interleaved" (the RoPE tables laid out as
 // interleaved pairs while the layers rotate halves); any other fault is the decoder layer's (DecoderConfig::fault:
 // "gqa_tiled", "rope_half_swapped", "rmsnorm_no_rsqrt", ...).
 // Throws std::runtime_error (the reason) where on.cuda and LibTorch sees no CUDA device.

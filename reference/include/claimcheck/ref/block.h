@@ -49,4 +49,24 @@ BlockStepComparison compare_block_step_fp64(const BlockSpec& spec, const std::ve
                                             const TensorRef& input, const TensorRef& proj, double loss,
                                             const std::vector<TensorRef>& grads);
 
+// A training step's AdamW update (torch.optim.AdamW's algorithm: decoupled weight decay, bias-corrected moments)
+// recomputed in fp64 from each weight before it, its gradient and its moments before it, against the weights after:
+// the largest error of the update (after - before) over the largest |update| of the reference, the worst tensor's.
+struct AdamWSettingsAt {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  long long step = 0;  // the step count the update runs as (1 for the first)
+};
+struct AdamWUpdateComparison {
+  double update_error = 0;
+  int tensors = 0;
+  std::string worst;  // the tensor the error is from
+};
+// weights, grads, exp_avg, exp_avg_sq and updated are matched by name (a weight without a gradient is skipped; a
+// missing moment or update, or a shape apart, throws std::invalid_argument naming the tensor).
+AdamWUpdateComparison compare_adamw_update_fp64(const std::vector<TensorRef>& weights,
+                                                const std::vector<TensorRef>& grads,
+                                                const std::vector<TensorRef>& exp_avg,
+                                                const std::vector<TensorRef>& exp_avg_sq,
+                                                const std::vector<TensorRef>& updated, const AdamWSettingsAt& s);
+
 }  // namespace claimcheck::ref
