@@ -30,6 +30,7 @@ static const std::initializer_list<const char*> kSavedBytesStatements = {
     "measured_k_ledger_model",
     "measured_extrapolated",
     "measured_k_growth_with_T",
+    "measured_k_batch_invariant",
     "measured_eager_k_growth_with_T",
     "measured_autocast_k",
     "autocast_matmul_outputs_over_fp32",
@@ -78,6 +79,11 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   const auto f1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], false, true, "bf16", ctx.planted_fault());
   const auto f2 =
       train::saved_activations(small, ctx.seed(), mb, lengths[1], false, false, "bf16", ctx.planted_fault());
+  // The same at twice the batch: bytes per token do not depend on how many rows carry the tokens (a count that
+  // divides by one row's tokens, or a layer that saves per row what it should per token, reads 2 here; at batch 1 it
+  // cannot show).
+  const auto fb =
+      train::saved_activations(small, ctx.seed(), 2 * mb, lengths[0], false, false, "bf16", ctx.planted_fault());
   const auto e1 = train::saved_activations(small, ctx.seed(), mb, lengths[0], true, false, "bf16", ctx.planted_fault());
   const auto e2 = train::saved_activations(small, ctx.seed(), mb, lengths[1], true, false, "bf16", ctx.planted_fault());
   const auto a1 =
@@ -136,6 +142,7 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   ctx.measure("measured_k_ledger_model", k_model, "count");
   ctx.measure("measured_extrapolated", extrapolated, "GiB");
   ctx.measure("measured_k_growth_with_T", f2.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
+  ctx.measure("measured_k_batch_invariant", fb.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
   ctx.measure("measured_eager_k_growth_with_T", e2.bytes_per_token_layer / e1.bytes_per_token_layer, "ratio");
   ctx.measure("measured_autocast_k", a1.bytes_per_token_layer / h, "count");
   // Eager attention's T^2 term: the slope per token of context, against heads x 2 bytes (bf16 probabilities).

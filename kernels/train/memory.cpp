@@ -399,7 +399,8 @@ ActivationMeasure saved_activations(const std::filesystem::path& config, std::ui
     const MemorySnapshot snap = attribute("forward", mine, s, true, "");
     return static_cast<double>(snap.bytes.at("saved_activations") + snap.bytes.at("temporaries"));
   };
-  const double tokens_total = static_cast<double>(batch) * tokens;
+  // (A planted fault divides by one row's tokens, not the batch's: the same figure at batch 1.)
+  const double tokens_total = static_cast<double>(fault == "activations_batch_ignored" ? 1 : batch) * tokens;
   ActivationMeasure m;
   m.tokens = tokens;
   m.eager_attention = eager_attention;

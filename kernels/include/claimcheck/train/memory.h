@@ -74,6 +74,8 @@ struct ActivationMeasure {
   std::vector<float> output;  // what the layers computed (the no-grad pass through all of them), as fp32
 };
 // lora_r > 0: a LoRA run (the base frozen, adapters of rank lora_r and alpha 2 lora_r on the seven projections).
+// fault (tests): "activations_batch_ignored" (bytes divided by one row's tokens, not batch x tokens), the attention's
+// ("attention_not_fused", ...) and LoRA's ("lora_input_copied", ...).
 ActivationMeasure saved_activations(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                     bool eager_attention, bool by_segment, const std::string& precision,
                                     const std::string& fault = "", int lora_r = 0);
