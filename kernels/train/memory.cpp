@@ -436,7 +436,9 @@ CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64
   s.model->run.checkpoint_fault = fault;
   auto ids = torch::randint(0, c.vocab, {batch, tokens});
   const auto params = s.model->parameters();
-  const double per = static_cast<double>(batch) * tokens * static_cast<double>(c.layers);
+  // (A planted fault divides by one row's tokens, not the batch's, as saved_activations' does.)
+  const double per =
+      static_cast<double>(fault == "activations_batch_ignored" ? 1 : batch) * tokens * static_cast<double>(c.layers);
   CheckpointMeasure r;
   r.precision = precision;
   auto layers_out = [&](bool ckpt, int layers) {

@@ -90,7 +90,8 @@ struct CheckpointMeasure {
   bool grads_bitwise_equal = false;
   std::string precision;
 };
-// fault (tests): "ckpt_saves_layer", "ckpt_no_recompute", "ckpt_recompute_without_autocast".
+// fault (tests): "ckpt_saves_layer", "ckpt_no_recompute", "ckpt_recompute_without_autocast",
+// "activations_batch_ignored" (the saved bytes divided by one row's tokens).
 CheckpointMeasure checkpointing(const std::filesystem::path& config, std::uint64_t seed, int batch, int tokens,
                                 int repeats, const std::string& precision, const std::string& fault = "");
 
