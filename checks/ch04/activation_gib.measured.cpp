@@ -31,6 +31,7 @@ static const std::initializer_list<const char*> kSavedBytesStatements = {
     "measured_extrapolated",
     "measured_k_growth_with_T",
     "measured_k_batch_invariant",
+    "ledger_at_batch_vs_measured",
     "measured_eager_k_growth_with_T",
     "measured_autocast_k",
     "autocast_matmul_outputs_over_fp32",
@@ -143,6 +144,15 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
   ctx.measure("measured_extrapolated", extrapolated, "GiB");
   ctx.measure("measured_k_growth_with_T", f2.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
   ctx.measure("measured_k_batch_invariant", fb.bytes_per_token_layer / f1.bytes_per_token_layer, "ratio");
+  {  // and the ledger's bytes at that batch (the figure above is its formula's at batch 1), itemised as above
+    double extra = 0;
+    for (const auto& t : ref::plain_layer_extra_bytes(sc)) extra += static_cast<double>(t.elements_per_token);
+    const double rows = 2.0 * mb, per_layer_token = rows * lengths[0] * static_cast<double>(sc.layers);
+    ctx.measure(
+        "ledger_at_batch_vs_measured",
+        (ref::activation_bytes(sc, 2 * mb, lengths[0], {}) / per_layer_token + extra) / fb.bytes_per_token_layer,
+        "ratio");
+  }
   ctx.measure("measured_eager_k_growth_with_T", e2.bytes_per_token_layer / e1.bytes_per_token_layer, "ratio");
   ctx.measure("measured_autocast_k", a1.bytes_per_token_layer / h, "count");
   // Eager attention's T^2 term: the slope per token of context, against heads x 2 bytes (bf16 probabilities).

@@ -225,7 +225,9 @@ double activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t t
     per_token += per_token_layer(saved_per_sparse_layer(c),
                                  c.experts_per_token * c.moe_intermediate + c.shared_expert_intermediate) *
                  static_cast<double>(sparse);
-  return per_token * static_cast<double>(batch) * static_cast<double>(tokens);
+  // (A planted fault drops the batch: one row's tokens.)
+  const double rows = ledger_fault("ledger_activations_batch_ignored") ? 1.0 : static_cast<double>(batch);
+  return per_token * rows * static_cast<double>(tokens);
 }
 
 double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens, int bpe) {
