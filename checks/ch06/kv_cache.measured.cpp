@@ -32,6 +32,18 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
     const double read = R::decode_bytes_per_token(cfg, with_context) - R::decode_bytes_per_token(cfg, {});
     ctx.measure("decode_kv_read_vs_allocated", read / static_cast<double>(m.bytes), "ratio");
   }
+  // Heads whose width is set apart from the hidden size (head_dim, as Gemma's and Qwen3's): the cache is kv_heads x
+  // head_dim wide, which hidden / heads is not there (here it is wherever the claim's config is read).
+  if (ctx.wants("wide_heads_allocated_vs_ledger")) {
+    claimcheck::ScratchDir wdir("kv_wide_heads");
+    const auto [wide, wc] = checks::wide_heads_config(ctx, "config", "wide_heads_overrides", wdir.path());
+    const auto w = claimcheck::train::allocate_kv_cache(wide, tokens, ctx.planted_fault());
+    ctx.measure(
+        "wide_heads_allocated_vs_ledger",
+        static_cast<double>(w.bytes) / (static_cast<double>(claimcheck::ref::kv_cache_bytes_per_token(wc, 2)) * tokens),
+        "ratio");
+    ctx.detail("wide_heads_allocated", {{"bytes", w.bytes}, {"kv_heads", w.kv_heads}, {"head_dim", w.head_dim}});
+  }
   ctx.detail("allocated", {{"bytes", m.bytes},
                            {"tokens", m.tokens},
                            {"tensors", m.tensors},

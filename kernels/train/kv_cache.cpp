@@ -28,11 +28,12 @@ KvCacheMeasure allocate_kv_cache(const std::filesystem::path& config, int tokens
   m.tokens = tokens;
   m.layers = c.layers;
   m.kv_heads = fault == "kv_full_heads" ? c.heads : c.kv_heads;
-  m.head_dim = c.head_dim;
+  // (A planted fault takes the textbook hidden / heads for the head's width, which a config's head_dim may not be.)
+  m.head_dim = fault == "kv_head_dim_from_hidden" ? c.hidden / c.heads : c.head_dim;
   const std::int64_t before = live_bytes();
   std::vector<torch::Tensor> cache;
   for (std::int64_t l = 0; l < c.layers; ++l)
-    for (int kv = 0; kv < 2; ++kv) cache.push_back(torch::empty({1, m.kv_heads, tokens, c.head_dim}, torch::kBFloat16));
+    for (int kv = 0; kv < 2; ++kv) cache.push_back(torch::empty({1, m.kv_heads, tokens, m.head_dim}, torch::kBFloat16));
   m.bytes = live_bytes() - before;
   m.tensors = static_cast<std::int64_t>(cache.size());
   return m;

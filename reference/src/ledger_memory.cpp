@@ -237,7 +237,9 @@ double checkpointed_activation_bytes(const ModelConfig& c, std::int64_t batch, s
 // ---- inference ---------------------------------------------------------------
 std::int64_t kv_cache_bytes_per_token(const ModelConfig& c, int bpe) {
   const std::int64_t heads = ledger_fault("ledger_kv_ignores_gqa") ? c.heads : c.kv_heads;
-  return 2 * c.layers * heads * c.head_dim * bpe;
+  // (A planted fault takes the textbook hidden / heads for the head's width.)
+  const std::int64_t head_dim = ledger_fault("ledger_kv_head_dim_from_hidden") ? c.hidden / c.heads : c.head_dim;
+  return 2 * c.layers * heads * head_dim * bpe;
 }
 
 double decode_bytes_per_token(const ModelConfig& c, const DecodeModel& m) {
