@@ -7,6 +7,7 @@
 #if CLAIMCHECK_WITH_TORCH
 #include "../tiny_shape.h"
 #include "claimcheck/train/experiments.h"
+#include "claimcheck/train/qwen.h"
 #endif
 
 static void tiny_params_built(claimcheck::Context& ctx) {
@@ -17,6 +18,14 @@ static void tiny_params_built(claimcheck::Context& ctx) {
   // The module against the answer key's formula for the module's own shape, to the parameter: a term the ledger
   // drops or the module adds moves the count by less than the round 840K's 5%.
   ctx.measure("built_minus_ledger", built - static_cast<double>(claimcheck::ref::gpt_params(gpt_shape_of(c))),
+              "params");
+  // The same on chapter 5's SFT model (258 tokens, a context of 256, 2 layers), where the vocabulary, the context and
+  // the width are three sizes: a term counted by the wrong one (positions by the vocabulary) shows there, not at
+  // 128 = 128 = 128.
+  const claimcheck::train::TinyConfig sft = claimcheck::train::sft_model_config();
+  ctx.measure("built_minus_ledger_sft",
+              static_cast<double>(claimcheck::train::tiny_param_count(sft, ctx.planted_fault())) -
+                  static_cast<double>(claimcheck::ref::gpt_params(gpt_shape_of(sft))),
               "params");
   ctx.detail("built_config", {{"vocab", c.vocab},
                               {"d_model", c.d_model},

@@ -46,7 +46,10 @@ std::int64_t gpt_params(const GptShape& s) {
   const I attention = (d * 3 * d + 3 * d) + (d * d + d);  // qkv, output projection
   const I mlp = (d * ff + ff) + (ff * d + d);             // fc1, fc2
   const I per_layer = 2 * layer_norm + attention + mlp;
-  const I positions = ledger_fault("ledger_gpt_no_positions") ? 0 : I{s.context} * d;  // (a planted fault drops them)
+  // (Planted faults drop the positions, or count them by the vocabulary, which chapter 3's model's 128 = 128 hides.)
+  const I positions = ledger_fault("ledger_gpt_no_positions")         ? 0
+                      : ledger_fault("ledger_gpt_positions_by_vocab") ? I{s.vocab} * d
+                                                                      : I{s.context} * d;
   const I total = I{s.vocab} * d + positions + I{s.n_layer} * per_layer + layer_norm + d * I{s.vocab};
   if (total >= (I{1} << 62)) fail("gpt shape", "(sizes)", "the parameter count passes 2^62");
   return static_cast<std::int64_t>(total);
