@@ -166,7 +166,9 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   auto loader = torch::data::make_data_loader(
       CharWindows(data.train, c.context, o.fault == "windows_half_stride", o.fault == "loader_in_order")
           .map(torch::data::transforms::Stack<>()),
-      torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size()),
+      // (A planted fault draws from the first half of the windows only.)
+      torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size() /
+                                           (o.fault == "loader_first_half" ? 2 : 1)),
       torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
   torch::optim::AdamW opt(model->parameters(),
                           torch::optim::AdamWOptions(o.schedule.base_lr)

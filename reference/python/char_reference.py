@@ -171,6 +171,7 @@ def main(argv):
     text, held_out = corpus(a.corpus)
     windows = window_index(text, T)
     bad_rows = rows = in_order = 0
+    reach = -1  # the latest window of the corpus a row comes from (each row at its earliest start)
     before = set()  # where the previous row's window may start
     for s in range(steps):
         rows += run[f"x.{s}"].shape[0]
@@ -180,8 +181,15 @@ def main(argv):
         for x in run[f"x.{s}"].tolist():
             starts = set(windows.get(bytes(x), [])) if all(0 <= c < 256 for c in x) else set()
             in_order += any(i - 1 in before or i + 1 in before for i in starts)
+            reach = max(reach, min(starts, default=-1))
             before = starts
-    details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text), "in_corpus_order": in_order}
+    # The rows drawn from the whole training text: the latest window any row comes from, over the windows there are
+    # (about 1 - 1 / (rows + 1) for rows drawn from all of them; below a half, with all 48 from the first half, at
+    # odds of 2^-48 for a loader that draws from all).
+    n_windows = max(1, (len(text) - 1) // T - 1)
+    span = max(reach, 0) / n_windows
+    details["windows"] = {"rows": rows, "not_windows": bad_rows, "corpus_bytes": len(text), "in_corpus_order": in_order,
+                          "windows": n_windows, "latest_window": reach}
 
     # Step 0: logits, loss, every gradient.
     model.train()
@@ -242,6 +250,7 @@ def main(argv):
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
           {"name": "windows_in_corpus_order", "value": in_order + 0.0, "unit": "count"},
+          {"name": "windows_span_corpus", "value": span, "unit": "ratio"},
           {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},
           {"name": "eval_vs_pytorch", "value": figure(eval_units), "unit": "ratio"},
           {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
