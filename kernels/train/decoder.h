@@ -311,7 +311,9 @@ struct DecoderLayerImpl : torch::nn::Module {
              (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
     // New token i (position past + i) sees key j when j <= past + i.
     auto future = torch::arange(past + T).unsqueeze(0) > (torch::arange(T) + past).unsqueeze(1);
-    s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+    // (A planted fault masks only a prompt's first chunk: "a token after the cache needs no mask", true of one token.)
+    if (c.fault != "kv_chunk_unmasked" || past == 0)
+      s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
     auto a = torch::matmul(torch::softmax(s, -1), v_all.repeat_interleave(rep, 1));
     x = x + projs.at("o_proj")(a.transpose(1, 2).reshape({B, T, c.heads * c.head_dim}));
     h = ln2(x);

@@ -152,7 +152,12 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
   torch::NoGradGuard ng;
   auto ids = torch::randint(0, c.vocab, {1, prompt_len});
   DecoderImpl::KvCache cache;
-  std::vector<torch::Tensor> logits{model->forward_cached(ids, cache)[0][-1]};
+  // The prompt in two calls, as a server prefills a long prompt in chunks: the second chunk's tokens attend to the
+  // cache and, causally, to each other (every position's logits kept); then one token at a time.
+  const int chunk = prompt_len >= 2 ? std::min(48, prompt_len / 2) : prompt_len;
+  if (prompt_len > chunk) model->forward_cached(ids.slice(1, 0, prompt_len - chunk), cache);
+  const torch::Tensor chunk_logits = model->forward_cached(ids.slice(1, prompt_len - chunk), cache)[0];
+  std::vector<torch::Tensor> logits{chunk_logits[-1]};
   std::vector<std::int64_t> fed;
   for (int s = 0; s < steps; ++s) {
     const std::int64_t next = logits.back().argmax().item<std::int64_t>();
@@ -173,6 +178,7 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
                     {{"input_ids", ids},
                      {"generated", torch::tensor(fed, torch::kLong)},
                      {"logits", torch::stack(logits)},
+                     {"chunk_logits", chunk_logits.contiguous()},
                      {"cache_bytes_per_token", torch::tensor({e.cache_bytes_per_token}, torch::kDouble)}});
   return e;
 }

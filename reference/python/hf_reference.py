@@ -12,8 +12,9 @@
   generate --config C --dir DIR
       the same model on DIR/model.safetensors decoding with transformers' own cache (past_key_values): the prompt
       DIR/run.safetensors' input_ids, then each token the project fed, one at a time; the logits after each against
-      the project's cached decode (kernels/train/hf_export.cpp: export_decoder_generation), and the bytes per token
-      the two caches hold (fp32 here).
+      the project's cached decode (kernels/train/hf_export.cpp: export_decoder_generation), the project's prompt's
+      second chunk (every position's logits: it prefilled the prompt in two calls) against the prompt's, and the
+      bytes per token the two caches hold (fp32 here).
   peft_model --config C --dir DIR --r R --alpha A --targets T1,T2 --lr LR --weight-decay WD
       get_peft_model on transformers' model for C (the project's base weights), LoraConfig(r, alpha, targets): the
       adapted modules and the trainable count against the project's (kernels/train/hf_export.cpp:
@@ -334,6 +335,11 @@ def generate(a):
         out = model(input_ids=ids, use_cache=True)
         past = out.past_key_values
         mine = [out.logits[0, -1]]
+        # The project's prompt went in two calls: the second chunk's logits, every position, against these (the
+        # whole prompt in one call), where its tokens met the cache and each other.
+        chunk = run["chunk_logits"] if "chunk_logits" in run else None
+        chunk_units = (tolerance_units(chunk, out.logits[0, -chunk.shape[0]:]) if chunk is not None
+                       and chunk.shape[0] <= ids.shape[1] else math.inf)
         for t in fed:
             agree += int(mine[-1].argmax().item() == t)
             out = model(input_ids=torch.tensor([[t]]), past_key_values=past, use_cache=True)
@@ -343,6 +349,7 @@ def generate(a):
         u = tolerance_units(theirs[s], m) if s < theirs.shape[0] else math.inf
         per_step.append(finite(u))
         worst = max(worst, u)
+    worst = max(worst, chunk_units)
     # The bytes transformers' cache holds per token (its keys and values, whatever class holds them).
     tensors = []
     layers = getattr(past, "layers", None)
@@ -357,6 +364,7 @@ def generate(a):
     ratio = run["cache_bytes_per_token"].item() / their_bytes if their_bytes else math.inf
     details = {"transformers": transformers.__version__, "model_class": type(model).__name__, "prompt": ids.shape[1],
                "steps": len(fed), "units_per_step": per_step[:40], "greedy_agreement": f"{agree}/{len(fed)}",
+               "prompt_chunk": {"tokens": None if chunk is None else chunk.shape[0], "units": finite(chunk_units)},
                "cache_bytes_per_token": {"project": run["cache_bytes_per_token"].item(), "transformers": their_bytes},
                "parameters_mismatch": mismatch[:8]}
     emit([{"name": "cached_decode_vs_transformers", "value": figure_value(worst if not mismatch else math.inf),
