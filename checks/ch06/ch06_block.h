@@ -15,10 +15,11 @@
 
 namespace ch06 {
 
-// The statements output_matches_reference (the loss, over the scale of its sum) and grads_match_reference (the worst
-// gradient, over its own scale) for a step run with BlockStepOn::capture on `config`'s layers.
+// The statements output_matches_reference (the loss, over the scale of its sum), grads_match_reference (the worst
+// gradient, over its own scale) and update_matches_reference (the last of `steps` AdamW updates, with the settings of
+// inputs.optimizer, over the largest update) for a step run with BlockStepOn::capture on `config`'s layers.
 inline void verify_block_step(claimcheck::Context& ctx, const std::filesystem::path& config,
-                              const claimcheck::train::BlockStepTiming& r) {
+                              const claimcheck::train::BlockStepTiming& r, int steps) {
   namespace ref = claimcheck::ref;
   if (!r.capture) throw std::logic_error("verify_block_step: the step was run without BlockStepOn::capture");
   const auto& cap = *r.capture;
@@ -30,23 +31,31 @@ inline void verify_block_step(claimcheck::Context& ctx, const std::filesystem::p
   const auto c = ref::compare_block_step_fp64(spec, weights, view(cap.input), view(cap.proj), cap.loss, grads);
   ctx.measure("output_matches_reference", c.loss_error, "ratio");
   ctx.measure("grads_match_reference", c.grad_error, "ratio");
-  // The step's AdamW update, recomputed from the weights, gradients and moments before it (a step timed without its
-  // update, or with another one, reads O(1)).
+  // The step's AdamW update, recomputed from the weights, gradients and moments before it, with the settings the
+  // expected file states (not the optimizer's own) as the loop's `steps`-th update: a step timed without its update,
+  // an optimizer made anew each step (its moments and count restart) or other settings read O(1).
   std::vector<ref::TensorRef> m, v, after;
   for (const auto& t : cap.exp_avg) m.push_back(view(t));
   for (const auto& t : cap.exp_avg_sq) v.push_back(view(t));
   for (const auto& t : cap.updated) after.push_back(view(t));
-  const auto u = ref::compare_adamw_update_fp64(
-      weights, grads, m, v, after, {cap.lr, cap.beta1, cap.beta2, cap.eps, cap.weight_decay, cap.adam_step});
+  const nlohmann::json& o = ctx.input("optimizer");
+  const ref::AdamWSettingsAt want{o.at("lr").get<double>(),           o.at("betas").at(0).get<double>(),
+                                  o.at("betas").at(1).get<double>(),  o.at("eps").get<double>(),
+                                  o.at("weight_decay").get<double>(), steps};
+  const auto u = ref::compare_adamw_update_fp64(weights, grads, m, v, after, want);
   ctx.measure("update_matches_reference", u.update_error, "ratio");
-  ctx.detail("step_against_reference", {{"loss", cap.loss},
-                                        {"reference_loss", c.reference_loss},
-                                        {"gradients_compared", c.grads_compared},
-                                        {"worst_gradient", c.worst_grad},
-                                        {"adamw_step", cap.adam_step},
-                                        {"updates_compared", u.tensors},
-                                        {"worst_update", u.worst},
-                                        {"reference", "the answer key's fp64 Llama layers (LibTorch autograd)"}});
+  ctx.detail(
+      "step_against_reference",
+      {{"loss", cap.loss},
+       {"reference_loss", c.reference_loss},
+       {"gradients_compared", c.grads_compared},
+       {"worst_gradient", c.worst_grad},
+       {"adamw_step", cap.adam_step},
+       {"adamw_settings",
+        {{"lr", cap.lr}, {"betas", {cap.beta1, cap.beta2}}, {"eps", cap.eps}, {"weight_decay", cap.weight_decay}}},
+       {"updates_compared", u.tensors},
+       {"worst_update", u.worst},
+       {"reference", "the answer key's fp64 Llama layers (LibTorch autograd)"}});
 }
 
 }  // namespace ch06

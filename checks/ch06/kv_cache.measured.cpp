@@ -56,7 +56,7 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
                  "allocator (" +
                  std::to_string(m.bytes) + " bytes), divided by the tokens");
 
-  // The cache in use: the decoder's cached greedy decode (a long prompt, then one token at a time) against
+  // The cache in use: the decoder's cached greedy decode (a long prompt in two calls, then one token at a time) against
   // transformers' own cache (past_key_values) on the same weights, on the config scaled by inputs.reference_overrides;
   // the bytes its cache holds per token against transformers' and against the ledger's formula (fp32 here). Not in a
   // planted-fault run that judges none of them (run --statement).
@@ -78,8 +78,8 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
     claimcheck::forward_driver_result(ctx, r);
   ctx.assumption("cached decode: " + ctx.input("config").get<std::string>() + " with " +
                  ctx.input("reference_overrides").dump() + ", fp32, a random prompt of " + std::to_string(prompt) +
-                 " tokens, then " + std::to_string(steps) +
-                 " greedy tokens one at a time; transformers' eager attention");
+                 " tokens in two calls (its last min(48, half) second, every position's logits compared), then " +
+                 std::to_string(steps) + " greedy tokens one at a time; transformers' eager attention");
 #else
   (void)ctx;
 #endif

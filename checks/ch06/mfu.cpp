@@ -1,6 +1,8 @@
 // ch06.mfu — 「训练 MFU 40–50% 算正常」, CPU form: model FLOPs of a training step over its time, as a share of the
 // peak the roofline probe measured on this machine: a Llama-shaped block (fp32) and chapter 3's tiny model. The
-// block's last timed step (its loss and gradients) is held against the answer key's fp64 layers (ch06_block.h).
+// block's last timed step (its loss, gradients and AdamW update) is held against the answer key's fp64 layers and
+// optimizer (ch06_block.h).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -168,7 +170,7 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   ctx.measure("flops_vs_ledger", block.forward_flops / ch06::ref::decoder_forward_flops(cfg, cfg.layers, batch, tokens),
               "ratio");
   wide_heads_flops(ctx, batch, tokens);
-  ch06::verify_block_step(ctx, ctx.input_path("config"), block);
+  ch06::verify_block_step(ctx, ctx.input_path("config"), block, std::max(1, repeats) + 1);  // (a warm-up step first)
   ctx.detail("block", {{"step_ms", block.step_s * 1e3},
                        {"gflop", block_flops / 1e9},
                        {"achieved_gflops", block_flops / block.step_s / 1e9},

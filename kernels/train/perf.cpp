@@ -122,12 +122,13 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     opt.zero_grad();
     // A planted fault hands the input over without requires_grad.
     const auto x = fault == "step_input_no_grad" ? data.input(dtype).detach() : data.input(dtype);
-    if (on.capture && i == runs - 1) {  // the weights the last step runs with, before its update (not timed)
+    if (on.capture && i == runs - 1) {  // the weights and moments the last step runs with, before it (not timed)
       for (std::size_t l = 0; l < block.layers.size(); ++l)
         for (const auto& p : block.layers[l]->named_parameters())
           capture->weights.push_back(host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value()));
       capture->input = host_tensor("input", x);
       capture->proj = host_tensor("proj", data.proj);
+      capture_adamw_state(opt, block, *capture);  // the moments before its update (the forward and backward keep them)
     }
     const double c0 = process_cpu_seconds();
     const auto w0 = Clock::now();
@@ -136,7 +137,6 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     const auto t1 = now();
     loss.backward();
     const auto t2 = now();
-    if (on.capture && i == runs - 1) capture_adamw_state(opt, block, *capture);  // (the moments before the update)
     if (fault != "step_skips_update") opt.step();  // (a planted fault: the timed step never updates its weights)
     const auto t3 = now();
     const double wall = std::chrono::duration<double>(Clock::now() - w0).count(), cpu = process_cpu_seconds() - c0;
@@ -151,7 +151,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     r.backward_s = std::min(r.backward_s, bwd);
     r.step_s = std::min(r.step_s, std::chrono::duration<double>(t3 - t0).count());
   }
-  if (on.capture) {  // the gradients the last timed step's backward left (AdamW does not touch them)
+  if (on.capture) {  // the gradients the last timed step's backward left (AdamW does not touch them), the weights after
     capture->loss = last_loss.item<double>();
     for (std::size_t l = 0; l < block.layers.size(); ++l)
       for (const auto& p : block.layers[l]->named_parameters())

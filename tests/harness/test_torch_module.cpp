@@ -153,6 +153,51 @@ TEST(TorchModule, BlockStepCaptureMeetsTheFp64Reference) {
   std::filesystem::remove_all(dir);
 }
 
+// The block step's last AdamW update against the answer key's fp64 recomputation (ref::compare_adamw_update_fp64):
+// the loop's second update with LibTorch's AdamW settings holds; another step count or learning rate, or a step timed
+// without its update, reads O(1); a weight whose moment is missing is refused by name.
+TEST(TorchModule, BlockStepUpdateMeetsTheFp64Optimizer) {
+  namespace train = claimcheck::train;
+  namespace ref = claimcheck::ref;
+  const std::filesystem::path config =
+      std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/configs/llama-scaled-ch04.json";
+  train::BlockStepOn on;
+  on.layers = 1;
+  on.capture = true;
+  auto view = [](const train::StepTensor& t) { return ref::TensorRef{t.name, t.shape, t.values.data()}; };
+  auto views = [&](const std::vector<train::StepTensor>& ts) {
+    std::vector<ref::TensorRef> out;
+    for (const auto& t : ts) out.push_back(view(t));
+    return out;
+  };
+  auto compare = [&](const train::BlockStepCapture& c, const ref::AdamWSettingsAt& s) {
+    return ref::compare_adamw_update_fp64(views(c.weights), views(c.grads), views(c.exp_avg), views(c.exp_avg_sq),
+                                          views(c.updated), s);
+  };
+  const auto r = train::time_block_step(config, 5, 1, 8, 1, "", on);  // a warm-up step, then the timed one
+  ASSERT_TRUE(r.capture);
+  const ref::AdamWSettingsAt ok{1e-4, 0.9, 0.999, 1e-8, 0.01, 2};
+  const auto healthy = compare(*r.capture, ok);
+  EXPECT_EQ(healthy.tensors, 9);  // one layer's nine weights
+  EXPECT_LT(healthy.update_error, 1e-2) << healthy.worst;
+  auto s = ok;
+  s.step = 1;  // an optimizer made anew for the step
+  EXPECT_GT(compare(*r.capture, s).update_error, 0.1);
+  s = ok;
+  s.lr = 2e-4;
+  EXPECT_GT(compare(*r.capture, s).update_error, 0.5);
+  const auto skipped = train::time_block_step(config, 5, 1, 8, 1, "step_skips_update", on);
+  EXPECT_GT(compare(*skipped.capture, ok).update_error, 0.5);
+  auto c = *r.capture;
+  c.exp_avg.erase(c.exp_avg.begin());
+  try {
+    compare(c, ok);
+    ADD_FAILURE() << "a missing moment was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(r.capture->weights.front().name), std::string::npos) << e.what();
+  }
+}
+
 // A config's rope_scaling (or transformers 5's rope_parameters) that the decoder cannot build is one line naming the
 // file and the field, before any tensor is made.
 TEST(TorchModule, RopeScalingTheDecoderCannotBuildIsRefusedInOneLine) {

@@ -65,7 +65,8 @@ struct BlockStepOn {
   int layers = 0;
   int threads = 0;
   bool cpu_clock = false;
-  bool capture = false;  // keep the last timed step's weights, input, loss and gradients (BlockStepTiming::capture)
+  bool capture = false;  // keep the last timed step's weights, input, loss, gradients and AdamW update
+                         // (BlockStepTiming::capture)
 };
 // fault (tests): "backward_recomputes" (each layer is recomputed in backward, as checkpointing does),
 // "flops_per_token_only" (forward_flops counts one token, not the step's), "step_one_thread" (the CPU step on one

@@ -56,10 +56,10 @@ DecoderExport export_decoder_run(const std::filesystem::path& config, const std:
                                  int left_pad = 0);
 
 // Greedy decoding with the decoder's KV cache (Decoder::forward_cached), fp32: a random prompt of prompt_len tokens,
-// prefilled in two calls (its last min(48, prompt_len / 2) tokens second), then `steps` tokens one at a time, each the
-// argmax of the previous logits. Writes dir/model.safetensors (as export_decoder_run) and dir/run.safetensors:
-// input_ids [1, prompt_len], generated [steps] (the tokens fed), logits [steps + 1, vocab] (after the prompt, then
-// after each token fed), chunk_logits [chunk, vocab] (every position of the prompt's second call),
+// prefilled in two calls (its last min(48, prompt_len / 2) tokens second; one call of one token), then `steps` tokens
+// one at a time, each the argmax of the previous logits. Writes dir/model.safetensors (as export_decoder_run) and
+// dir/run.safetensors: input_ids [1, prompt_len], generated [steps] (the tokens fed), logits [steps + 1, vocab] (after
+// the prompt, then after each token fed), chunk_logits [chunk, vocab] (every position of the prompt's last call),
 // cache_bytes_per_token [1] (the bytes the cache's tensors hold over the tokens in it, at the end). Planted faults:
 // "kv_positions_restart", "kv_cache_not_appended", "kv_chunk_unmasked" (DecoderImpl::forward_cached).
 struct GenerationExport {
