@@ -36,6 +36,15 @@ StepTensor host_tensor(const std::string& name, const torch::Tensor& t) {
   return {name, h.sizes().vec(), {h.data_ptr<float>(), h.data_ptr<float>() + h.numel()}};
 }
 
+// The block's weights under their Hugging Face names, in the optimizer's order.
+std::vector<std::pair<std::string, torch::Tensor>> named_weights(const LayerStack& block) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (std::size_t l = 0; l < block.layers.size(); ++l)
+    for (const auto& p : block.layers[l]->named_parameters())
+      out.emplace_back(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value());
+  return out;
+}
+
 // The AdamW state each of the block's weights holds now, before the update about to run (zeros before the first), the
 // step count that update runs as, and the optimizer's settings: the answer key recomputes the update from them.
 void capture_adamw_state(torch::optim::AdamW& opt, const LayerStack& block, BlockStepCapture& cap) {
@@ -46,21 +55,19 @@ void capture_adamw_state(torch::optim::AdamW& opt, const LayerStack& block, Bloc
   cap.eps = o.eps();
   cap.weight_decay = o.weight_decay();
   cap.adam_step = 1;
-  for (std::size_t l = 0; l < block.layers.size(); ++l)
-    for (const auto& p : block.layers[l]->named_parameters()) {
-      const std::string name = hf_name("layers_" + std::to_string(l) + "." + p.key());
-      const auto it = opt.state().find(static_cast<void*>(p.value().unsafeGetTensorImpl()));
-      if (it == opt.state().end()) {
-        const auto zero = torch::zeros_like(p.value());
-        cap.exp_avg.push_back(host_tensor(name, zero));
-        cap.exp_avg_sq.push_back(host_tensor(name, zero));
-        continue;
-      }
-      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
-      cap.exp_avg.push_back(host_tensor(name, st.exp_avg()));
-      cap.exp_avg_sq.push_back(host_tensor(name, st.exp_avg_sq()));
-      cap.adam_step = st.step() + 1;  // (AdamW counts the step before it updates)
+  for (const auto& [name, w] : named_weights(block)) {
+    const auto it = opt.state().find(static_cast<void*>(w.unsafeGetTensorImpl()));
+    if (it == opt.state().end()) {
+      const auto zero = torch::zeros_like(w);
+      cap.exp_avg.push_back(host_tensor(name, zero));
+      cap.exp_avg_sq.push_back(host_tensor(name, zero));
+      continue;
     }
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    cap.exp_avg.push_back(host_tensor(name, st.exp_avg()));
+    cap.exp_avg_sq.push_back(host_tensor(name, st.exp_avg_sq()));
+    cap.adam_step = st.step() + 1;  // (AdamW counts the step before it updates)
+  }
 }
 
 // The block's forward FLOPs as the step reports them (a planted fault counts one token per sequence, not the step's).
@@ -123,9 +130,7 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
     // A planted fault hands the input over without requires_grad.
     const auto x = fault == "step_input_no_grad" ? data.input(dtype).detach() : data.input(dtype);
     if (on.capture && i == runs - 1) {  // the weights and moments the last step runs with, before it (not timed)
-      for (std::size_t l = 0; l < block.layers.size(); ++l)
-        for (const auto& p : block.layers[l]->named_parameters())
-          capture->weights.push_back(host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value()));
+      for (const auto& [name, w] : named_weights(block)) capture->weights.push_back(host_tensor(name, w));
       capture->input = host_tensor("input", x);
       capture->proj = host_tensor("proj", data.proj);
       capture_adamw_state(opt, block, *capture);  // the moments before its update (the forward and backward keep them)
@@ -153,14 +158,10 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   }
   if (on.capture) {  // the gradients the last timed step's backward left (AdamW does not touch them), the weights after
     capture->loss = last_loss.item<double>();
-    for (std::size_t l = 0; l < block.layers.size(); ++l)
-      for (const auto& p : block.layers[l]->named_parameters())
-        capture->updated.push_back(host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value()));
-    for (std::size_t l = 0; l < block.layers.size(); ++l)
-      for (const auto& p : block.layers[l]->named_parameters())
-        if (p.value().grad().defined())
-          capture->grads.push_back(
-              host_tensor(hf_name("layers_" + std::to_string(l) + "." + p.key()), p.value().grad()));
+    for (const auto& [name, w] : named_weights(block)) {
+      capture->updated.push_back(host_tensor(name, w));
+      if (w.grad().defined()) capture->grads.push_back(host_tensor(name, w.grad()));
+    }
     if (last_x.grad().defined()) capture->grads.push_back(host_tensor("input", last_x.grad()));
     r.capture = capture;
   }
