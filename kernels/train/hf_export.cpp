@@ -220,6 +220,14 @@ struct LoraDecoder {
   std::vector<std::pair<std::string, Proj>> adapted;  // (transformers' module name, the projection)
   std::vector<torch::Tensor> trainable;
 };
+// Each adapter's A and B, copied, under prefix + its module name + ".lora_A" / ".lora_B".
+void append_adapters(Named& out, const std::vector<std::pair<std::string, Proj>>& adapted, const std::string& prefix) {
+  for (const auto& [name, proj] : adapted) {
+    out.emplace_back(prefix + name + ".lora_A", proj->A.detach().clone());
+    out.emplace_back(prefix + name + ".lora_B", proj->B.detach().clone());
+  }
+}
+
 template <typename AfterEnable>
 LoraDecoder lora_decoder(const std::filesystem::path& config, const LoraSpec& lora, std::uint64_t seed,
                          const std::string& fault, bool all_but_last, AfterEnable after_enable) {
@@ -241,11 +249,16 @@ LoraDecoder lora_decoder(const std::filesystem::path& config, const LoraSpec& lo
     }
   for (auto& p : d.model->parameters())
     if (p.requires_grad()) d.trainable.push_back(p);
-  for (const auto& [name, proj] : d.adapted) {
-    d.adapters.emplace_back(name + ".lora_A", proj->A.detach().clone());
-    d.adapters.emplace_back(name + ".lora_B", proj->B.detach().clone());
-  }
+  append_adapters(d.adapters, d.adapted, "");
   return d;
+}
+
+// The answer key's three files: the base weights, the adapters as they started, and the run.
+void write_lora_files(const std::filesystem::path& dir, const LoraDecoder& d, const Named& run) {
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", d.base);
+  write_safetensors(dir / "lora.safetensors", d.adapters);
+  write_safetensors(dir / "run.safetensors", run);
 }
 }  // namespace
 
@@ -259,8 +272,6 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
   });
   Decoder& model = d.model;
   const DecoderConfig& c = model->c;
-  const Named& base = d.base;
-  const Named& adapters = d.adapters;
   auto& adapted = d.adapted;
   auto& trainable = d.trainable;
   auto ids = torch::randint(0, c.vocab, {batch, seq});
@@ -287,17 +298,11 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
       trainable, torch::optim::AdamWOptions(lr).weight_decay(fault == "lora_step_no_decay" ? 0.0 : weight_decay));
   opt.step();
   LoraModelExport e;
-  for (const auto& [name, proj] : adapted) {
-    run.emplace_back("after." + name + ".lora_A", proj->A.detach().clone());
-    run.emplace_back("after." + name + ".lora_B", proj->B.detach().clone());
-  }
+  append_adapters(run, adapted, "after.");
   for (const auto& t : trainable) e.trainable += t.numel();
   e.adapted = static_cast<std::int64_t>(adapted.size());
   run.emplace_back("trainable", torch::tensor({e.trainable}, torch::kLong));
-  std::filesystem::create_directories(dir);
-  write_safetensors(dir / "model.safetensors", base);
-  write_safetensors(dir / "lora.safetensors", adapters);
-  write_safetensors(dir / "run.safetensors", run);
+  write_lora_files(dir, d, run);
   return e;
 }
 
@@ -310,8 +315,6 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
     if (fault == "lora_sft_b_frozen") proj->B.requires_grad_(false);  // planted: only A trains (B stays 0)
   });
   Decoder& model = d.model;
-  const Named& base = d.base;
-  const Named& adapters = d.adapters;
   auto& adapted = d.adapted;
   auto& trainable = d.trainable;
   // The rows in the order trained: conversation (step x batch + i) mod n, right-padded to the longest.
@@ -350,10 +353,7 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
     out.losses.push_back(loss.item<double>());
   }
   Named run{{"input_ids", ids}, {"labels", labels}, {"losses", torch::tensor(out.losses, torch::kDouble)}};
-  for (const auto& [name, proj] : adapted) {
-    run.emplace_back("after." + name + ".lora_A", proj->A.detach().clone());
-    run.emplace_back("after." + name + ".lora_B", proj->B.detach().clone());
-  }
+  append_adapters(run, adapted, "after.");
   {
     torch::NoGradGuard ng;
     model->eval();
@@ -362,10 +362,7 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
     out.first_rows_after = lm_loss(model->forward(x.slice(1, 0, L - 1)), y.slice(1, 1), true).item<double>();
   }
   save_peft_adapter(adapted, lora, dir / "adapter", fault);
-  std::filesystem::create_directories(dir);
-  write_safetensors(dir / "model.safetensors", base);
-  write_safetensors(dir / "lora.safetensors", adapters);
-  write_safetensors(dir / "run.safetensors", run);
+  write_lora_files(dir, d, run);
   return out;
 }
 
