@@ -9,6 +9,9 @@
 #include "claimcheck/ref/profiler.h"
 
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +65,21 @@ static void profiler_buckets(claimcheck::Context& ctx) {
     }
   }
   ctx.measure("misfiled_operators", misfiled, "count");
+  // The backward runs as autograd nodes (MmBackward0, ...), each a frame of its own inside the engine's
+  // "autograd::engine::evaluate_function: MmBackward0" and around the aten calls it makes: an observer blind to the
+  // nodes' scope files their own time under the engine's frame, and no operator is misfiled.
+  std::set<std::string> frames, evaluated, nodes;
+  const std::string engine = "autograd::engine::evaluate_function: ";
+  for (const auto& op : p.ops)
+    for (const auto& f : op.frames) {
+      frames.insert(f);
+      if (f.rfind(engine, 0) == 0) evaluated.insert(f.substr(engine.size()));
+    }
+  for (const auto& n : evaluated)
+    if (frames.count(n)) nodes.insert(n);
+  ctx.measure("autograd_nodes_observed", static_cast<double>(nodes.size()), "count");
+  ctx.measure("autograd_nodes_unobserved", static_cast<double>(evaluated.size() - nodes.size()), "count");
+  ctx.detail("autograd_nodes", std::vector<std::string>(nodes.begin(), nodes.end()));
   nlohmann::json key_shares = nlohmann::json::object();
   for (const auto& [b, s] : key_seconds) key_shares[b] = 100 * s / p.wall_s;
   ctx.detail("answer_key", {{"shares_percent", key_shares},

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <unordered_set>
 
 #include <kineto/ActivityType.h>  // libkineto's activity kinds (shipped in LibTorch's include folder)
 #include <torch/csrc/autograd/profiler_kineto.h>
@@ -149,21 +150,24 @@ ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fa
   rec.drop_copy = fault == "buckets_drop_copy";
   rec.gemm_forward_only = fault == "buckets_gemm_forward_only";
   rec.copy_in_other = fault == "buckets_copy_in_other";
+  // A planted fault: observers without the autograd nodes' scope (their aten calls still seen, their own time not).
+  const bool no_backward_scope = fault == "profiler_no_backward_scope";
   double wall = 0;
   {
     struct Observing {  // removed however the step ends
-      explicit Observing(Recorder* r) {
+      Observing(Recorder* r, bool backward_nodes) {
         t_recorder = r;
-        handle = at::addThreadLocalCallback(
-            at::RecordFunctionCallback(on_enter, on_exit)
-                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+        std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes = {at::RecordScope::FUNCTION,
+                                                                                  at::RecordScope::USER_SCOPE};
+        if (backward_nodes) scopes.insert(at::RecordScope::BACKWARD_FUNCTION);
+        handle = at::addThreadLocalCallback(at::RecordFunctionCallback(on_enter, on_exit).scopes(scopes));
       }
       ~Observing() {
         at::removeCallback(handle);
         t_recorder = nullptr;
       }
       at::CallbackHandle handle = 0;
-    } observing(&rec);
+    } observing(&rec, !no_backward_scope);
     const auto t0 = Clock::now();
     rec.idle_since = t0;
     step();
