@@ -254,6 +254,15 @@ LoraDecoder lora_decoder(const std::filesystem::path& config, const LoraSpec& lo
 }
 
 // The answer key's three files: the base weights, the adapters as they started, and the run.
+// The optimizer's settings as the run used them (betas, eps, weight decay, amsgrad): a first AdamW step is
+// lr * g / (|g| + eps) whatever the betas, so the answer key reads them against its own optimizer's.
+void append_adamw_settings(Named& run, const torch::optim::AdamW& opt) {
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(opt.param_groups().front().options());
+  run.emplace_back("adamw", torch::tensor({std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
+                                           o.amsgrad() ? 1.0 : 0.0},
+                                          torch::kDouble));
+}
+
 void write_lora_files(const std::filesystem::path& dir, const LoraDecoder& d, const Named& run) {
   std::filesystem::create_directories(dir);
   write_safetensors(dir / "model.safetensors", d.base);
@@ -293,12 +302,14 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
     for (auto& [name, proj] : adapted) proj->unmerge();
     run.emplace_back("unmerged.logits", model->forward(ids));
   }
-  // A planted fault: the step without its weight decay.
-  torch::optim::AdamW opt(
-      trainable, torch::optim::AdamWOptions(lr).weight_decay(fault == "lora_step_no_decay" ? 0.0 : weight_decay));
+  // Planted faults: the step without its weight decay; beta2 at 0.99.
+  auto options = torch::optim::AdamWOptions(lr).weight_decay(fault == "lora_step_no_decay" ? 0.0 : weight_decay);
+  if (fault == "lora_step_beta2_099") options.betas({0.9, 0.99});
+  torch::optim::AdamW opt(trainable, options);
   opt.step();
   LoraModelExport e;
   append_adapters(run, adapted, "after.");
+  append_adamw_settings(run, opt);
   for (const auto& t : trainable) e.trainable += t.numel();
   e.adapted = static_cast<std::int64_t>(adapted.size());
   run.emplace_back("trainable", torch::tensor({e.trainable}, torch::kLong));
@@ -336,7 +347,9 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
       labels[r][static_cast<long>(t)] = e.labels[t];
     }
   }
-  torch::optim::AdamW opt(trainable, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  auto options = torch::optim::AdamWOptions(lr).weight_decay(weight_decay);
+  if (fault == "lora_sft_beta2_099") options.betas({0.9, 0.99});  // a planted fault
+  torch::optim::AdamW opt(trainable, options);
   LoraSftExport out;
   out.rows = rows;
   out.length = L;
@@ -354,6 +367,7 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
   }
   Named run{{"input_ids", ids}, {"labels", labels}, {"losses", torch::tensor(out.losses, torch::kDouble)}};
   append_adapters(run, adapted, "after.");
+  append_adamw_settings(run, opt);
   {
     torch::NoGradGuard ng;
     model->eval();

@@ -432,6 +432,7 @@ def peft_model(a):
     units["grads"] = grads
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr, weight_decay=a.weight_decay)
     opt.step()
+    optimizer_mismatch = adamw_mismatch(run, opt.param_groups[0])
     # The step: AdamW's first update is lr * g / (|g| + eps) per element (plus the decay), so where a gradient is near
     # eps, differences within the gradients' tolerance move it by up to lr. Judged in units of lr: the largest
     # difference of A and B after the step, over lr (a wrong rate, decay or bias correction moves it by about 1 or
@@ -460,15 +461,28 @@ def peft_model(a):
                                                                         else math.inf), "unit": "ratio"},
           {"name": "peft_model_vs_project", "value": figure_value(worst), "unit": "ratio"},
           {"name": "peft_model_step_over_lr", "value": figure_value(units["step_over_lr"]), "unit": "ratio"},
+          {"name": "peft_model_optimizer_mismatch", "value": optimizer_mismatch, "unit": "count"},
           {"name": "peft_model_merge_unmerge", "value": figure_value(max(merge_units.values())), "unit": "ratio"},
           {"name": "peft_model_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
          {"peft_model": details})
 
 
+def adamw_mismatch(run, group):
+    """How many of AdamW's settings (beta1, beta2, eps, weight decay, amsgrad) the project's run (its "adamw" row)
+    used other than the answer key's optimizer (a parameter group of torch.optim.AdamW): a first step is
+    lr * g / (|g| + eps) whatever the betas, so a step alone cannot show them. A run without the row misses all five."""
+    theirs = [group["betas"][0], group["betas"][1], group["eps"], group["weight_decay"], float(group["amsgrad"])]
+    if "adamw" not in run or run["adamw"].numel() != len(theirs):
+        return float(len(theirs))
+    mine = run["adamw"].double().tolist()
+    return float(sum(not math.isclose(m, t, rel_tol=1e-9, abs_tol=0.0) for m, t in zip(mine, theirs)))
+
+
 def six_lines(cfg, weights, adapters, a, ids, labels):
     """The series' six lines on transformers' model for cfg (weights loaded, fp32): get_peft_model with
     LoraConfig(r, lora_alpha, target_modules, dropout 0), the project's starting A and B copied in, then
-    Trainer(...).train() over the rows (ids, labels) in order, a.batch per step. Returns (model, each step's loss)."""
+    Trainer(...).train() over the rows (ids, labels) in order, a.batch per step. Returns (model, each step's loss,
+    the optimizer's settings)."""
     import tempfile
     import torch
     from peft import LoraConfig, get_peft_model
@@ -504,8 +518,9 @@ def six_lines(cfg, weights, adapters, a, ids, labels):
                                  weight_decay=a.weight_decay, max_grad_norm=a.clip, optim="adamw_torch",
                                  save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True, seed=0,
                                  dataloader_num_workers=0, disable_tqdm=True)
-        InOrder(model=pm, args=args, train_dataset=rows).train()
-    return pm, losses
+        trainer = InOrder(model=pm, args=args, train_dataset=rows)
+        trainer.train()
+    return pm, losses, trainer.optimizer.param_groups[0]
 
 
 def lora_sft(a):
@@ -542,7 +557,7 @@ def lora_sft(a):
     else:
         rows_mismatch = rows
     try:  # Trainer needs accelerate, and transformers' arguments changed over its versions
-        pm, losses = six_lines(cfg, weights, adapters, a, ids, labels)
+        pm, losses, group = six_lines(cfg, weights, adapters, a, ids, labels)
     except (ImportError, TypeError) as e:
         emit(skip=f"transformers' Trainer with peft could not run here (transformers {transformers.__version__}, "
                   f"peft {peft.__version__}: {type(e).__name__}: {e})")
@@ -574,6 +589,7 @@ def lora_sft(a):
                "length": int(length), "losses": {"project": [finite(x) for x in mine.tolist()],
                                                   "trainer": [finite(x) for x in losses]}}
     emit([{"name": "lora_sft_rows_mismatch", "value": float(rows_mismatch), "unit": "count"},
+          {"name": "lora_sft_optimizer_mismatch", "value": adamw_mismatch(run, group), "unit": "count"},
           {"name": "lora_sft_losses_vs_trainer", "value": figure_value(loss_units), "unit": "ratio"},
           {"name": "lora_sft_adapters_vs_trainer_over_lr", "value": figure_value(after), "unit": "ratio"},
           {"name": "lora_sft_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
