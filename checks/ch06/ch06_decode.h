@@ -148,14 +148,15 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
 // GEMV again on 61 rows whose K holds an odd number of 64-blocks (the kernels' row and K tails), and on activations
 // that are all ties between two bf16 (their low 16 bits 0x8000), each signed as row 0's weight so that row 0's products
 // all add: a path that rounds activations to bf16 and breaks ties otherwise than to even (half up, toward zero) moves
-// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1003 (the row tails and a
-// K tail of every vector width: 3 past 8, 11 past 16 and 32), and the batched GEMM on it at batches 6, 13 and 3 (each
-// of the direct tiles) and 17 (the packed panels). The
+// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1053 (the row tails and a
+// K tail of every vector width: 5 past 8, 13 past 16, 29 past 32, each above half the width; and past the packed
+// panels' K block of 1024), and the batched GEMM on it at batches 6, 13 and 3 (each of the direct tiles) and 17 (the
+// packed panels, in two K blocks). The
 // worst sampled error over the reference's scale; the path it was on in *worst_path. A
 // path a CPU other than this one would run is checked here too: its code is the same code under test.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
                                const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path) {
-  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1003;
+  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1053;
   const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull),
                                Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull);
   const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko);
