@@ -78,10 +78,10 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
     h.microarchitecture = m.name;
     h.microarchitecture_by = m.identified_by;
   }
-  static const char* interesting[] = {"sse4_2",      "avx",      "avx2",     "fma",         "f16c",
-                                      "avx512f",     "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
-                                      "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",    "asimd",
-                                      "asimddp",     "sve",      "sve2",     "bf16",        "i8mm"};
+  static const char* interesting[] = {"sse4_2",   "avx",      "avx2",     "fma",         "f16c",        "avx512f",
+                                      "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+                                      "amx_tile", "amx_bf16", "amx_int8", "asimd",       "asimddp",     "sve",
+                                      "sve2",     "bf16",     "i8mm"};
   for (const char* f : interesting)
     if (cpu.has(f)) h.isa.push_back(f);
   h.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));

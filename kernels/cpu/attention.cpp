@@ -372,9 +372,11 @@ V3Path v3_detected() {
   return c.avx512 ? kV3Avx512 : c.avx2_fma ? kV3Avx2 : kV3None;
 }
 std::atomic<int> g_v3_forced{-1};
-V3Path v3_path() {
+V3Path v3_path(const AttentionFaults& faults = {}) {
   const int f = g_v3_forced.load(std::memory_order_relaxed);
-  return f >= 0 ? static_cast<V3Path>(f) : v3_detected();
+  if (f >= 0) return static_cast<V3Path>(f);
+  if (faults.v3_narrow_first && isa::cpu().avx2_fma) return kV3Avx2;  // a planted fault: AVX2 before AVX-512
+  return v3_detected();
 }
 bool v3_has_avx2() { return v3_path() != kV3None; }
 #endif
@@ -389,7 +391,7 @@ long v3_tiles(const AttentionShape& s, bool fp32) {
 }
 void register_tile(const Args<float>& a, long bh, int qt) {
 #ifdef CC_HAVE_AVX2_PATH
-  switch (v3_path()) {
+  switch (v3_path(a.f)) {
     case kV3Avx512:
       return v3_avx512::tile(a, bh, qt);
     case kV3Emulated512:
@@ -461,9 +463,9 @@ void attention_forward(int version, const double* q, const double* k, const doub
   forward(version, q, k, v, out, s, o);
 }
 
-std::string attention_v3_path() {
+std::string attention_v3_path(const AttentionFaults& faults) {
 #ifdef CC_HAVE_AVX2_PATH
-  switch (v3_path()) {
+  switch (v3_path(faults)) {
     case kV3Avx512:
       return "avx512";
     case kV3Emulated512:
@@ -514,6 +516,8 @@ bool parse_attention_fault(const std::string& name, AttentionFaults* f) {
     f->scale_by_d = true;
   else if (name == "mask_off_by_one")
     f->mask_off_by_one = true;
+  else if (name == "v3_narrow_first")
+    f->v3_narrow_first = true;
   else
     return false;
   return true;

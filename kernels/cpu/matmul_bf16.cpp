@@ -396,15 +396,17 @@ bool has_amx() {
 bool has_dot() { return CC_AMX_X86 && isa::cpu().avx512_bf16; }
 std::atomic<int> g_forced{-1};
 // The fastest engine this CPU has: the AMX tiles, else the bf16 dot products, else fp32 FMAs.
-Engine engine() {
+// (A planted fault, matmul_fma_first, passes the bf16 engines by.)
+Engine engine(const GemvFaults& faults = {}) {
   const int f = g_forced.load();
-  return f >= 0 ? static_cast<Engine>(f) : has_amx() ? kAmx : has_dot() ? kDot : kFma;
+  if (f >= 0) return static_cast<Engine>(f);
+  return faults.matmul_fma_first ? kFma : has_amx() ? kAmx : has_dot() ? kDot : kFma;
 }
 
 }  // namespace
 
-std::string matmul_bf16_engine() {
-  switch (engine()) {
+std::string matmul_bf16_engine(const GemvFaults& faults) {
+  switch (engine(faults)) {
     case kAmx:
       return "amx_bf16";
     case kAmxEmulated:
@@ -446,7 +448,7 @@ void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C
     std::fill(C, C + static_cast<std::size_t>(M) * N, 0.0f);
     return;
   }
-  const Engine e = engine();
+  const Engine e = engine(o.faults);
   if (e == kFma) {  // A widened to fp32 (exact), the batched GEMM of gemv/gemm.cpp
     std::vector<float> Af(static_cast<std::size_t>(M) * K);
     for (std::size_t i = 0; i < Af.size(); ++i) Af[i] = from_bf16(A[i]);

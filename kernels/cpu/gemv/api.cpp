@@ -45,6 +45,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->matmul_drop_last_k = true;
   else if (name == "matmul_accumulates")
     out->matmul_accumulates = true;
+  else if (name == "matmul_fma_first")
+    out->matmul_fma_first = true;
   else if (name == "nf4_half_rows")
     out->nf4_half_rows = true;
   else if (name == "stack_no_residual")

@@ -20,6 +20,7 @@ struct AttentionFaults {
   bool no_max_subtraction = false;  // exp(s) instead of exp(s - max): overflows on large logits
   bool scale_by_d = false;          // 1/D instead of 1/sqrt(D)
   bool mask_off_by_one = false;     // lets query i see key i + 1
+  bool v3_narrow_first = false;     // v3 dispatched to the AVX2 tile where the AVX-512 one runs
 };
 
 struct AttentionOptions {
@@ -42,8 +43,9 @@ void attention_forward(int version, const double* q, const double* k, const doub
 // The instruction set the vectorised code paths run with on this CPU: "avx512", "avx2" or "portable".
 std::string attention_simd_path();
 // v3's register tile: "avx512" (16 queries per zmm, 12 x 16 micro-kernels), "avx2" (two ymm, 6 x 16), "portable"
-// (v2's code), or "avx512_emulated" where a test forced it (the AVX-512 tile's source on two ymm per register).
-std::string attention_v3_path();
+// (v2's code), or "avx512_emulated" where a test forced it (the AVX-512 tile's source on two ymm per register): the
+// path a call with these faults runs.
+std::string attention_v3_path(const AttentionFaults& faults = {});
 // Forces v3's path for the calls that follow ("" = the detected one). False for an unknown name or a path this CPU
 // cannot run.
 bool attention_v3_force_path(const std::string& name);

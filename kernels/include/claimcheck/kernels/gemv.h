@@ -25,6 +25,7 @@ struct GemvFaults {
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
   bool matmul_accumulates = false;   // the tiled bf16 matmul adds onto C on its first K slice (C not zeroed)
+  bool matmul_fma_first = false;     // the bf16 matmul runs on fp32 FMAs where a bf16 engine is present
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
   bool nf4_scales_uncounted = false;  // an nf4 stack counts its codes' bytes and not its scales'
   bool flops_fma_as_one = false;      // a decode stack counts a multiply-add as one FLOP
@@ -38,9 +39,9 @@ struct GemvFaults {
   bool dequant_high_first = false;   // the whole-matrix dequantisation takes each byte's high nibble first
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
-// "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "nf4_half_rows" / "stack_no_residual" /
-// "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" / "stack_flops_fma_as_one" /
-// "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped";
+// "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "matmul_fma_first" / "nf4_half_rows" /
+// "stack_no_residual" / "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" /
+// "stack_flops_fma_as_one" / "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -61,7 +62,8 @@ void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, c
 // packed tiles, where the CPU has it), "fp32_fma" elsewhere (A widened to fp32, then gemm_bf16), or "amx_emulated"
 // when a test forced it (the AMX kernel's packing and blocking with each tile instruction done in C: slow, any CPU).
 void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C, const GemvOptions& o = {});
-std::string matmul_bf16_engine();
+// (The engine a call with these faults runs on.)
+std::string matmul_bf16_engine(const GemvFaults& faults = {});
 // Forces an engine for the calls that follow ("fp32_fma", "amx_emulated", "amx_bf16" and "avx512_bf16" where present;
 // "" = back to the detected one). Returns false for an unknown name or an engine this CPU lacks.
 bool matmul_bf16_force(const std::string& name);

@@ -1,0 +1,71 @@
+// Shared by the checks that hold the kernels' dispatch to the machine (ch02.attention_fp32, ch06.decode_4bit,
+// ch06.prefill_ms): the path each kernel family should run here, from the harness's hardware record (the flags Linux
+// reports in /proc/cpuinfo), never from the kernels' own CPUID reading (kernels/cpu/isa.cpp). A kernel dispatched to
+// a narrower path computes the right values more slowly: only the benchmark table would show it, and no claim.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "claimcheck/probe.h"
+
+namespace claimcheck::checks {
+
+// AVX-512 as the kernels take it (F, BW, VL and DQ, on top of AVX2 and FMA): every AVX-512 CPU but the Xeon Phi.
+inline bool record_has_avx512(const HardwareInfo& hw) {
+  return hw.has_isa("avx2") && hw.has_isa("fma") && hw.has_isa("avx512f") && hw.has_isa("avx512bw") &&
+         hw.has_isa("avx512vl") && hw.has_isa("avx512dq");
+}
+
+// Attention v3's register tiles: the AVX-512 one, else the AVX2 one, else v2's portable code (AArch64 included).
+inline std::string expected_attention_v3_path(const HardwareInfo& hw) {
+#if defined(__x86_64__)
+  return record_has_avx512(hw) ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+#else
+  (void)hw;
+  return "portable";
+#endif
+}
+
+// The GEMV kernels' paths this machine runs, best first (the first is the one timed): vdpbf16ps where the CPU has
+// it, AVX-512, AVX2 (and the AVX-512 tiles emulated on AVX2 registers, tested wherever AVX2 is), NEON on AArch64,
+// and the portable code everywhere. (The SIMD paths convert bf16 with F16C's neighbours, so they ask for it too.)
+inline std::vector<std::string> expected_gemv_paths(const HardwareInfo& hw) {
+  std::vector<std::string> p;
+#if defined(__x86_64__)
+  const bool avx2 = hw.has_isa("avx2") && hw.has_isa("fma") && hw.has_isa("f16c");
+  if (avx2 && record_has_avx512(hw) && hw.has_isa("avx512_bf16")) p.emplace_back("avx512_bf16");
+  if (avx2 && record_has_avx512(hw)) p.emplace_back("avx512");
+  if (avx2) p.insert(p.end(), {"avx2", "avx512_emulated"});
+#elif defined(__aarch64__)
+  (void)hw;
+  p.emplace_back("neon");
+#else
+  (void)hw;
+#endif
+  p.emplace_back("portable");
+  return p;
+}
+
+// The bf16 matmul's engine: the AMX tiles where the kernels were granted them (Linux's permission for the tile
+// state is the process's, not the CPU record's: taken from the engines the kernels list), else vdpbf16ps where the
+// record has it, else fp32 FMAs.
+inline std::string expected_matmul_engine(const HardwareInfo& hw, const std::vector<std::string>& engines_here) {
+  if (std::find(engines_here.begin(), engines_here.end(), "amx_bf16") != engines_here.end()) return "amx_bf16";
+#if defined(__x86_64__)
+  if (record_has_avx512(hw) && hw.has_isa("avx512_bf16")) return "avx512_bf16";
+#else
+  (void)hw;
+#endif
+  return "fp32_fma";
+}
+
+// The names in `want` that `have` lacks, joined by ", " ("" where none).
+inline std::string missing_names(const std::vector<std::string>& want, const std::vector<std::string>& have) {
+  std::string out;
+  for (const auto& w : want)
+    if (std::find(have.begin(), have.end(), w) == have.end()) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+}  // namespace claimcheck::checks
