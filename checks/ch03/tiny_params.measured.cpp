@@ -27,6 +27,13 @@ static void tiny_params_built(claimcheck::Context& ctx) {
               static_cast<double>(claimcheck::train::tiny_param_count(sft, ctx.planted_fault())) -
                   static_cast<double>(claimcheck::ref::gpt_params(gpt_shape_of(sft))),
               "params");
+  // And on a shape whose every size differs from the others (inputs.odd_model: d_ff not 4 d, heads not layers, the
+  // context not the vocabulary): a size read for another shows here.
+  const claimcheck::train::TinyConfig odd = tiny_config_input(ctx, "odd_model");
+  ctx.measure("built_minus_ledger_odd",
+              static_cast<double>(claimcheck::train::tiny_param_count(odd, ctx.planted_fault())) -
+                  static_cast<double>(claimcheck::ref::gpt_params(gpt_shape_of(odd))),
+              "params");
   ctx.detail("built_config", {{"vocab", c.vocab},
                               {"d_model", c.d_model},
                               {"n_layer", c.n_layer},

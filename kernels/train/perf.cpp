@@ -189,9 +189,9 @@ BlockStepTiming time_block_step(const std::filesystem::path& config, std::uint64
   return r;
 }
 
-TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault) {
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault,
+                              const TinyConfig& c) {
   torch::manual_seed(seed);
-  const TinyConfig c;
   TinyGPT model(c);
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(3e-4));
   const auto ids = torch::randint(0, c.vocab, {batch, c.context + 1}, torch::kLong);
@@ -225,7 +225,9 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
   const double pairs = c.context * (c.context + 1.0) / 2;
   // A planted fault, as in the block's count: the FLOPs of one token per sequence.
   const double tokens = fault == "flops_per_token_only" ? 1.0 : c.context;
-  const double fwd = batch * (2.0 * linear * tokens + 2.0 * 2.0 * c.d_model * pairs * c.n_layer);
+  // (A planted fault counts attention's score and value products once per head, not per layer.)
+  const double attention_layers = fault == "tiny_attention_flops_by_heads" ? c.n_head : c.n_layer;
+  const double fwd = batch * (2.0 * linear * tokens + 2.0 * 2.0 * c.d_model * pairs * attention_layers);
   r.flops = 3.0 * fwd;
   return r;
 }

@@ -70,6 +70,7 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault) {
   TinyConfig built = c;
   if (fault == "extra_layer") built.n_layer += 1;
+  if (fault == "tiny_mlp_4d") built.d_ff = 4 * built.d_model;  // planted: the MLP's width as GPT-2's 4 d, not d_ff
   TinyGPT m(built);
   std::int64_t n = 0;
   for (const auto& p : m->parameters()) n += p.numel();

@@ -41,7 +41,7 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
 
 std::int64_t gpt_params(const GptShape& s) {
   using I = __int128;
-  const I d = s.d_model, ff = s.d_ff;
+  const I d = s.d_model, ff = ledger_fault("ledger_gpt_mlp_4d") ? 4 * d : I{s.d_ff};  // (planted: GPT-2's 4 d)
   const I layer_norm = 2 * d;                             // weight and bias
   const I attention = (d * 3 * d + 3 * d) + (d * d + d);  // qkv, output projection
   const I mlp = (d * ff + ff) + (ff * d + d);             // fc1, fc2
@@ -276,7 +276,9 @@ double decoder_forward_flops(const ModelConfig& c, std::int64_t layers, std::int
 double gpt_forward_flops(const GptShape& s, std::int64_t batch, std::int64_t tokens) {
   const double d = static_cast<double>(s.d_model), ff = static_cast<double>(s.d_ff), t = static_cast<double>(tokens);
   const double per_layer = 2.0 * (3 * d * d + d * d + 2 * d * ff) * t + causal_attention_flops(d, t);
-  return static_cast<double>(batch) * (static_cast<double>(s.n_layer) * per_layer + 2.0 * d * s.vocab * t);
+  // (A planted fault multiplies the layer by the head count, which chapter 3's 4 = 4 hides.)
+  const double layers = static_cast<double>(ledger_fault("ledger_gpt_flops_by_heads") ? s.n_head : s.n_layer);
+  return static_cast<double>(batch) * (layers * per_layer + 2.0 * d * s.vocab * t);
 }
 
 // ---- units --------------------------------------------------------------------

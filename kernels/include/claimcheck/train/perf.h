@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "claimcheck/train/tiny.h"
+
 namespace claimcheck::train {
 
 // The decoder layers of `config` (fp32, no embedding, no head) on a random [batch, tokens, hidden] input that
@@ -97,7 +99,9 @@ struct TinyStepTiming {
 };
 // fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence; "tiny_step_no_backward":
 // the step timed without its backward; "tiny_step_targets_inputs": the loss taken against the inputs themselves.
-TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "");
+// On chapter 3's model (TinyConfig's defaults) unless another shape is given.
+TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "",
+                              const TinyConfig& shape = TinyConfig{});
 
 // A profiled training step: every operator RecordFunction reports, its self time (its time
 // minus its children's) put in one bucket by its name and its ancestors': "gemm" (mm, addmm, bmm, ...),
