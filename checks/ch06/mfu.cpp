@@ -97,6 +97,28 @@ static void report_tiny_step(claimcheck::Context& ctx, const claimcheck::train::
     }
     ctx.measure("tiny_loss_vs_reference", off, "ratio");
   }
+  // The last step's gradient of the head's weight, as its update read it, against the answer key's (fp64, from that
+  // step's logits, the head's input and the batch's next tokens): a step that leaves the last step's gradients in
+  // (no zero_grad: their sum), or takes other targets, hands the update another gradient.
+  {
+    double off = 1e30;  // (no gradient, or one of another shape: nothing to hold)
+    const auto cells = static_cast<std::size_t>(tiny.batch) * static_cast<std::size_t>(tiny.tokens);
+    if (tiny.width > 0 && tiny.vocab > 0 && tiny.ids.size() == static_cast<std::size_t>(tiny.batch) &&
+        tiny.last_logits.size() == cells * static_cast<std::size_t>(tiny.vocab) &&
+        tiny.last_hidden.size() == cells * static_cast<std::size_t>(tiny.width) &&
+        tiny.last_head_grad.size() == static_cast<std::size_t>(tiny.vocab * tiny.width)) {
+      const auto want = ch06::ref::masked_nll_head_grad(tiny.last_logits, tiny.last_hidden, tiny.batch, tiny.tokens,
+                                                        tiny.vocab, tiny.width, tiny.ids);
+      double scale = 0, diff = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        scale = std::max(scale, std::fabs(want[i]));
+        const double d = std::fabs(static_cast<double>(tiny.last_head_grad[i]) - want[i]);
+        diff = d == d ? std::max(diff, d) : 1e30;
+      }
+      off = scale > 0 ? std::min(1e30, diff / scale) : 1e30;
+    }
+    ctx.measure("tiny_head_grad_vs_reference", off, "ratio");
+  }
   ctx.detail("tiny_losses", tiny.losses);
   // The FLOPs its MFU divides by, against the answer key's count for chapter 3's model as the training code declares
   // it.
@@ -133,7 +155,8 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   const bool block_wanted =
       ctx.wants_any({"value", "step_within_library_gemm", "step_threads_share", "flops_vs_ledger",
                      "output_matches_reference", "grads_match_reference", "update_matches_reference"});
-  const bool tiny_wanted = ctx.wants_any({"tiny_steps_train", "tiny_loss_vs_reference", "tiny_flops_vs_ledger"});
+  const bool tiny_wanted = ctx.wants_any(
+      {"tiny_steps_train", "tiny_loss_vs_reference", "tiny_head_grad_vs_reference", "tiny_flops_vs_ledger"});
   if (!block_wanted) {  // (no roof: the tiny step's own MFU is reported, never judged)
     if (tiny_wanted)
       report_tiny_step(ctx, train::time_tiny_step(ctx.seed(), tiny_batch, repeats, ctx.planted_fault()), nullptr);

@@ -114,11 +114,13 @@ struct TinyGPTImpl : torch::nn::Module {
       }
     }
   }
-  torch::Tensor forward(torch::Tensor idx) {
+  // The head's input: the final LayerNorm of the last block's output.
+  torch::Tensor features(torch::Tensor idx) {
     auto x = tok(idx) + pos(torch::arange(idx.size(1), idx.options()));
     for (auto& b : blocks) x = b->forward(x);
-    return head(ln_f(x));
+    return ln_f(x);
   }
+  torch::Tensor forward(torch::Tensor idx) { return head(features(idx)); }
   torch::nn::Embedding tok, pos;
   std::vector<Block> blocks;
   torch::nn::LayerNorm ln_f;

@@ -200,16 +200,27 @@ TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const 
   TinyStepTiming r;
   r.step_s = std::numeric_limits<double>::infinity();
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
+    const bool last = i == std::max(1, repeats);
     const auto t0 = Clock::now();
-    opt.zero_grad();
-    const auto logits = model->forward(in);
+    if (fault != "tiny_step_no_zero_grad") opt.zero_grad();  // (a planted fault: gradients summed over the steps)
+    const auto hidden = model->features(in);
+    const auto logits = model->head(hidden);
     const auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), target.reshape({-1}));
     if (fault != "tiny_step_no_backward") loss.backward();  // (a planted fault: the step timed without it)
+    // The last step's head gradient, as its update will read it (a copy: the clock's cost is one small tensor).
+    torch::Tensor head_grad;
+    if (last && model->head->weight.grad().defined()) head_grad = model->head->weight.grad().clone();
     opt.step();
     if (i > 0) r.step_s = std::min(r.step_s, seconds_since(t0));
     r.losses.push_back(loss.item<double>());  // after the clock: what the step computed, for the check
     if (i == 0) r.first_logits = host_floats(logits.detach().contiguous());
+    if (last) {
+      r.last_logits = host_floats(logits.detach().contiguous());
+      r.last_hidden = host_floats(hidden.detach().contiguous());
+      if (head_grad.defined()) r.last_head_grad = host_floats(head_grad.contiguous());
+    }
   }
+  r.width = c.d_model;
   double linear = 0;
   for (const auto& m : model->modules(/*include_self=*/false))
     if (const auto* lin = m->as<torch::nn::Linear>()) linear += static_cast<double>(lin->weight.numel());

@@ -153,4 +153,31 @@ MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, s
   return r;
 }
 
+std::vector<double> masked_nll_head_grad(const std::vector<float>& logits, const std::vector<float>& hidden,
+                                         std::int64_t rows, std::int64_t positions, std::int64_t vocab,
+                                         std::int64_t width, const std::vector<std::vector<std::int64_t>>& targets) {
+  if (width <= 0 || static_cast<std::int64_t>(hidden.size()) != rows * positions * width)
+    throw SpecError("masked_nll_head_grad: " + std::to_string(hidden.size()) + " hidden values for " +
+                    std::to_string(rows) + " x " + std::to_string(positions) + " x " + std::to_string(width));
+  const MaskedNll n = masked_mean_nll(logits, rows, positions, vocab, targets);  // (checks the other shapes)
+  std::vector<double> g(static_cast<std::size_t>(vocab * width), 0.0), p(static_cast<std::size_t>(vocab));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t t = 0; t < positions; ++t) {
+      if (!n.looks[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)]) continue;
+      const float* z = logits.data() + (i * positions + t) * vocab;
+      const float* h = hidden.data() + (i * positions + t) * width;
+      double m = z[0], s = 0;
+      for (std::int64_t v = 1; v < vocab; ++v) m = std::max(m, static_cast<double>(z[v]));
+      for (std::int64_t v = 0; v < vocab; ++v) s += (p[static_cast<std::size_t>(v)] = std::exp(z[v] - m));
+      p[static_cast<std::size_t>(targets[i][static_cast<std::size_t>(t + 1)])] -= s;  // softmax - onehot, times s
+      for (std::int64_t v = 0; v < vocab; ++v) {
+        const double coef = p[static_cast<std::size_t>(v)] / s;
+        double* row = g.data() + v * width;
+        for (std::int64_t k = 0; k < width; ++k) row[k] += coef * h[k];
+      }
+    }
+  for (double& x : g) x /= static_cast<double>(n.count);
+  return g;
+}
+
 }  // namespace claimcheck::ref

@@ -96,9 +96,14 @@ struct TinyStepTiming {
   std::vector<float> first_logits;
   std::vector<std::vector<std::int64_t>> ids;
   std::int64_t vocab = 0;
+  // The last step's logits, the head's input [batch][tokens][width] and the head's weight gradient [vocab][width] as
+  // its update read it (empty where the step ran no backward): for the answer key to recompute that gradient.
+  std::vector<float> last_logits, last_hidden, last_head_grad;
+  std::int64_t width = 0;
 };
 // fault "flops_per_token_only" (planted): the step's FLOPs counted for one token per sequence; "tiny_step_no_backward":
-// the step timed without its backward; "tiny_step_targets_inputs": the loss taken against the inputs themselves.
+// the step timed without its backward; "tiny_step_targets_inputs": the loss taken against the inputs themselves;
+// "tiny_step_no_zero_grad": no zero_grad between the steps.
 // On chapter 3's model (TinyConfig's defaults) unless another shape is given.
 TinyStepTiming time_tiny_step(std::uint64_t seed, int batch, int repeats, const std::string& fault = "",
                               const TinyConfig& shape = TinyConfig{});

@@ -48,5 +48,11 @@ struct MaskedNll {
 };
 MaskedNll masked_mean_nll(const std::vector<float>& logits, std::int64_t rows, std::int64_t positions,
                           std::int64_t vocab, const std::vector<std::vector<std::int64_t>>& targets);
+// The gradient of that mean with respect to a bias-free output layer's weight W [vocab][width], where the logits are
+// H W^T and H [rows][positions][width] the layer's input (fp64): the sum over the counted (r, t) of
+// (softmax(z) - onehot(y)) h^T, over the count. Laid out [vocab][width].
+std::vector<double> masked_nll_head_grad(const std::vector<float>& logits, const std::vector<float>& hidden,
+                                         std::int64_t rows, std::int64_t positions, std::int64_t vocab,
+                                         std::int64_t width, const std::vector<std::vector<std::int64_t>>& targets);
 
 }  // namespace claimcheck::ref
