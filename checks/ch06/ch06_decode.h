@@ -179,7 +179,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
   auto keep = [&](double e, const std::string& path) {
     if (worst == worst && !(e <= worst)) worst = e, *worst_path = path;  // (a NaN, once met, stays the worst)
   };
-  for (const std::string& path : K::gemv_paths_here()) {
+  for (const std::string& path : K::gemv_paths_here(o.faults)) {
     if (!K::gemv_force_path(path)) continue;
     const ref::Nf4Products products = path == "avx512_bf16" ? ref::Nf4Products::bf16 : ref::Nf4Products::fp32;
     poison(y);

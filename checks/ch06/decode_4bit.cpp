@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../dispatch_expect.h"
 #include "claimcheck/base/timing.h"
 #include "claimcheck/ref/ledger.h"
 #include "claimcheck/ref/roofline.h"
@@ -132,6 +133,18 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
                                                         ctx.seed(), &worst_path)),
               "ratio");
   ctx.detail("gemv_paths_worst", worst_path);
+  // The paths, held to the hardware record (not the kernels' CPUID): the timed one the widest this machine has (a
+  // narrower one computes the same values more slowly), and every path it can run among those just checked.
+  {
+    const std::vector<std::string> want = claimcheck::checks::expected_gemv_paths(ctx.hardware()),
+                                   have = ch06::K::gemv_paths_here(opts.faults);
+    const std::string timed = ch06::K::gemv_simd_path(opts.faults),
+                      missing = claimcheck::checks::missing_names(want, have);
+    ctx.measure_bool("gemv_path_is_widest", timed == want.front());
+    ctx.measure_bool("gemv_paths_complete", missing.empty());
+    ctx.detail("gemv_paths",
+               {{"timed", timed}, {"widest_here", want.front()}, {"checked", have}, {"missing", missing}});
+  }
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;
   ctx.measure("time_ratio_over_predicted", time_ratio / predicted_ratio, "ratio");
@@ -145,7 +158,7 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
                     {"nf4", t4 * 1e3},
                     {"bf16_mb", s16.weight_bytes() / 1e6},
                     {"nf4_mb", s4.weight_bytes() / 1e6},
-                    {"kernel_isa", ch06::K::gemv_simd_path()},
+                    {"kernel_isa", ch06::K::gemv_simd_path(opts.faults)},
                     {"nf4_engine", engine},
                     {"nf4_products", ref::nf4_products_name(products)}});
   ctx.detail("pair_ratios", ratios);

@@ -65,6 +65,10 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->dequant_high_first = true;
   else if (name == "stack_q_skipped")
     out->stack_q_skipped = true;
+  else if (name == "gemv_narrow_first")
+    out->narrow_first = true;
+  else if (name == "gemv_paths_drop_avx2")
+    out->paths_drop_avx2 = true;
   else
     return false;
   return true;
@@ -78,7 +82,7 @@ void consume(const float* p) { asm volatile("" : : "r"(p) : "memory"); }
 // ---- public entry points ----------------------------------------------------------------------------------------
 const float* nf4_levels() { return kNf4; }
 
-std::string gemv_simd_path() { return path_name(path()); }
+std::string gemv_simd_path(const GemvFaults& faults) { return path_name(path(faults)); }
 std::string gemv_detected_path() { return path_name(kDetected); }
 
 bool gemv_force_path(const std::string& name) {
@@ -104,17 +108,18 @@ bool gemv_force_path(const std::string& name) {
   return true;
 }
 
-std::vector<std::string> gemv_paths_here() {
+std::vector<std::string> gemv_paths_here(const GemvFaults& faults) {
   std::vector<std::string> out;
   for (Path p : {kPortable, kAvx2, kAvx512, kEmulated512, kNeon, kAvx512Bf16})
-    if (can_run(p)) out.emplace_back(path_name(p));
+    if (can_run(p) && !(faults.paths_drop_avx2 && (p == kAvx2 || p == kEmulated512)))  // (a planted fault's gap)
+      out.emplace_back(path_name(p));
   return out;
 }
 
 void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const GemvOptions& o) {
   if (N < 0 || K < 0) throw std::invalid_argument("gemv_bf16: negative shape");
   if (N == 0) return;
-  const Path pth = path();
+  const Path pth = path(o.faults);
   bf16_pass(pth, W, N, K, x, y, o.threads);
   if (o.faults.read_weights_twice) {
     float* y2 = scratch_floats(1, N);
@@ -135,7 +140,7 @@ void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, c
     return;
   }
   if (B == 1) return gemv_bf16(W, N, K, X, Y, o);
-  const Path pth = path();
+  const Path pth = path(o.faults);
   if (o.faults.gemm_per_token) {  // a planted fault: one GEMV per token, each reading all of W again
     for (int b = 0; b < B; ++b)
       bf16_pass(pth, W, N, K, X + static_cast<std::size_t>(b) * K, Y + static_cast<std::size_t>(b) * N, o.threads);
@@ -204,7 +209,7 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
     inner.faults.dequant_whole_first = false;
     return gemv_bf16(d.data(), W.N, W.K, x, y, inner);
   }
-  const Path pth = path();
+  const Path pth = path(o.faults);
   // The planted nf4_half_rows: the second half of the rows never computed (left 0), so the step reads half its bytes.
   const int rows = o.faults.nf4_half_rows ? W.N / 2 : W.N;
   if (rows < W.N) std::fill(y + rows, y + W.N, 0.0f);

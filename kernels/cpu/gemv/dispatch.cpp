@@ -22,9 +22,11 @@ Path detect_path() {
 }  // namespace
 const Path kDetected = detect_path();
 std::atomic<int> g_forced{-1};
-Path path() {
+Path path(const GemvFaults& faults) {
   const int f = g_forced.load(std::memory_order_relaxed);
-  return f >= 0 ? static_cast<Path>(f) : kDetected;
+  if (f >= 0) return static_cast<Path>(f);
+  if (faults.narrow_first && (kDetected == kAvx512 || kDetected == kAvx512Bf16)) return kAvx2;
+  return kDetected;
 }
 const char* path_name(Path p) {
   return p == kAvx512Bf16    ? "avx512_bf16"

@@ -87,7 +87,9 @@ enum Path { kPortable = 0, kAvx2 = 1, kAvx512 = 2, kEmulated512 = 3, kNeon = 4, 
 // one the kernels run now.
 extern const Path kDetected;
 extern std::atomic<int> g_forced;
-Path path();
+// The path the kernels run: a forced one, else the detected one (a planted fault, gemv_narrow_first, takes AVX2
+// where AVX-512 is).
+Path path(const GemvFaults& faults = {});
 const char* path_name(Path p);
 // Whether this CPU can run path p (what the detected path implies: avx512_bf16 includes avx512, which includes avx2).
 bool can_run(Path p);

@@ -37,11 +37,15 @@ struct GemvFaults {
   bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
   bool stack_q_skipped = false;      // a decode stack's step skips q's GEMV (q left as the layer's input)
   bool dequant_high_first = false;   // the whole-matrix dequantisation takes each byte's high nibble first
+  // Dispatch (right values, another path):
+  bool narrow_first = false;     // the GEMV kernels run the AVX2 path where the AVX-512 one runs
+  bool paths_drop_avx2 = false;  // gemv_paths_here leaves out the AVX2 paths (which a test then never runs)
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "matmul_fma_first" / "nf4_half_rows" /
 // "stack_no_residual" / "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" /
-// "stack_flops_fma_as_one" / "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped";
+// "stack_flops_fma_as_one" / "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped" /
+// "gemv_narrow_first" / "gemv_paths_drop_avx2";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -95,7 +99,8 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
 
 // "avx512_bf16" (AVX-512 with vdpbf16ps: the NF4 GEMV's products in bf16, the rest as avx512), "avx512", "avx2",
 // "neon" (AArch64) or "portable": the path the GEMV kernels run with on this CPU.
-std::string gemv_simd_path();
+// (The path a call with these faults runs.)
+std::string gemv_simd_path(const GemvFaults& faults = {});
 // The best path this CPU supports, whatever was forced.
 std::string gemv_detected_path();
 // Forces a path for the calls that follow ("portable", "avx2", "avx512", "avx512_bf16", "neon"; "" = back to the
@@ -103,7 +108,7 @@ std::string gemv_detected_path();
 // cannot run.
 bool gemv_force_path(const std::string& name);
 // The paths gemv_force_path accepts on this CPU, the detected one among them.
-std::vector<std::string> gemv_paths_here();
+std::vector<std::string> gemv_paths_here(const GemvFaults& faults = {});
 
 // Deterministic bf16 weights [N, K], uniform in +-1/sqrt(K) (so that y = W x keeps |x|'s scale): element pair p
 // from a 32-bit hash of (p, splitmix64(seed)), independent of `threads`. What DecodeStack fills each matrix with
