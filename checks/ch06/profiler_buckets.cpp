@@ -65,6 +65,18 @@ static void profiler_buckets(claimcheck::Context& ctx) {
     }
   }
   ctx.measure("misfiled_operators", misfiled, "count");
+  // The map itself, operator by operator of the answer key's lists (outside attention): one the step never ran outside
+  // attention (chapter 3's step has no batched product there) is misfiled the day another model runs it.
+  nlohmann::json map_misfiled = nlohmann::json::array();
+  for (const auto& rule : key.rules)
+    for (const auto& op : rule.operators) {
+      const std::string want = claimcheck::ref::bucket_of(key, {op}),
+                        got = train::profile_bucket_of(op, false, ctx.planted_fault());
+      if (got != want)
+        map_misfiled.push_back({{"op", op}, {"bucket", got.empty() ? "(none)" : got}, {"answer_key", want}});
+    }
+  ctx.measure("map_misfiles_key_operators", static_cast<double>(map_misfiled.size()), "count");
+  ctx.detail("map_misfiled", map_misfiled);
   // The backward runs as autograd nodes (MmBackward0, ...), each a frame of its own inside the engine's
   // "autograd::engine::evaluate_function: MmBackward0" and around the aten calls it makes: an observer blind to the
   // nodes' scope files their own time under the engine's frame, and no operator is misfiled.

@@ -50,9 +50,7 @@ struct Recorder {
   double gaps = 0;
   Clock::time_point idle_since;
   int events = 0;
-  bool drop_copy = false;
-  bool gemm_forward_only = false;
-  bool copy_in_other = false;
+  std::string fault;  // the bucket map's planted faults (profile_bucket_of)
 };
 thread_local Recorder* t_recorder = nullptr;
 // Which frame an exit closes: events that end out of order (or on another thread) close their own frame, and any
@@ -63,8 +61,9 @@ struct FrameRef : at::ObserverContext {
 };
 
 const std::set<std::string>& gemm_ops() {
-  static const std::set<std::string> s = {"aten::mm",     "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
-                                          "aten::linear", "aten::addmv", "aten::mv",  "aten::dot"};
+  static const std::set<std::string> s = {"aten::mm",     "aten::addmm",  "aten::bmm",    "aten::baddbmm",
+                                          "aten::addbmm", "aten::matmul", "aten::linear", "aten::addmv",
+                                          "aten::mv",     "aten::dot",    "aten::vdot",   "aten::_addmm_activation"};
   return s;
 }
 const std::set<std::string>& copy_ops() {
@@ -105,15 +104,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
     r->idle_since = t1;
   else
     r->stack.back().children += dur;
-  std::string bucket = "other_ops";
-  if (f.in_attention) bucket = "attention";
-  // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
-  else if (gemm_ops().count(f.name) && !(r->gemm_forward_only && f.name == "aten::mm"))
-    bucket = "gemm";
-  // A planted fault: copies filed under the other operators.
-  else if (copy_ops().count(f.name))
-    bucket = r->copy_in_other ? "other_ops" : "copy_";
-  if (bucket == "copy_" && r->drop_copy) bucket.clear();  // the planted fault: a bucket map without copy_
+  std::string bucket = profile_bucket_of(f.name, f.in_attention, r->fault);
   std::vector<std::string> frames;
   frames.reserve(r->stack.size() + 1);
   for (const auto& a : r->stack) frames.push_back(a.name);
@@ -124,6 +115,22 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* ctx) {
 }
 
 }  // namespace
+
+std::string profile_bucket_of(const std::string& op, bool in_attention, const std::string& fault) {
+  std::string bucket = "other_ops";
+  if (in_attention || attention_name(op)) bucket = "attention";
+  // A planted fault: a GEMM map written from a forward trace, without backward's aten::mm.
+  else if (gemm_ops().count(op) && !(fault == "buckets_gemm_forward_only" && op == "aten::mm"))
+    bucket = "gemm";
+  // A planted fault: copies filed under the other operators.
+  else if (copy_ops().count(op))
+    bucket = fault == "buckets_copy_in_other" ? "other_ops" : "copy_";
+  if (bucket == "copy_" && fault == "buckets_drop_copy") bucket.clear();  // planted: a bucket map without copy_
+  // A planted fault: a GEMM map without the batched products (which chapter 3's step runs only inside attention).
+  if (bucket == "gemm" && fault == "buckets_no_bmm" && (op == "aten::bmm" || op == "aten::baddbmm"))
+    bucket = "other_ops";
+  return bucket;
+}
 
 const std::vector<std::string>& profile_bucket_names() {
   static const std::vector<std::string> n = {"gemm", "attention", "copy_", "other_ops", "gaps"};
@@ -147,9 +154,7 @@ ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fa
   step();  // warm-up: first-call allocations and kernel selection are not the step
 
   Recorder rec;
-  rec.drop_copy = fault == "buckets_drop_copy";
-  rec.gemm_forward_only = fault == "buckets_gemm_forward_only";
-  rec.copy_in_other = fault == "buckets_copy_in_other";
+  rec.fault = fault;
   // A planted fault: observers without the autograd nodes' scope (their aten calls still seen, their own time not).
   const bool no_backward_scope = fault == "profiler_no_backward_scope";
   double wall = 0;

@@ -133,6 +133,9 @@ struct ProfileBuckets {
 // other_ops).
 ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fault = "");
 const std::vector<std::string>& profile_bucket_names();  // gemm, attention, copy_, other_ops, gaps
+// The bucket profile_step files an event of operator `op` under, inside a fused attention call (or its backward) or
+// not: "" where no bucket takes it. fault: profile_step's, and "buckets_no_bmm" (batched products not GEMMs).
+std::string profile_bucket_of(const std::string& op, bool in_attention, const std::string& fault = "");
 
 // A bf16 KV cache for `tokens` tokens of `config`'s decoder (K and V per layer: [1, kv_heads, tokens, head_dim]),
 // allocated through the counting allocator.
