@@ -420,6 +420,13 @@ def launch(a, cfg):
                        # gathers the one it runs (and may prefetch the next); wrapped at the root only, all of them.
                        measurement("layers_gathered_at_once", max(d["layers_gathered_at_once"] for d in results),
                                    "count"),
+                       # Gathered beside the one that runs and the next: a layer left in the root's group (never
+                       # resharded during the forward) is one.
+                       measurement("layers_gathered_apart", max(d["layers_gathered_apart"] for d in results),
+                                   "count"),
+                       # The unsharded state per parameter, counted on the ranks' tensors after the step: fp32
+                       # weights, gradients and AdamW's two moments, 4 + 4 + 8 bytes.
+                       measurement("state_bytes_per_param", total / results[0]["n_params"], "B"),
                        measurement("world", a.world, "count")],
          derived=[{"name": "ideal_shard_fraction", "value": 1.0 / a.world, "unit": "ratio"}],
          details={"per_rank": [{k: d[k] for k in keys} for d in results],
@@ -614,7 +621,8 @@ def step_and_count(a, cfg, rank, world, device):
     with torch.device("meta"):
         model = build_model(cfg)
     if fault() != "fsdp_root_only":  # a planted fault: only the root wrapped, every layer in its one group
-        for layer in model.layers:
+        # (Another leaves the last layer to the root's group, which stays gathered through the forward.)
+        for layer in model.layers[:-1] if fault() == "fsdp_last_layer_unwrapped" else model.layers:
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
     # Materialise only the local shards, then initialise them (HF-style: normal(0, 0.02), norms at 1).
@@ -631,13 +639,16 @@ def step_and_count(a, cfg, rank, world, device):
     gathered = {}
     unsharded_ok = []
     at_once = []  # at each layer's pre-forward: how many decoder layers hold their parameters unsharded
+    apart = []  # ... and how many of them are neither that layer nor the next (which FSDP2 may prefetch)
 
     def pre_hook(i):
         def hook(module, args):
             ps = list(module.parameters())
             unsharded_ok.append(all(not hasattr(p, "to_local") for p in ps))
             gathered[i] = max(gathered.get(i, 0), sum(local(p).numel() * p.element_size() for p in ps))
-            at_once.append(sum(all(not hasattr(p, "to_local") for p in layer.parameters()) for layer in model.layers))
+            whole = [all(not hasattr(p, "to_local") for p in layer.parameters()) for layer in model.layers]
+            at_once.append(sum(whole))
+            apart.append(sum(w for j, w in enumerate(whole) if j not in (i, i + 1)))
         return hook
 
     root_gathered = []
@@ -678,6 +689,8 @@ def step_and_count(a, cfg, rank, world, device):
                 m.grad = None
     else:
         opt.step()
+    if fault() == "fsdp_grads_dropped":  # a planted fault: the loop's zero_grad(set_to_none) before the count
+        opt.zero_grad(set_to_none=True)
     if device.type == "cuda":
         torch.cuda.synchronize()
     step_s = time.perf_counter() - t1
@@ -714,6 +727,7 @@ def step_and_count(a, cfg, rank, world, device):
                 gathered_per_layer_bytes=[gathered[i] for i in sorted(gathered)],
                 root_gathered_bytes=max(root_gathered) if root_gathered else 0,
                 layers_gathered_at_once=max(at_once) if at_once else 0,
+                layers_gathered_apart=max(apart) if apart else 0,
                 layers_unsharded_in_hook=bool(unsharded_ok) and all(unsharded_ok))
 
 
