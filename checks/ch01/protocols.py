@@ -83,7 +83,10 @@ def evaluate():
 
 with no_grad():
     inside = no_grad.enabled
-rows["@no_grad"] = evaluate() is False and inside is False and no_grad.enabled is True
+    with no_grad():  # nested: leaving the inner one restores the outer one's state, not "enabled"
+        pass
+    after_inner = no_grad.enabled
+rows["@no_grad"] = evaluate() is False and inside is False and after_inner is False and no_grad.enabled is True
 
 
 # 5. **kwargs pass-through: model(**batch)
@@ -91,7 +94,8 @@ def forward(input_ids, attention_mask=None, labels=None):
     return (input_ids, attention_mask, labels)
 
 
-batch = {"input_ids": [1, 2], "attention_mask": [1, 1], "labels": [2, 3]}
+# (The keys in another order than the parameters: passed by name, each lands on its own.)
+batch = {"labels": [2, 3], "input_ids": [1, 2], "attention_mask": [1, 1]}
 rows["**kwargs"] = forward(**batch) == ([1, 2], [1, 1], [2, 3])
 
 
