@@ -20,7 +20,9 @@ Interval wald_interval(double p, std::int64_t n, double z) {
 Interval wilson_interval(double p, std::int64_t n, double z) {
   const double z2 = z * z, denom = 1 + z2 / n;
   const double centre = (p + z2 / (2.0 * n)) / denom;
-  const double half = z * std::sqrt(p * (1 - p) / n + z2 / (4.0 * n * n)) / denom;
+  // (A planted fault takes n - 1 for n under the root, which p = 0.5, n = 80's coverage cannot see.)
+  const double m = answer_key_fault("stats_wilson_n_minus_1") ? n - 1.0 : static_cast<double>(n);
+  const double half = z * std::sqrt(p * (1 - p) / m + z2 / (4.0 * n * n)) / denom;
   return {centre - half, centre + half};
 }
 
@@ -38,8 +40,10 @@ bool covers(std::int64_t k, std::int64_t n, double p, bool wilson, double z) {
 double exact_coverage(double p, std::int64_t n, bool wilson, double z) {
   double cov = 0;
   for (std::int64_t k = 0; k <= n; ++k) {
-    const double logpmf = std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) + k * std::log(p) +
-                          (n - k) * std::log1p(-p);
+    // (A planted fault takes log p for log(1 - p), the same at p = 0.5.)
+    const double log_q = answer_key_fault("stats_pmf_symmetric") ? std::log(p) : std::log1p(-p);
+    const double logpmf =
+        std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) + k * std::log(p) + (n - k) * log_q;
     if (covers(k, n, p, wilson, z)) cov += std::exp(logpmf);
   }
   return cov;
