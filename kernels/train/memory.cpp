@@ -529,13 +529,14 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
     if (fault != "oom_cap_ignored") set_allocation_cap(cap_bytes);
     s = std::make_unique<Session>(c);
     if (scenario == "lora") {
-      for (auto& p : s->model->parameters()) p.requires_grad_(false);
+      if (fault != "oom_lora_base_trainable")  // (a planted fault: the base left trainable)
+        for (auto& p : s->model->parameters()) p.requires_grad_(false);
       for (auto& layer : s->model->layers)
         for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
           layer->projs.at(t)->enable_lora(16, 32);
     }
     for (const auto& p : s->model->parameters())
-      if (p.requires_grad()) s->trainable.push_back(p);
+      if (p.requires_grad()) s->trainable.push_back(p), r.trainable += p.numel();
     s->adamw = std::make_unique<torch::optim::AdamW>(s->trainable, torch::optim::AdamWOptions(1e-4));
     lift_cap_for([&] { r.timeline.push_back(snapshot("load", *s, no_fault)); });
     set_allocation_phase(kForward);

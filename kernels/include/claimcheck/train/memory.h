@@ -105,9 +105,11 @@ struct OomRun {
   std::string phase;    // where the error was thrown: load, forward, backward, step ("" without one)
   std::string message;  // its first line
   std::int64_t requested = 0;
+  std::int64_t trainable = 0;            // elements the optimizer was given (0 where the load itself failed)
   std::vector<MemorySnapshot> timeline;  // completed phases, then the state at the error ("at OOM")
 };
-// Throws std::invalid_argument for a cap <= 0. fault (tests): "oom_cap_ignored".
+// Throws std::invalid_argument for a cap <= 0. fault (tests): "oom_cap_ignored", "oom_lora_base_trainable" (the lora
+// scenario's base weights left trainable).
 OomRun oom_run(const std::filesystem::path& config, const std::string& scenario, std::int64_t cap_bytes,
                std::uint64_t seed, int tokens, const std::string& fault = "");
 
