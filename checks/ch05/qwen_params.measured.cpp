@@ -2,6 +2,7 @@
 // config.json (random initialisation, no weights), and its difference from the ledger's count; then that model,
 // scaled down, against transformers' Qwen2ForCausalLM (checks/decoder_vs_transformers.h).
 #include "claimcheck/check.h"
+#include "claimcheck/io.h"
 #include "claimcheck/ref/ledger.h"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,16 @@ static void qwen_params_built(claimcheck::Context& ctx) {
     ctx.measure("built_exact", static_cast<double>(m.params), "params");
     ctx.measure("built_minus_config", static_cast<double>(m.params - ledger), "params");
     ctx.detail("build_seconds", m.build_seconds);
+  }
+  // The same count where the heads' width is set apart from the hidden size (inputs.wide_heads_overrides: head_dim
+  // 32 on the scaled config, so q_proj is 14 x 32 = 448 wide for a hidden of 224): Qwen2.5's own heads x head_dim is
+  // its hidden size, which hides a q or o width read as the hidden size on either side.
+  if (ctx.wants("built_minus_config_wide_heads")) {
+    claimcheck::ScratchDir dir("qwen_wide_heads");
+    const auto [wide, wc] = checks::wide_heads_config(ctx, "config", "wide_heads_overrides", dir.path());
+    const auto w = claimcheck::train::qwen_lora_measure(wide, {16, 32, {"q_proj"}}, ctx.seed(), 8, ctx.planted_fault());
+    ctx.measure("built_minus_config_wide_heads", static_cast<double>(w.params - ref::count_params(wc).total()),
+                "params");
   }
   // The same code's model, scaled down, against transformers' Qwen2ForCausalLM.
   checks::decoder_vs_transformers(ctx, "config", "reference_overrides", "reference_long");

@@ -12,7 +12,9 @@ namespace claimcheck::ref {
 
 // ---- parameter counts ---------------------------------------------------------
 std::vector<Linear> layer_linears(const ModelConfig& c) {
-  const std::int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim, h = c.hidden, I = c.intermediate;
+  // (A planted fault takes the query width as the hidden size, as it is wherever heads x head_dim is.)
+  const std::int64_t q = ledger_fault("ledger_q_proj_width_hidden") ? c.hidden : c.heads * c.head_dim;
+  const std::int64_t kv = c.kv_heads * c.head_dim, h = c.hidden, I = c.intermediate;
   std::vector<Linear> l;
   if (c.fused_qkv) {  // Phi3Attention: op_size = heads x head_dim + 2 x kv_heads x head_dim, no bias
     l.push_back({"qkv_proj", h, q + 2 * kv, c.qkv_bias, "self_attn"});
