@@ -3,6 +3,9 @@
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace ref = claimcheck::ref;
@@ -18,6 +21,15 @@ static void bytes_per_param(claimcheck::Context& ctx) {
   // Verify (against expected/ch04/bytes_per_param.json).
   ctx.measure(static_cast<double>(ref::bytes_per_param(terms)), "B");
   ctx.measure("lora_adapter", static_cast<double>(ref::bytes_per_param(ref::lora_adapter_state())), "B");
+  // Which 2 bytes the adapter goes without: the bf16 copy (the series: the adapter stays in fp32 and is cast on the
+  // fly), every other piece of the state kept, the gradient among them; another 2-byte piece dropped sums the same.
+  std::vector<std::string> kept;
+  for (const auto& t : terms)
+    if (t.role != "bf16 weight copy") kept.push_back(t.role);
+  std::vector<std::string> adapter;
+  for (const auto& t : ref::lora_adapter_state()) adapter.push_back(t.role);
+  ctx.measure_bool("lora_adapter_without_bf16_copy", adapter == kept);
+  ctx.detail("lora_adapter_roles", adapter);
   ctx.detail("breakdown_bytes", breakdown);
   ctx.assumption("bf16 autocast with an fp32 master copy; AdamW keeps m and v in fp32; gradients in bf16");
   ctx.alternative("pure fp32 training (fp32 weights, fp32 grads, AdamW m, v)", 16, "B",

@@ -98,7 +98,9 @@ std::vector<StateTerm> mixed_precision_adamw_state() {
 
 std::vector<StateTerm> lora_adapter_state() {
   auto t = mixed_precision_adamw_state();
-  t.erase(t.begin());  // the adapter is held in fp32 (the master) and cast on the fly
+  // The adapter is held in fp32 (the master) and cast on the fly. (A planted fault drops the gradient instead: the
+  // same 2 bytes.)
+  t.erase(t.begin() + (ledger_fault("ledger_lora_drops_gradient") ? 1 : 0));
   return t;
 }
 
