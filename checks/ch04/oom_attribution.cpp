@@ -26,7 +26,7 @@ static void oom_attribution(claimcheck::Context& ctx) {
     throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.runs': expected a list of runs");
 
   // Run and verify: where each error lands, and what grew since the model was loaded.
-  bool all = true;
+  bool all = true, phases_follow = true;
   nlohmann::json charts = nlohmann::json::array(), table = nlohmann::json::array();
   for (const auto& run : runs) {
     const std::string name = run.at("name").get<std::string>(), scenario = run.at("scenario").get<std::string>();
@@ -54,6 +54,13 @@ static void oom_attribution(claimcheck::Context& ctx) {
     const bool phase_ok =
         r.oom && std::find(expected_phases.begin(), expected_phases.end(), r.phase) != expected_phases.end();
     const bool ok = phase_ok && share > 0.5;
+    // The phase the error names is the one after the last completed (the timeline's snapshots, taken apart from the
+    // allocator's phase tags): an error tagged with another phase is misnamed, even where the list accepts it.
+    static const std::vector<std::string> order = {"load", "forward", "backward", "step"};
+    bool follows =
+        r.oom && !r.timeline.empty() && r.timeline.size() - 1 < order.size() && r.phase == order[r.timeline.size() - 1];
+    for (std::size_t i = 0; follows && i + 1 < r.timeline.size(); ++i) follows = r.timeline[i].phase == order[i];
+    phases_follow = phases_follow && follows;
     all = all && ok;
     ctx.measure_bool(name + "_oom_in_expected_phase", phase_ok);
     ctx.measure(name + "_share_of_named_categories", 100 * share, "%");
@@ -84,6 +91,7 @@ static void oom_attribution(claimcheck::Context& ctx) {
     charts.push_back(chart);
   }
   ctx.measure_bool("value", all);
+  ctx.measure_bool("oom_phase_follows_timeline", phases_follow);
   ctx.detail("runs", table);
   ctx.detail("stacked", charts);
   ctx.assumption(

@@ -548,7 +548,7 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
     loss.backward();
     loss = torch::Tensor();
     lift_cap_for([&] { r.timeline.push_back(snapshot("backward", *s, no_fault)); });
-    set_allocation_phase(kStep);
+    if (fault != "oom_step_unphased") set_allocation_phase(kStep);  // (a planted fault: the step's bytes as backward's)
     s->adamw->step();
     lift_cap_for([&] { r.timeline.push_back(snapshot("step", *s, no_fault)); });
   } catch (const c10::OutOfMemoryError& e) {

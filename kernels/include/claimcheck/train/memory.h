@@ -109,7 +109,7 @@ struct OomRun {
   std::vector<MemorySnapshot> timeline;  // completed phases, then the state at the error ("at OOM")
 };
 // Throws std::invalid_argument for a cap <= 0. fault (tests): "oom_cap_ignored", "oom_lora_base_trainable" (the lora
-// scenario's base weights left trainable).
+// scenario's base weights left trainable), "oom_step_unphased" (the step's allocations tagged as the backward's).
 OomRun oom_run(const std::filesystem::path& config, const std::string& scenario, std::int64_t cap_bytes,
                std::uint64_t seed, int tokens, const std::string& fault = "");
 
