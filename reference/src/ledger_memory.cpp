@@ -44,9 +44,9 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
 std::int64_t gpt_params(const GptShape& s) {
   using I = __int128;
   const I d = s.d_model, ff = ledger_fault("ledger_gpt_mlp_4d") ? 4 * d : I{s.d_ff};  // (planted: GPT-2's 4 d)
-  const I layer_norm = 2 * d;                             // weight and bias
-  const I attention = (d * 3 * d + 3 * d) + (d * d + d);  // qkv, output projection
-  const I mlp = (d * ff + ff) + (ff * d + d);             // fc1, fc2
+  const I layer_norm = 2 * d;                                                         // weight and bias
+  const I attention = (d * 3 * d + 3 * d) + (d * d + d);                              // qkv, output projection
+  const I mlp = (d * ff + ff) + (ff * d + d);                                         // fc1, fc2
   const I per_layer = 2 * layer_norm + attention + mlp;
   // (Planted faults drop the positions, or count them by the vocabulary, which chapter 3's model's 128 = 128 hides.)
   const I positions = ledger_fault("ledger_gpt_no_positions")         ? 0
