@@ -1,15 +1,46 @@
 // Shared by the checks that hold the kernels' dispatch to the machine (ch02.attention_fp32, ch06.decode_4bit,
 // ch06.prefill_ms): the path each kernel family should run here, from the harness's hardware record (the flags Linux
-// reports in /proc/cpuinfo), never from the kernels' own CPUID reading (kernels/cpu/isa.cpp). A kernel dispatched to
-// a narrower path computes the right values more slowly: only the benchmark table would show it, and no claim.
+// reports in /proc/cpuinfo) and, for AMX, the check's own request for the tile state, never from the kernels' own
+// CPUID reading (kernels/cpu/isa.cpp). A kernel dispatched to a narrower path computes the right values more slowly:
+// only the benchmark table would show it, and no claim.
 #pragma once
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "claimcheck/probe.h"
 
 namespace claimcheck::checks {
+
+// How wide a path is, across the families' names (-1: a name none of them uses). A path at least as wide as the one
+// the record implies is right: a CPU whose CPUID shows more than /proc/cpuinfo lists (an older kernel, clearcpuid=,
+// an emulator's CPUID) may rightly run a wider one; a narrower one is the dispatch slip these checks look for.
+inline int path_width(const std::string& path) {
+  static const std::map<std::string, int> w = {
+      {"portable", 0},        {"neon", 1},   {"fp32_fma", 1},    {"avx2", 1},
+      {"avx512_emulated", 1}, {"avx512", 2}, {"avx512_bf16", 3}, {"amx_bf16", 4}};
+  const auto it = w.find(path);
+  return it == w.end() ? -1 : it->second;
+}
+inline bool at_least_as_wide(const std::string& ran, const std::string& expected) {
+  return path_width(ran) >= 0 && path_width(ran) >= path_width(expected);
+}
+
+// Linux grants this process the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 and later):
+// asked here, apart from the kernels' own request.
+inline bool amx_granted_here() {
+#if defined(__x86_64__) && defined(__linux__)
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+  return false;
+#endif
+}
 
 // AVX-512 as the kernels take it (F, BW, VL and DQ, on top of AVX2 and FMA): every AVX-512 CPU but the Xeon Phi.
 inline bool record_has_avx512(const HardwareInfo& hw) {
@@ -47,12 +78,11 @@ inline std::vector<std::string> expected_gemv_paths(const HardwareInfo& hw) {
   return p;
 }
 
-// The bf16 matmul's engine: the AMX tiles where the kernels were granted them (Linux's permission for the tile
-// state is the process's, not the CPU record's: taken from the engines the kernels list), else vdpbf16ps where the
-// record has it, else fp32 FMAs.
-inline std::string expected_matmul_engine(const HardwareInfo& hw, const std::vector<std::string>& engines_here) {
-  if (std::find(engines_here.begin(), engines_here.end(), "amx_bf16") != engines_here.end()) return "amx_bf16";
+// The bf16 matmul's engine: the AMX tiles where the record has them and Linux grants this process their state, else
+// vdpbf16ps where the record has it, else fp32 FMAs.
+inline std::string expected_matmul_engine(const HardwareInfo& hw) {
 #if defined(__x86_64__)
+  if (hw.has_isa("amx_tile") && hw.has_isa("amx_bf16") && amx_granted_here()) return "amx_bf16";
   if (record_has_avx512(hw) && hw.has_isa("avx512_bf16")) return "avx512_bf16";
 #else
   (void)hw;

@@ -58,7 +58,7 @@ static void attention_fp32(claimcheck::Context& ctx) {
   // kernels' CPUID): a narrower one computes the same values more slowly, which only the benchmark table would show.
   const std::string v3_path = K::attention_v3_path(opts.faults),
                     v3_widest = claimcheck::checks::expected_attention_v3_path(ctx.hardware());
-  ctx.measure_bool("v3_path_is_widest", v3_path == v3_widest);
+  ctx.measure_bool("v3_path_is_widest", claimcheck::checks::at_least_as_wide(v3_path, v3_widest));
   ctx.detail("v3_path", {{"ran", v3_path}, {"widest_here", v3_widest}});
   ctx.detail("per_shape", rows);
   ctx.detail("library", ref::torch_attention_api());

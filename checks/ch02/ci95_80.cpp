@@ -17,6 +17,9 @@ static void ci95_80(claimcheck::Context& ctx) {
   const auto n = ctx.input("n").get<std::int64_t>();
   const double p = ctx.input("p").get<double>();
   const auto draws = ctx.input("draws").get<std::int64_t>();
+  // (The coverage bounds, and 0.01 between summed and drawn coverage, are sized for this many draws at least.)
+  if (draws < 20000 || draws > 100000000)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.draws': expected 20,000 to 100,000,000 draws");
 
   // Run.
   const double half = ref::wald_halfwidth(p, n);

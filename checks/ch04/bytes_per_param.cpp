@@ -3,6 +3,7 @@
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,13 @@ static void bytes_per_param(claimcheck::Context& ctx) {
   ctx.measure("lora_adapter", static_cast<double>(ref::bytes_per_param(ref::lora_adapter_state())), "B");
   // Which 2 bytes the adapter goes without: the bf16 copy (the series: the adapter stays in fp32 and is cast on the
   // fly), every other piece of the state kept, the gradient among them; another 2-byte piece dropped sums the same.
+  // (The piece it drops, from the expected file: inputs.lora_adapter_drops.)
+  const nlohmann::json& drops = ctx.input("lora_adapter_drops");
+  if (!drops.is_string())
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.lora_adapter_drops': expected a role's name");
   std::vector<std::string> kept;
   for (const auto& t : terms)
-    if (t.role != "bf16 weight copy") kept.push_back(t.role);
+    if (t.role != drops.get<std::string>()) kept.push_back(t.role);
   std::vector<std::string> adapter;
   for (const auto& t : ref::lora_adapter_state()) adapter.push_back(t.role);
   ctx.measure_bool("lora_adapter_without_bf16_copy", adapter == kept);

@@ -25,6 +25,21 @@ static void oom_attribution(claimcheck::Context& ctx) {
   if (!runs.is_array() || runs.empty())
     throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.runs': expected a list of runs");
 
+  // A LoRA run's adapters (inputs.runs[].lora: what the code under test builds, r = 16 on the seven projections),
+  // read before any run.
+  for (const auto& run : runs)
+    if (run.is_object() && run.contains("lora")) {
+      const std::string field = "inputs.runs[" + run.value("name", std::string("?")) + "].lora";
+      const nlohmann::json& l = run.at("lora");
+      if (!l.is_object() || !l.contains("r") || !l.at("r").is_number_integer() || l.at("r").get<long long>() < 1)
+        throw std::invalid_argument(ctx.claim_id() + ": field '" + field + ".r': expected an integer >= 1");
+      bool names = l.contains("targets") && l.at("targets").is_array() && !l.at("targets").empty();
+      for (const auto& t : names ? l.at("targets") : nlohmann::json::array()) names = names && t.is_string();
+      if (!names)
+        throw std::invalid_argument(ctx.claim_id() + ": field '" + field +
+                                    ".targets': expected a non-empty list of module names");
+    }
+
   // Run and verify: where each error lands, and what grew since the model was loaded.
   bool all = true, phases_follow = true;
   nlohmann::json charts = nlohmann::json::array(), table = nlohmann::json::array();

@@ -77,7 +77,7 @@ static void mfu_gpu(claimcheck::Context& ctx) {
 // Chapter 3's tiny model's timed steps: its MFU against the roof (where one was measured), reported beside the block's,
 // and what its steps computed.
 static void report_tiny_step(claimcheck::Context& ctx, const claimcheck::train::TinyStepTiming& tiny,
-                             const ch06::Roof* roof) {
+                             const claimcheck::train::TinyConfig& odd_shape, const ch06::Roof* roof) {
   if (roof) ctx.measure("ch03_tiny_step_mfu", 100 * tiny.flops / tiny.step_s / roof->peak.flops_per_s, "%");
   // What the timed tiny steps computed: training steps on one batch, so each loss below the one before (a step timed
   // without its backward or its update leaves the loss where it was).
@@ -127,7 +127,6 @@ static void report_tiny_step(claimcheck::Context& ctx, const claimcheck::train::
   // ratio farther from 1.
   const double ratio = tiny.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(claimcheck::train::TinyConfig{}),
                                                                       tiny.batch, tiny.tokens));
-  const claimcheck::train::TinyConfig odd_shape = tiny_config_input(ctx, "tiny_odd_model");
   const auto odd = claimcheck::train::time_tiny_step(ctx.seed(), 2, 1, ctx.planted_fault(), odd_shape);
   const double odd_ratio =
       odd.flops / (3 * ch06::ref::gpt_forward_flops(gpt_shape_of(odd_shape), odd.batch, odd.tokens));
@@ -148,6 +147,7 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   // Prepare.
   const int batch = ctx.input("batch").get<int>(), tokens = ctx.input("tokens").get<int>();
   const int tiny_batch = ctx.input("tiny_batch").get<int>();
+  const train::TinyConfig odd_shape = tiny_config_input(ctx, "tiny_odd_model");  // (read before any run)
   // A run that judges no time (a planted-fault test's, on what the steps computed): one timed repeat of each.
   const int repeats = ctx.timing_judged() ? ctx.input("repeats").get<int>() : 1;
   // A run that judges only some statements (a planted fault's, run --statement) does only their work: the block's
@@ -159,7 +159,8 @@ static void mfu_cpu(claimcheck::Context& ctx) {
       {"tiny_steps_train", "tiny_loss_vs_reference", "tiny_head_grad_vs_reference", "tiny_flops_vs_ledger"});
   if (!block_wanted) {  // (no roof: the tiny step's own MFU is reported, never judged)
     if (tiny_wanted)
-      report_tiny_step(ctx, train::time_tiny_step(ctx.seed(), tiny_batch, repeats, ctx.planted_fault()), nullptr);
+      report_tiny_step(ctx, train::time_tiny_step(ctx.seed(), tiny_batch, repeats, ctx.planted_fault()), odd_shape,
+                       nullptr);
     wide_heads_flops(ctx, batch, tokens);
     return;
   }
@@ -190,7 +191,7 @@ static void mfu_cpu(claimcheck::Context& ctx) {
 
   // Verify.
   ctx.measure(100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");
-  if (tiny) report_tiny_step(ctx, *tiny, &roof);
+  if (tiny) report_tiny_step(ctx, *tiny, odd_shape, &roof);
   const double library_pct = 100 * gemm_flops / gemm_s / roof.peak.flops_per_s;
   ctx.derive("library_gemm_pct", library_pct, "%");
   ctx.measure("step_within_library_gemm", 100 * block_flops / block.step_s / roof.peak.flops_per_s, "%");

@@ -32,7 +32,9 @@ bool covers(std::int64_t k, std::int64_t n, double p, bool wilson, double z) {
   const double ph = answer_key_fault("stats_integer_division")
                         ? static_cast<double>(k / n)  // NOLINT(bugprone-integer-division)
                         : static_cast<double>(k) / n;
-  const Interval i = wilson ? wilson_interval(ph, n, z) : wald_interval(ph, n, z);
+  // (A planted fault takes Wald's interval for Wilson's, which p = 0.5, n = 80 cannot tell apart.)
+  const Interval i =
+      wilson && !answer_key_fault("stats_wilson_as_wald") ? wilson_interval(ph, n, z) : wald_interval(ph, n, z);
   return i.lo <= p && p <= i.hi;
 }
 }  // namespace

@@ -81,7 +81,7 @@ class CpuDecodeChain final : public DecodeChain {
   std::string key() const override { return "libtorch"; }
   void describe(claimcheck::Context& ctx, const Timing& run, int steps, const std::string& why) override {
     ctx.detail("step_over_read", run.ratios);  // each round's, in order
-    ctx.detail("kernel_isa", K::gemv_simd_path());
+    ctx.detail("kernel_isa", K::gemv_simd_path(opts_.faults));
     ctx.detail("libtorch", why.empty() ? ref::torch_gemv_api() : why);
     ctx.assumption(std::to_string(shape_.layers) + " Llama-3-8B-shaped layers (hidden " +
                    std::to_string(shape_.hidden) + ", KV " + std::to_string(shape_.kv_dim) + ", FFN " +
@@ -89,7 +89,7 @@ class CpuDecodeChain final : public DecodeChain {
                    " MB of bf16 weights, each read once per token; " + std::to_string(steps) +
                    " steps, each after one read of the same weights by the bandwidth probe's reader: the median step "
                    "against the median step / read, on " +
-                   std::to_string(tb_.cpu_roof().threads) + " threads (" + K::gemv_simd_path() + ")");
+                   std::to_string(tb_.cpu_roof().threads) + " threads (" + K::gemv_simd_path(opts_.faults) + ")");
     ctx.assumption("no norms, no attention over a cache (a one-token context): what remains is what decode time is");
   }
 
