@@ -54,6 +54,20 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
   const int steps = timing ? ch06::positive_int(ctx, "steps", 100) : 1;
   const int rounds = timing ? ch06::positive_int(ctx, "rounds", 999) : 1;
   const auto opts = ch06::gemv_options(ctx);
+  // The paths, held to the hardware record (not the kernels' CPUID): the timed one the widest this machine has (a
+  // narrower one computes the same values more slowly), and every path it can run among those
+  // gemv_paths_match_reference checks below.
+  {
+    const std::vector<std::string> want = claimcheck::checks::expected_gemv_paths(ctx.hardware()),
+                                   have = ch06::K::gemv_paths_here(opts.faults);
+    const std::string timed = ch06::K::gemv_simd_path(opts.faults),
+                      missing = claimcheck::checks::missing_names(want, have);
+    ctx.measure_bool("gemv_path_is_widest", claimcheck::checks::at_least_as_wide(timed, want.front()));
+    ctx.measure_bool("gemv_paths_complete", missing.empty());
+    ctx.detail("gemv_paths",
+               {{"timed", timed}, {"widest_here", want.front()}, {"checked", have}, {"missing", missing}});
+  }
+  if (ctx.wants_only({"gemv_path_is_widest", "gemv_paths_complete"})) return;  // (a planted-fault test's run)
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed(), opts.faults), s4(shape, "nf4", ctx.seed(), opts.faults);
   // What the stacks hold, before any timing: their bytes against the shape and the format file (the byte ratio and
   // the GB/s rest on them, not on the stacks' own count), and the NF4 codes and scales against NF4's definition of
@@ -133,18 +147,6 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
                                                         ctx.seed(), &worst_path)),
               "ratio");
   ctx.detail("gemv_paths_worst", worst_path);
-  // The paths, held to the hardware record (not the kernels' CPUID): the timed one the widest this machine has (a
-  // narrower one computes the same values more slowly), and every path it can run among those just checked.
-  {
-    const std::vector<std::string> want = claimcheck::checks::expected_gemv_paths(ctx.hardware()),
-                                   have = ch06::K::gemv_paths_here(opts.faults);
-    const std::string timed = ch06::K::gemv_simd_path(opts.faults),
-                      missing = claimcheck::checks::missing_names(want, have);
-    ctx.measure_bool("gemv_path_is_widest", claimcheck::checks::at_least_as_wide(timed, want.front()));
-    ctx.measure_bool("gemv_paths_complete", missing.empty());
-    ctx.detail("gemv_paths",
-               {{"timed", timed}, {"widest_here", want.front()}, {"checked", have}, {"missing", missing}});
-  }
   const double time_ratio = pairs.ratio, t16 = pairs.best_a, t4 = pairs.best_b;
   const std::vector<double>& ratios = pairs.ratios;
   ctx.measure("time_ratio_over_predicted", time_ratio / predicted_ratio, "ratio");

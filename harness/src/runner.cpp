@@ -168,6 +168,12 @@ class ContextImpl final : public Context {
   const fs::path& root() const override { return in_.root; }
   const std::string& planted_fault() const override { return in_.planted_fault; }
   bool wants(const std::string& statement) const override { return statement_selected(in_.statements, statement); }
+  bool wants_only(std::initializer_list<const char*> names) const override {
+    return std::all_of(e_.statements.begin(), e_.statements.end(), [&](const Statement& s) {
+      return !statement_selected(in_.statements, s.name) ||
+             std::any_of(names.begin(), names.end(), [&](const char* n) { return s.name == n; });
+    });
+  }
   bool timing_judged() const override {
     return e_.timed && std::any_of(e_.statements.begin(), e_.statements.end(), [&](const Statement& s) {
              return !s.untimed && statement_selected(in_.statements, s.name);

@@ -90,6 +90,12 @@ class Context {
       if (wants(s)) return true;
     return false;
   }
+  // Whether every statement the run judges is among these (a planted-fault test's run on a few cheap ones): the
+  // check may then return once they are measured. False unless the runner says (a check doing all its work is right).
+  virtual bool wants_only(std::initializer_list<const char*> statements) const {
+    (void)statements;
+    return false;
+  }
   // Whether a statement the run judges rests on a time: false where the claim is not timed, or where `run
   // --statement` names only its untimed statements (what a timed run computed, a count: a planted-fault test's run).
   // A timed check may then run each timed kernel once, unpaired: its output is judged, its speed is not.
