@@ -48,10 +48,16 @@ inline bool record_has_avx512(const HardwareInfo& hw) {
          hw.has_isa("avx512vl") && hw.has_isa("avx512dq");
 }
 
+// The widest fp32 vector path of an x86 CPU by its record: "avx512", "avx2" (with FMA) or "portable" (the FMA
+// probe's paths, and attention v3's register tiles).
+inline std::string record_widest_x86(const HardwareInfo& hw) {
+  return record_has_avx512(hw) ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+}
+
 // Attention v3's register tiles: the AVX-512 one, else the AVX2 one, else v2's portable code (AArch64 included).
 inline std::string expected_attention_v3_path(const HardwareInfo& hw) {
 #if defined(__x86_64__)
-  return record_has_avx512(hw) ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+  return record_widest_x86(hw);
 #else
   (void)hw;
   return "portable";

@@ -80,8 +80,8 @@ static void oom_attribution(claimcheck::Context& ctx) {
     ctx.measure_bool(name + "_oom_in_expected_phase", phase_ok);
     ctx.measure(name + "_share_of_named_categories", 100 * share, "%");
     // What a LoRA run trains against the ledger's count for inputs.runs[].lora (the series' r = 16 on every linear
-    // projection): a base left trainable still runs out of
-    // memory in the forward, and the saved activations still dominate what grew.
+    // projection): a base left trainable still runs out of memory in the forward, and the saved activations still
+    // dominate what grew.
     if (run.contains("lora")) {
       const double want =
           static_cast<double>(ref::lora_trainable(ref::load_model_config(config), run.at("lora").at("r").get<int>(),

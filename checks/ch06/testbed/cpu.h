@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../dispatch_expect.h"
 #include "../ch06_decode.h"
 #include "../ch06_inputs.h"
 #include "claimcheck/base/threads.h"
@@ -88,9 +89,7 @@ inline std::string widest_fp32_isa(const claimcheck::HardwareInfo& hw) {
   (void)hw;
   return "neon";
 #else
-  // (AVX-512 as the kernels take it: F with BW and VL, which every AVX-512 CPU but the Xeon Phi has.)
-  const bool avx512 = hw.has_isa("avx512f") && hw.has_isa("avx512bw") && hw.has_isa("avx512vl");
-  return avx512 ? "avx512" : hw.has_isa("avx2") && hw.has_isa("fma") ? "avx2" : "portable";
+  return claimcheck::checks::record_widest_x86(hw);  // (AVX-512 as the kernels take it: F, BW, VL and DQ)
 #endif
 }
 
