@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
@@ -20,18 +21,21 @@ inline claimcheck::ref::GptShape gpt_shape_of(const claimcheck::train::TinyConfi
 // A shape of chapter 3's model from the expected file's inputs.<key> (vocab, d_model, n_layer, n_head, d_ff, context):
 // one whose sizes all differ shows a size read for another, which chapter 3's 128 = 128 = 128 and 4 = 4 hide.
 inline claimcheck::train::TinyConfig tiny_config_input(const claimcheck::Context& ctx, const std::string& key) {
-  const nlohmann::json& j = ctx.input(key);
-  const auto field = [&](const char* name) {
-    if (!j.is_object() || !j.contains(name) || !j.at(name).is_number_integer() || j.at(name).get<long long>() < 1 ||
-        j.at(name).get<long long>() > 4096)
+  // The answer key's parser of a GPT shape (each size a positive integer, n_head dividing d_model), then a ceiling:
+  // a model this check builds stays small.
+  const claimcheck::ref::GptShape s =
+      claimcheck::ref::parse_gpt_shape(ctx.input(key).dump(), ctx.claim_id() + ": inputs." + key);
+  for (const auto& [name, v] : {std::pair{"vocab", s.vocab},
+                                {"d_model", s.d_model},
+                                {"n_layer", s.n_layer},
+                                {"n_head", s.n_head},
+                                {"d_ff", s.d_ff},
+                                {"context", s.context}})
+    if (v > 4096)
       throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + key + "." + name +
                                   "': expected an integer from 1 to 4096");
-    return j.at(name).get<int>();
-  };
   claimcheck::train::TinyConfig c;
-  c.vocab = field("vocab"), c.d_model = field("d_model"), c.n_layer = field("n_layer");
-  c.n_head = field("n_head"), c.d_ff = field("d_ff"), c.context = field("context");
-  if (c.d_model % c.n_head)
-    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + key + ".n_head': does not divide d_model");
+  c.vocab = static_cast<int>(s.vocab), c.d_model = static_cast<int>(s.d_model), c.n_layer = static_cast<int>(s.n_layer);
+  c.n_head = static_cast<int>(s.n_head), c.d_ff = static_cast<int>(s.d_ff), c.context = static_cast<int>(s.context);
   return c;
 }
