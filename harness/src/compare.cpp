@@ -252,9 +252,15 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       return names;
     };
     const auto jo = judged(o), jn = judged(n);
+    // A claim that was judged and now fails, errs, passes unexpectedly, is an expected failure, is left partial or
+    // is skipped in a run that selected its work: a regression whatever statements the two reports judged (a
+    // partial run hides improvements, never these).
+    const bool worse = o && n && os != ns &&
+                       ((bad(ns) && !bad(os)) ||
+                        (os == "pass" && (ns == "xfail" || ns == "partial" || (ns == "skip" && new_measures))));
     if (opt.only_common && (!o || !n)) {
       change = "not compared", note = std::string("only in ") + (o ? "OLD" : "NEW") + " (--all judges it)";
-    } else if (opt.only_common && os != ns && jo != jn) {
+    } else if (opt.only_common && os != ns && jo != jn && !worse) {
       change = "not compared";
       note = "the reports judged different statements (" + std::to_string(jo.size()) + " in OLD, " +
              std::to_string(jn.size()) + " in NEW: a partial run; --all judges it)";
@@ -266,8 +272,8 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
       change = "unchanged";
     else if (bad(ns) && !bad(os))
       change = "regression";  // pass -> fail, xfail -> xpass, skip -> error, ...
-    else if (os == "pass" && (ns == "xfail" || ns == "partial"))
-      change = "regression";  // a hatch opened
+    else if (worse)
+      change = "regression";  // a hatch opened: pass -> xfail, partial, or skipped where its work was selected
     else if (good(ns) && !good(os))
       change = "improvement";
     else

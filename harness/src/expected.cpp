@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
+#include "claimcheck/probe.h"
 #include "errors.h"
 #include "registry.h"
 #include "units.h"
@@ -292,6 +294,15 @@ FeatureExpr parse_feature_expr(const std::string& text) {
       FeatureTerm term;
       term.negated = t[0] == '!';
       term.atom = term.negated ? t.substr(1) : t;
+      if (term.atom.rfind("isa:", 0) == 0) {
+        const auto& flags = probed_isa_flags();
+        if (std::find(flags.begin(), flags.end(), term.atom.substr(4)) == flags.end()) {
+          std::string known;
+          for (const auto& f : flags) known += (known.empty() ? "" : ", ") + f;
+          throw std::invalid_argument("'" + term.atom + "' names a flag the probe does not record (it would read " +
+                                      "false on every machine); the probe records " + known);
+        }
+      }
       all.push_back(term);
     }
     e.any_of.push_back(all);
@@ -310,11 +321,46 @@ Expected load_expected_file(const fs::path& path) {
 Expected parse_expected_file(const std::string& text, const fs::path& path) {
   const std::string file = path.string();
   json j;
+  // A key twice in one object: JSON parsers keep one of the two silently (nlohmann the last), so a statement or a
+  // tolerance written twice would judge by whichever came last. Refused, naming the key's place.
+  struct Frame {
+    bool array = false;
+    int next = 0;         // an array's next element
+    std::string at, key;  // the container's place, an object's last key
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> frames;
+  std::string twice;
+  const json::parser_callback_t no_key_twice = [&](int, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    const auto child = [&]() {  // the place of the value starting now
+      if (frames.empty()) return std::string();
+      Frame& f = frames.back();
+      if (f.array) return f.at + "[" + std::to_string(f.next++) + "]";
+      return f.at.empty() ? f.key : f.at + "." + f.key;
+    };
+    if (event == E::object_start || event == E::array_start) {
+      Frame f;
+      f.array = event == E::array_start;
+      f.at = child();
+      frames.push_back(std::move(f));
+    } else if (event == E::object_end || event == E::array_end) {
+      if (!frames.empty()) frames.pop_back();
+    } else if (event == E::key && !frames.empty()) {
+      Frame& f = frames.back();
+      f.key = parsed.get<std::string>();
+      if (!f.keys.insert(f.key).second && twice.empty()) twice = f.at.empty() ? f.key : f.at + "." + f.key;
+    } else if (event == E::value && !frames.empty() && frames.back().array) {
+      ++frames.back().next;
+    }
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, no_key_twice);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
     input_error(file, "(json)", std::string("malformed JSON: ") + e.what());
   }
+  if (!twice.empty()) input_error(file, twice, "appears twice in one object (a JSON parser keeps one silently)");
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
   only_keys(j, file, "",
@@ -386,6 +432,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     const json& also = j["also"];
     if (!also.is_object()) input_error(file, "also", "expected an object of named statements");
     for (const auto& [k, v] : also.items()) {
+      if (k == "value")
+        input_error(file, "also.value", "'value' names the claim's own statement: a second one would overwrite it");
       if (!v.is_object()) input_error(file, "also." + k, "expected an object");
       e.statements.push_back(parse_statement(v, file, k, "also." + k));
       if (e.statements.back().untimed && !e.timed)

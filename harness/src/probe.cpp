@@ -60,6 +60,14 @@ std::string emulation_reason(const ref::CpuIdentity& c, const std::string& build
   return "";
 }
 
+const std::vector<std::string>& probed_isa_flags() {
+  static const std::vector<std::string> flags = {
+      "sse4_2",   "avx",      "avx2",        "fma",         "f16c",        "avx512f",  "avx512bw",
+      "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+      "amx_int8", "asimd",    "asimddp",     "sve",         "sve2",        "bf16",     "i8mm"};
+  return flags;
+}
+
 HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
   HardwareInfo h;
   ref::CpuIdentity cpu;
@@ -78,11 +86,7 @@ HardwareInfo probe_hardware(const std::filesystem::path& uarch_table) {
     h.microarchitecture = m.name;
     h.microarchitecture_by = m.identified_by;
   }
-  static const char* interesting[] = {"sse4_2",   "avx",      "avx2",     "fma",         "f16c",        "avx512f",
-                                      "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-                                      "amx_tile", "amx_bf16", "amx_int8", "asimd",       "asimddp",     "sve",
-                                      "sve2",     "bf16",     "i8mm"};
-  for (const char* f : interesting)
+  for (const std::string& f : probed_isa_flags())
     if (cpu.has(f)) h.isa.push_back(f);
   h.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   cpu_set_t set;

@@ -316,6 +316,10 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
                   "stated in '" + s.unit + "' but the check measured '" + m.unit + "'");
     Verdict v = compare_scalar(s.compare, *conv, s.value.get<double>(), derived, s.unit);
+    if (!v.judged)  // an expected failure must be the refutation, not a figure the check forgot
+      input_error(e.file.string(), (s.name == "value" ? "" : "also." + s.name + ".") + std::string("compare"), v.text);
+    // A figure that is no number (NaN, an overflow) refutes nothing: on an expected failure it fails.
+    if (s.xfail && !std::isfinite(*conv)) m.expected_failure = false;
     m.ok = v.ok;
     m.verdict = v.text;
     m.against = v.against;

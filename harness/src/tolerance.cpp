@@ -115,6 +115,7 @@ struct Judge {
     if (c.relative_to != "value") {
       auto it = derived.find(c.relative_to);
       if (it == derived.end()) {
+        out.judged = false;
         out.text = "band is relative to '" + c.relative_to + "', which the check did not derive";
         return out;
       }
@@ -146,6 +147,7 @@ struct Judge {
     for (const auto& name : c.parts) {
       const auto it = derived.find(name);
       if (it == derived.end()) {
+        out.judged = false;
         out.text = "rounded_parts needs '" + name + "', which the check did not derive";
         return out;
       }
@@ -169,6 +171,7 @@ struct Judge {
     Verdict out;
     const auto lo = derived.find(c.min_from), hi = derived.find(c.max_from);
     if (lo == derived.end() || hi == derived.end()) {
+      out.judged = false;
       out.text = "interval needs '" + c.min_from + "' and '" + c.max_from + "', which the check did not derive";
       return out;
     }

@@ -68,6 +68,8 @@ Tol dtype_default(const std::string& dtype);
 
 struct Verdict {
   bool ok = false;
+  bool judged = true;      // false: the rule could not be evaluated (a figure it needs was not derived): an error,
+                           // never a failure (an expected failure would read it as the refutation)
   std::string text;        // what was compared and how, one line
   std::string against;     // what the figure was held to, in its unit ("4.8 ms +- 0.05", "14-26 ms: 0.8-1.8x
                            // bytes_over_bandwidth"): the report's "held to" cell, not the series' figure

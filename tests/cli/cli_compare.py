@@ -185,6 +185,30 @@ find(partial_status, "ch04.full_finetune_gb")["status"] = "partial"
 r = run(cc, "compare", OLD_V, write("new_v", partial_status), "--all")
 t.check(r.returncode == 1 and "`ch04.full_finetune_gb` | pass | partial | **regression**" in r.stdout,
         f"pass -> partial (--all): exit {r.returncode}\n{r.stdout}")
+# The same without --all: NEW judged fewer statements, but a partial run hides improvements, never a regression.
+r = run(cc, "compare", OLD_V, write("new_v", partial_status))
+t.check(r.returncode == 1 and "`ch04.full_finetune_gb` | pass | partial | **regression**" in r.stdout,
+        f"pass -> partial: exit {r.returncode}\n{r.stdout}")
+
+
+def to_error_unjudged(d):
+    c = find(d, "ch04.full_finetune_gb")
+    c["status"], c["reason"] = "error", "the check threw: probe refused"
+    for m in c["details"]["measurements"]:
+        m["compared"] = False
+
+
+compare(variant(to_error_unjudged), what="pass -> error, nothing judged", code=1,
+        needles=["`ch04.full_finetune_gb` | pass | error | **regression**"])
+
+
+def to_skip(d):
+    c = find(d, "ch04.full_finetune_gb")
+    c["status"], c["reason"], c["details"] = "skip", "LibTorch not found", {}
+
+
+compare(variant(to_skip), what="pass -> skip in a run that selected it", code=1,
+        needles=["`ch04.full_finetune_gb` | pass | skip | **regression**"])
 
 
 # A part breaks inside a claim that was already failing: the status stays, the figure is the regression.

@@ -122,7 +122,13 @@ def set_when(w):
 
 WHEN = ["isa:avx512_bf16 || isa:amx_bf16", "!gpu && derived:x<1e-3", "libtorch && python || numpy", "gpu",
         "derived:r>-2.5", "default", "gpu||numpy", "! gpu", "gpu  && numpy", " gpu", "gpu &&", "no-gpu",
-        "(gpu)", "isa:AVX2", "derived:x>>1", "!!gpu", "default && gpu", "isa:avx2|gpu"]
+        "(gpu)", "isa:AVX2", "derived:x>>1", "!!gpu", "default && gpu", "isa:avx2|gpu",
+        # a flag the probe does not record (a typo of avx512_bf16) would read false everywhere: both refuse it
+        "!isa:avx512bf16", "gpu || isa:avx3"]
+# every flag the probe records, accepted by both (the schema's list and harness/src/probe.cpp's agree)
+WHEN += ["isa:" + f for f in ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
+                              "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
+                              "asimd", "asimddp", "sve", "sve2", "bf16", "i8mm"]]
 for w in WHEN:
     agree(f"when {w!r}", "ch03/cpu_bf16_autocast.json", set_when(w))
 agree("a why of 150 two-byte characters", "ch06/decode_ms.json", lambda d: d["compare"].__setitem__("why", "α" * 150))

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "claimcheck/probe.h"
 #include "errors.h"
 #include "expected.h"
 #include "outcome.h"
@@ -122,6 +123,37 @@ TEST(Expected, BadInputNamesFileAndField) {
   expect_error("boolrule", R"({"schema": 1, "id": "ch04.boolrule", "title": "t", "source": "s", "kind": ["phenomenon"],
     "requires": [], "value": true, "unit": "bool", "compare": {"rule": "close", "rtol": 0.1, "why": "w"}})",
                "compare.rule");
+}
+
+// A statement written twice: nlohmann (and Python's json) keep the last of two equal keys, and `also.value` would
+// overwrite the claim's own statement's verdict. Each refused, naming the place.
+TEST(Expected, AKeyTwiceOrASecondValueStatementIsRefused) {
+  const std::string st = R"({"value": 1, "unit": "GB", "compare": {"rule": "equal", "why": "w"}})";
+  expect_error("alsovalue", valid("alsovalue", R"(, "also": {"value": )" + st + "}"), "also.value");
+  expect_error("twice", valid("twice", R"(, "also": {"p": )" + st + R"(, "p": )" + st + "}"), "also.p");
+  expect_error("twicetop", valid("twicetop", R"(, "unit": "GB")"), "unit");
+  expect_error("twicedeep",
+               valid("twicedeep").replace(valid("twicedeep").find(R"("step": 0.1)"), 11, R"("step": 0.1, "step": 100)"),
+               "compare.step");
+  expect_error("twicevariant", valid("twicevariant", R"(, "variants": [{"when": "gpu", "because": "b", "because": "c",
+                 "compare": {"rule": "equal", "why": "w"}}])"),
+               "variants[0].because");
+  // Equal keys in two objects are no repeat.
+  EXPECT_NO_THROW(load_expected_file(
+      write("twoobjects", valid("twoobjects", R"(, "also": {"p": )" + st + R"(, "q": )" + st + "}"))));
+}
+
+// An isa: atom names a flag the probe records: a typo (avx512bf16) would read false on every machine.
+TEST(Expected, AnIsaFlagTheProbeDoesNotRecordIsRefused) {
+  EXPECT_THROW(parse_feature_expr("!isa:avx512bf16"), std::invalid_argument);
+  EXPECT_THROW(parse_feature_expr("gpu || isa:avx3"), std::invalid_argument);
+  for (const auto& f : probed_isa_flags()) EXPECT_NO_THROW(parse_feature_expr("isa:" + f)) << f;
+  // expected/schema.json's `when` pattern lists the same flags.
+  std::ifstream in(fs::path(CLAIMCHECK_SOURCE_DIR) / "expected/schema.json");
+  const std::string schema((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string list;
+  for (const auto& f : probed_isa_flags()) list += (list.empty() ? "" : "|") + f;
+  EXPECT_NE(schema.find("isa:(" + list + ")"), std::string::npos) << "schema.json's isa flags differ from the probe's";
 }
 
 // A driver (the check is a Python script): its arguments a literal, {seed} or an input that exists, its derived values'

@@ -260,6 +260,25 @@ TEST(Checks, AVariantChosenByTheCodeUnderTestIsRefusedAtLoad) {
   EXPECT_EQ(r.details["derived"]["probe_rate"]["source"], "probe");
 }
 
+// An expected failure is the refutation, not any failure: a rule that needs a figure the check did not derive is an
+// error naming the field, never the expected failure it would otherwise read as.
+TEST(Checks, AnExpectedFailureNeedsItsRuleJudged) {
+  const HardwareInfo h = native_hardware();
+  Capabilities caps(&h);
+  for (const std::string rule : {R"("rule": "band", "relative_to": "not_derived", "min": 0.9, "max": 1.1)",
+                                 R"("rule": "interval", "min_from": "probe_rate", "max_from": "not_derived")"}) {
+    Expected e = parse_expected_file(R"({"schema": 1, "id": "ch04.x", "title": "t", "source": "s",
+      "kind": ["measured"], "requires": [], "value": 1, "unit": "ratio", "compare": {)" +
+                                         rule + R"(, "why": "w"}, "expect": "xfail", "xfail_reason": "r"})",
+                                     "/tmp/expected/ch04/x.json");
+    e.id = "test.derives_from_the_probe";
+    const ClaimResult r = run_claim(e, inputs_for(&h), caps);
+    EXPECT_EQ(r.status, Status::error) << rule << ": " << r.reason;
+    EXPECT_NE(r.reason.find("field 'compare'"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("not_derived"), std::string::npos) << r.reason;
+  }
+}
+
 TEST(Checks, ADerivedValueWithoutADeclaredSourceIsAnError) {
   const HardwareInfo h = native_hardware();
   Capabilities caps(&h);

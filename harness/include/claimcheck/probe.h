@@ -47,6 +47,10 @@ struct HardwareInfo {
   bool has_isa(const std::string& flag) const;
 };
 
+// The flags HardwareInfo::isa can hold, the vocabulary of an expected file's `isa:FLAG` (expected/schema.json's
+// `when` pattern lists the same; a flag outside it would read false on every machine).
+const std::vector<std::string>& probed_isa_flags();
+
 // The architecture this program was built for: "x86_64", "aarch64", or "" for another.
 std::string build_architecture();
 // Why a program built for `build_arch` that reads `cpuinfo` (the parsed /proc/cpuinfo) runs on an emulated CPU, ""
