@@ -4,6 +4,7 @@
 #include "claimcheck/ref/stats.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,26 @@ static void ci95_5pt(claimcheck::Context& ctx) {
   // Verify.
   ctx.measure_bool("value", diff < half && pval > 0.05);
   ctx.measure("p_value", pval, "ratio");
+  // The same test on two samples of different sizes (inputs.unequal), where the pooled rate weighs each by its n: at
+  // equal n a mean of the two rates, or weights swapped, reads the same.
+  const nlohmann::json& u = ctx.input("unequal");
+  const auto rate = [&](const char* k) {
+    const nlohmann::json& v = u.contains(k) ? u.at(k) : nlohmann::json();
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
+      throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.unequal." + k + "': expected a rate in [0, 1]");
+    return v.get<double>();
+  };
+  const auto size = [&](const char* k) {
+    const nlohmann::json& v = u.contains(k) ? u.at(k) : nlohmann::json();
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000000000)
+      throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.unequal." + k +
+                                  "': expected an integer from 1 to 1e9");
+    return v.get<std::int64_t>();
+  };
+  if (!u.is_object())
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.unequal': expected {p1, n1, p2, n2}");
+  ctx.measure("p_value_unequal_n", ref::two_proportion_p_value(rate("p1"), size("n1"), rate("p2"), size("n2")),
+              "ratio");
   ctx.measure("halfwidth", 100.0 * half, "points");
   ctx.measure("detectable_difference", 100.0 * detectable, "points");
   ctx.assumption("accuracies " + std::to_string(p) + " and " + std::to_string(p + diff) +

@@ -44,6 +44,8 @@ static void ci95_80(claimcheck::Context& ctx) {
   const double wilson_small = ref::simulated_coverage(p_small, n, true, draws, ctx.seed());
   const double wald_small = ref::simulated_coverage(p_small, n, false, draws, ctx.seed());
   ctx.measure("coverage_wilson_small_p", wilson_small, "ratio");
+  ctx.measure("coverage_wald_small_p", wald_small, "ratio");
+  ctx.measure("wald_halfwidth_small_p", 100.0 * ref::wald_halfwidth(p_small, n), "points");
   double gap = 0;
   for (const auto& [rate, wilson, simulated] :
        {std::tuple{p, false, wald_sim}, std::tuple{p, true, wilson_sim}, std::tuple{p_small, false, wald_small},

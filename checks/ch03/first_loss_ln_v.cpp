@@ -2,6 +2,7 @@
 // A freshly initialised model's loss on real text, against ln V.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "claimcheck/check.h"
 #include "claimcheck/train/experiments.h"
@@ -12,8 +13,16 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
   const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
-  const T::TinyConfig c;
-  ctx.derive("ln_v", std::log(static_cast<double>(c.vocab)), "nats");
+  const T::TinyConfig c = T::tiny_model_config(ctx.planted_fault());
+  // V is the series' (inputs.vocab, 7-bit ASCII's 128), not the model's own: a model built on another vocabulary
+  // starts at its own ln V, which the series' does not.
+  const nlohmann::json& vocab = ctx.input("vocab");
+  if (!vocab.is_number_integer() || vocab.get<long long>() < 2 || vocab.get<long long>() > 1 << 20)
+    throw std::invalid_argument(
+        "ch03.first_loss_ln_v: field 'inputs.vocab': expected an integer from 2 to 1048576, "
+        "got " +
+        vocab.dump());
+  ctx.derive("ln_v", std::log(static_cast<double>(vocab.get<long long>())), "nats");
   const T::FirstLoss first = T::tiny_first_loss(c, corpus, ctx.seed(), 16, ctx.planted_fault());
   ctx.measure(first.loss, "nats");
   // The spread the weights were drawn with (the band of the first loss takes in a doubled one): the sample's standard
@@ -25,6 +34,12 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
   double bias = first.init_biases.empty() ? 1.0 : 0.0;  // (a model without its biases is not the model described)
   for (float b : first.init_biases) bias = std::max(bias, static_cast<double>(std::fabs(b)));
   ctx.measure("init_bias_max_abs", bias, "ratio");
+  // And LayerNorm's identity (gain 1, shift 0, as PyTorch's and GPT-2's): the largest departure from it. Gains drawn
+  // near 0 start the logits near 0 too, so the first loss alone would not tell.
+  double norm = first.init_norm_gains.empty() ? 1.0 : 0.0;  // (a model without its norms is not the model described)
+  for (float g : first.init_norm_gains) norm = std::max(norm, static_cast<double>(std::fabs(g - 1.0f)));
+  for (float b : first.init_norm_shifts) norm = std::max(norm, static_cast<double>(std::fabs(b)));
+  ctx.measure("init_norm_max_dev", norm, "ratio");
   ctx.detail("data_revision", corpus.sha256);
   ctx.assumption("N(0, 0.02) initialisation (GPT-2's): logits start near 0, so every character is about 1/V likely");
 #endif

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <vector>
+#include "../tiny_shape.h"
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
 #include "claimcheck/train/experiments.h"
@@ -14,8 +15,11 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
   // Prepare.
-  const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
-  const T::TinyConfig c;
+  const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"), ctx.planted_fault());
+  const T::TinyConfig c = T::tiny_model_config(ctx.planted_fault());
+  // The series' model (inputs.model), for the answer key's: the code's own sizes are the code's, and a size it
+  // changes shows as the two models' parameters parting.
+  const T::TinyConfig series = tiny_config_input(ctx, "model");
   T::TrainOptions o;
   o.steps = ctx.input("steps").get<long>();
   o.batch = ctx.input("batch").get<int>();
@@ -36,18 +40,24 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   char lr[160];
   std::snprintf(lr, sizeof lr, "%.17g:%.17g:%ld:%ld", o.schedule.base_lr, o.schedule.min_lr, o.schedule.warmup_steps,
                 o.schedule.total_steps);
-  const nlohmann::json ref = claimcheck::run_python_driver(
-      ctx, "reference/python/char_reference.py",
-      {"--dir",          dir.path().string(),          "--corpus",  ctx.input_path("corpus").string(),
-       "--heads",        std::to_string(c.n_head),     "--vocab",   std::to_string(c.vocab),
-       "--context",      std::to_string(c.context),    "--d-model", std::to_string(c.d_model),
-       "--d-ff",         std::to_string(c.d_ff),       "--layers",  std::to_string(c.n_layer),
-       "--weight-decay", std::to_string(weight_decay), "--clip",    std::to_string(clip),
-       "--eval-batch",   std::to_string(o.batch),      "--lr",      lr});
+  const nlohmann::json ref = claimcheck::run_python_driver(ctx, "reference/python/char_reference.py",
+                                                           {"--dir",          dir.path().string(),
+                                                            "--corpus",       ctx.input_path("corpus").string(),
+                                                            "--heads",        std::to_string(series.n_head),
+                                                            "--vocab",        std::to_string(series.vocab),
+                                                            "--context",      std::to_string(series.context),
+                                                            "--d-model",      std::to_string(series.d_model),
+                                                            "--d-ff",         std::to_string(series.d_ff),
+                                                            "--layers",       std::to_string(series.n_layer),
+                                                            "--weight-decay", std::to_string(weight_decay),
+                                                            "--clip",         std::to_string(clip),
+                                                            "--eval-batch",   std::to_string(o.batch),
+                                                            "--lr",           lr,
+                                                            "--train-chars",  std::to_string(corpus.train.size())});
   // Verify.
   ctx.measure(r.eval_ppl.back(), "ppl");
   ctx.measure("start", r.eval_ppl.front(), "ppl");
-  ctx.derive("vocab", c.vocab, "ppl");
+  ctx.derive("vocab", series.vocab, "ppl");
   ctx.measure("seconds", r.seconds, "s");
   ctx.measure("tokens_per_s", r.tokens_per_s, "token/s");
   // The rate the run reports against the tokens the loop was given (steps x batch x context) over its seconds.

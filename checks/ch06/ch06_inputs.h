@@ -53,11 +53,23 @@ inline double layer_weights(const K::DecodeShape& d) {
   return 2.0 * d.hidden * d.hidden + 2.0 * d.kv_dim * d.hidden + 3.0 * d.ffn * d.hidden;
 }
 
+// inputs.head_dim: the model's head size (Llama-3-8B's 128), stated with the shape rather than left to the stack's
+// default, and handed to both the stack and the answer key's step; it divides hidden and kv_dim.
+inline int head_dim_of(claimcheck::Context& ctx, const K::DecodeShape& d) {
+  const int h = positive_int(ctx, "head_dim", 4096);
+  if (d.hidden % h != 0 || d.kv_dim % h != 0)
+    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.head_dim': " + std::to_string(h) +
+                                " does not divide hidden " + std::to_string(d.hidden) + " and kv_dim " +
+                                std::to_string(d.kv_dim));
+  return h;
+}
+
 inline K::DecodeShape decode_shape(claimcheck::Context& ctx) {
   K::DecodeShape d;
   d.hidden = positive_int(ctx, "hidden", 65536);
   d.kv_dim = positive_int(ctx, "kv_dim", 65536);
   d.ffn = positive_int(ctx, "ffn", 262144);
+  d.head_dim = head_dim_of(ctx, d);
   d.layers = positive_int(ctx, "layers", 64);
   if (static_cast<double>(d.layers) * layer_weights(d) * 2 > 8e9)
     throw std::invalid_argument(ctx.claim_id() +

@@ -106,7 +106,7 @@ struct TinyGPTImpl : torch::nn::Module {
     // GPT-2's initialisation: N(0, 0.02) weights, zero biases.
     torch::NoGradGuard ng;
     for (auto& p : named_parameters()) {
-      if (p.key().find("ln") != std::string::npos) continue;
+      if (p.key().find("ln") != std::string::npos && !c.draw_norms) continue;
       if (p.key().find("bias") != std::string::npos) {
         if (c.zero_biases) p.value().zero_();
       } else {

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace F = torch::nn::functional;
 
 // ---- data ---------------------------------------------------------------------
-Corpus load_fortunes_corpus(const fs::path& dir) {
+Corpus load_fortunes_corpus(const fs::path& dir, const std::string& fault) {
   std::vector<fs::path> files;
   if (fs::is_directory(dir))
     for (const auto& e : fs::directory_iterator(dir))
@@ -39,7 +39,7 @@ Corpus load_fortunes_corpus(const fs::path& dir) {
   std::vector<std::uint8_t> all;
   all.reserve(text.size());
   for (unsigned char ch : text) all.push_back(ch < 128 ? ch : '?');  // V = 128: fold to ASCII
-  const std::size_t cut = all.size() * 95 / 100;
+  const std::size_t cut = all.size() * (fault == "split_96" ? 96 : 95) / 100;
   c.train.assign(all.begin(), all.begin() + static_cast<long>(cut));
   c.val.assign(all.begin() + static_cast<long>(cut), all.end());
   return c;
@@ -66,6 +66,12 @@ class CharWindows : public torch::data::datasets::Dataset<CharWindows> {
   bool in_order_;
   std::size_t next_ = 0;
 };
+
+TinyConfig tiny_model_config(const std::string& fault) {
+  TinyConfig c;
+  if (fault == "tiny_byte_vocab") c.vocab = 256;
+  return c;
+}
 
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault) {
   TinyConfig built = c;
@@ -122,6 +128,7 @@ FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uin
   TinyConfig c = config;
   if (fault == "large_init") c.init_std = 1.0;         // a planted fault: logits far from uniform
   if (fault == "biases_drawn") c.zero_biases = false;  // a planted fault: LibTorch's default biases kept
+  if (fault == "norms_drawn") c.draw_norms = true;     // a planted fault: LayerNorm's gains drawn near 0
   torch::manual_seed(seed);
   TinyGPT model(c);
   FirstLoss out;
@@ -132,6 +139,10 @@ FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uin
                                  ? &out.init_biases
                                  : nullptr;
     if (to) to->insert(to->end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    if (p.key().find("ln") != std::string::npos && p.value().dim() == 1) {
+      auto* norm = p.key().find("bias") != std::string::npos ? &out.init_norm_shifts : &out.init_norm_gains;
+      norm->insert(norm->end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
   }
   CharWindows ds(data.train, c.context);
   std::vector<torch::Tensor> xs, ys;

@@ -150,6 +150,8 @@ def main(argv):
     p.add_argument("--weight-decay", type=float, required=True)
     p.add_argument("--clip", type=float, required=True)
     p.add_argument("--eval-batch", type=int, default=16, help="the rows per evaluated batch (the loss is their mean)")
+    p.add_argument("--train-chars", type=int, required=True,
+                   help="the characters the run's side trained on (its split of the corpus), held to this side's")
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
     a = p.parse_args(argv)
     try:
@@ -248,7 +250,9 @@ def main(argv):
             eval_units = units(torch.log(ev["eval.ppl"]), torch.tensor([ref_log_ppl], dtype=torch.float64))
         details["eval"] = {"rows": ex.shape[0], "not_held_out_windows": held_bad, "ppl": ev["eval.ppl"].item(),
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
+    details["train_chars"] = {"run": a.train_chars, "reference": len(text)}
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
+          {"name": "train_split_vs_reference", "value": a.train_chars - len(text) + 0.0, "unit": "count"},
           {"name": "windows_in_corpus_order", "value": in_order + 0.0, "unit": "count"},
           {"name": "windows_span_corpus", "value": span, "unit": "ratio"},
           {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},

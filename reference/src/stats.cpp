@@ -10,7 +10,11 @@
 
 namespace claimcheck::ref {
 
-double wald_halfwidth(double p, std::int64_t n, double z) { return z * std::sqrt(p * (1 - p) / n); }
+double wald_halfwidth(double p, std::int64_t n, double z) {
+  // (A planted fault takes the "conservative" p(1 - p) = 1/4 at every p, which p = 0.5 cannot see.)
+  const double var = answer_key_fault("stats_wald_conservative") ? 0.25 : p * (1 - p);
+  return z * std::sqrt(var / n);
+}
 
 Interval wald_interval(double p, std::int64_t n, double z) {
   const double h = wald_halfwidth(p, n, z);

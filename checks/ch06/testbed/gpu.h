@@ -94,6 +94,7 @@ inline K::DecodeShape shape(claimcheck::Context& ctx, int layers) {
   d.hidden = positive_int(ctx, "hidden", 65536);
   d.kv_dim = positive_int(ctx, "kv_dim", 65536);
   d.ffn = positive_int(ctx, "ffn", 262144);
+  d.head_dim = head_dim_of(ctx, d);
   d.layers = layers;
   return d;
 }

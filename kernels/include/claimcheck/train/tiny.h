@@ -20,14 +20,19 @@ struct Corpus {
 };
 // The English text of the Debian `fortunes` package (every plain-text file under dir, sorted), folded
 // to 7-bit ASCII. Throws with the path when there is none.
-Corpus load_fortunes_corpus(const std::filesystem::path& dir);
+// Planted fault "split_96": the training text the first 96 %, a point of the held-out text trained on.
+Corpus load_fortunes_corpus(const std::filesystem::path& dir, const std::string& fault = "");
 
 // ---- the tiny character Transformer --------------------------------------------
 struct TinyConfig {
   int vocab = 128, d_model = 128, n_layer = 4, n_head = 4, d_ff = 512, context = 128;
   double init_std = 0.02;   // GPT-2's
   bool zero_biases = true;  // GPT-2's (false: LibTorch's default draw, a planted fault's)
+  bool draw_norms = false;  // LayerNorm's gains 1 and shifts 0 (true: drawn as the matrices are, a planted fault's)
 };
+// The model chapter 3's runs train: the series' character Transformer (TinyConfig's defaults). Planted fault
+// "tiny_byte_vocab": a vocabulary of 256 (bytes), where the series' is 128 (7-bit ASCII).
+TinyConfig tiny_model_config(const std::string& fault = "");
 // Counted on the built module. Planted fault "extra_layer": one block more than the config says.
 std::int64_t tiny_param_count(const TinyConfig& c, const std::string& fault = "");
 
@@ -66,8 +71,10 @@ struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step
   std::vector<float> init_weights;  // every matrix of the fresh model as drawn (embeddings, projections; no norms)
   std::vector<float> init_biases;   // every bias of its Linear layers as initialised (not the norms')
+  std::vector<float> init_norm_gains, init_norm_shifts;  // every LayerNorm's weight and bias as initialised
 };
-// Planted faults "large_init": weights drawn with std 1, not the config's; "biases_drawn": biases not zeroed.
+// Planted faults "large_init": weights drawn with std 1, not the config's; "biases_drawn": biases not zeroed;
+// "norms_drawn": the LayerNorms' gains and shifts drawn N(0, init_std) as the matrices are.
 FirstLoss tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch,
                           const std::string& fault = "");
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
