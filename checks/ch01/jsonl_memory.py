@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 
+from pydriver import fault
+
 LOAD_ALL = r"""
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]   # everything in a list
@@ -31,6 +33,11 @@ STREAM_AS_LIST = STREAM.replace("yield json.loads(line)", "pass\n    return [jso
 
 # A planted fault: "load all" that leaves out the file's last row (the same peak, another total).
 LOAD_ALL_DROPS_LAST = LOAD_ALL.replace('open(sys.argv[1], encoding="utf-8")]', 'list(open(sys.argv[1], encoding="utf-8"))[:-1]]')
+# A planted fault: "load all" that keeps the file's lines beside the rows (a second copy of the data).
+LOAD_ALL_KEEPS_LINES = LOAD_ALL.replace('rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]',
+                                        'lines = open(sys.argv[1], encoding="utf-8").readlines()\n'
+                                        'rows = [json.loads(line) for line in lines]')
+assert LOAD_ALL_KEEPS_LINES != LOAD_ALL
 # A planted fault for list_peak_ratio: "load all" that streams after all.
 LOAD_ALL_AS_STREAM = r"""
 import json, sys
@@ -50,16 +57,22 @@ def make_jsonl(path, target_bytes, seed):
         while size < target_bytes:
             def text(n):
                 return " ".join(rng.choice(WORDS) for _ in range(n))
-            row = {"id": i, "messages": [
-                {"role": "system", "content": "You are a helpful assistant."},
+            row = {"id": i, "messages": [  # (the system prompt's Chinese: 3 bytes a character in UTF-8)
+                {"role": "system", "content": "You are a helpful assistant. 你是一个乐于助人的助手。"},
                 {"role": "user", "content": text(rng.randint(8, 40))},
                 {"role": "assistant", "content": text(rng.randint(20, 120))}]}
             line = json.dumps(row, ensure_ascii=False) + "\n"
             chars += sum(len(m["content"]) for m in row["messages"])
             f.write(line)
-            size += len(line.encode("utf-8"))
+            # A planted fault: the size counted in characters, which ASCII alone would not tell from bytes.
+            size += len(line) if fault() == "size_in_characters" else len(line.encode("utf-8"))
             i += 1
     return size, chars
+
+
+def size_mismatch(rows):
+    """The bytes by which the sizes the writer counted miss the files' sizes on disk, summed over the runs."""
+    return float(sum(abs(r["file_bytes"] - r["disk_bytes"]) for r in rows))
 
 
 def peak_rss_bytes(code, path):
@@ -73,19 +86,46 @@ def peak_rss_bytes(code, path):
         return usage.ru_maxrss * 1024, out.read().decode("utf-8", "replace").strip()  # Linux: kilobytes
 
 
-def measure(base_bytes, factors, seed, stream_code):
-    out = []
+def rows_deep_bytes(path):
+    """What the file's rows occupy once parsed, as this interpreter builds them (json.loads of each line): every
+    object reachable from the list (the list, each dict, key, string and number) counted once by sys.getsizeof."""
+    rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+    seen, total, todo = set(), 0, [rows]
+    while todo:
+        o = todo.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, dict):
+            todo.extend(o.keys())
+            todo.extend(o.values())
+        elif isinstance(o, list):
+            todo.extend(o)
+    return total
+
+
+def measure(base_bytes, factors, seed, stream_code, deep=False):
+    """Each factor's file and the two programs' peaks; the bare interpreter's peak. With deep, each file's parsed rows'
+    size too (rows_deep_bytes), computed last: a child's peak RSS starts at its parent's RSS when it forks (Linux keeps
+    the forked copy's high-water mark across exec), so nothing big is built here before the children have run."""
+    out, paths = [], []
     with tempfile.TemporaryDirectory(prefix="claimcheck_jsonl_") as d:
         for k in factors:
             path = os.path.join(d, f"chat_{k}x.jsonl")
             size, chars = make_jsonl(path, base_bytes * k, seed + k)
             load_peak, load_printed = peak_rss_bytes(globals()["LOAD_ALL"], path)
             stream_peak, stream_printed = peak_rss_bytes(stream_code, path)
-            out.append({"factor": k, "file_bytes": size, "chars": chars,
+            out.append({"factor": k, "file_bytes": size, "disk_bytes": os.path.getsize(path), "chars": chars,
                         "load_all_peak_bytes": load_peak, "load_all_printed": load_printed,
                         "stream_peak_bytes": stream_peak, "stream_printed": stream_printed})
-            os.remove(path)
-    baseline = peak_rss_bytes("pass", "-")[0]
+            if deep:
+                paths.append(path)
+            else:
+                os.remove(path)
+        baseline = peak_rss_bytes("pass", "-")[0]
+        for r, path in zip(out, paths):
+            r["rows_deep_bytes"] = rows_deep_bytes(path)
     return out, baseline
 
 

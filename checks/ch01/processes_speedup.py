@@ -21,6 +21,9 @@ workers = 8
 cpus = usable_cpus()
 work = chunks(workers, 15000)
 pool_workers = 1 if fault() == "serial_pool" else workers  # a planted fault: a pool of one
+# A planted fault: the pool capped at the usable cores (where there are fewer than 8, a different pool).
+if fault() == "pool_capped_at_cores":
+    pool_workers = min(workers, cpus)
 # A planted fault: the pool's chunks are sized for one process (items per chunk not divided among the workers),
 # so the pool does `workers` times the serial work.
 pool_work = chunks(workers, 15000 * workers) if fault() == "chunks_not_divided" else work
@@ -29,7 +32,7 @@ pool_work = chunks(workers, 15000 * workers) if fault() == "chunks_not_divided" 
 def timed(chunk):
     t = time.process_time()
     result = preprocess(chunk)
-    return time.process_time() - t, result
+    return time.process_time() - t, result, os.getpid()
 
 
 def run_all():
@@ -37,15 +40,16 @@ def run_all():
 
 
 if __name__ == "__main__":
-    concurrency, totals = [], {"serial": set(), "pool": set()}
+    concurrency, totals, pids = [], {"serial": set(), "pool": set()}, set()
     # A planted fault: the pool is handed all chunks but the first.
     mapped = pool_work[1:] if fault() == "pool_drops_chunk" else pool_work
 
     def pooled():
         t = time.perf_counter()
         done = list(pool.map(timed, mapped))
-        concurrency.append(sum(c for c, _ in done) / (time.perf_counter() - t))
-        totals["pool"].add(sum(r for _, r in done))
+        concurrency.append(sum(c for c, _, _ in done) / (time.perf_counter() - t))
+        totals["pool"].add(sum(r for _, r, _ in done))
+        pids.update(p for _, _, p in done)
 
     def serial_run():
         totals["serial"].add(one.submit(run_all).result())
@@ -60,6 +64,8 @@ if __name__ == "__main__":
                        # What the timed runs computed: the pool's results, summed, are the serial run's.
                        measurement("pool_results_differ", float(totals["pool"] != totals["serial"]
                                                                 or len(totals["serial"]) != 1), "count"),
+                       # The processes that ran the pool's tasks over every round: the series' pool of 8.
+                       measurement("pool_processes", float(len(pids)), "count"),
                        measurement("serial_s", serial, "s"), measurement("processes_s", parallel, "s")],
          derived=[{"name": "ideal_speedup", "value": ideal, "unit": "x"}],
          details={"usable_cpus": cpus, "workers": workers, "concurrency_per_round": concurrency,

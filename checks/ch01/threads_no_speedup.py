@@ -1,6 +1,7 @@
 """ch01.threads_no_speedup: CPU-bound pure-Python preprocessing, serial vs a thread pool of 8."""
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -10,17 +11,28 @@ from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 workers = 8
 work = chunks(workers, 15000)
 totals = {"serial": set(), "threads": set()}
+idents = set()  # the threads that ran the pool's tasks, over every round
 # A planted fault: the pool is handed all chunks but the first.
 mapped = work[1:] if fault() == "pool_drops_chunk" else work
-with ThreadPoolExecutor(max_workers=workers) as pool:
+
+
+def task(chunk):
+    idents.add(threading.get_ident())  # (a set's add is atomic under the GIL and with it)
+    return preprocess(chunk)
+
+
+# A planted fault: a pool of one thread, which under the GIL runs as fast as eight.
+with ThreadPoolExecutor(max_workers=1 if fault() == "one_thread_pool" else workers) as pool:
     serial, threaded = best_of_interleaved(5, lambda: totals["serial"].add(sum(preprocess(c) for c in work)),
-                                           lambda: totals["threads"].add(sum(pool.map(preprocess, mapped))))
+                                           lambda: totals["threads"].add(sum(pool.map(task, mapped))))
 gil = gil_enabled()
 expected = 1.0 if gil else float(min(usable_cpus(), workers))
 emit(measurements=[measurement("value", serial / threaded, "x"),
                    # What the timed runs computed: the pool's results, summed, are the serial run's.
                    measurement("pool_results_differ", float(totals["threads"] != totals["serial"]
                                                             or len(totals["serial"]) != 1), "count"),
+                   # The threads that ran them: the series' pool of 8.
+                   measurement("pool_threads", float(len(idents)), "count"),
                    measurement("serial_s", serial, "s"), measurement("threaded_s", threaded, "s")],
      derived=[{"name": "expected_speedup", "value": expected, "unit": "x"}],
      details={"gil_enabled": gil, "usable_cpus": usable_cpus(), "workers": workers, "python": sys.version.split()[0],

@@ -31,6 +31,8 @@ static void qlora_gb(claimcheck::Context& ctx) {
   // own figure for them (the stated value): the alternatives are not judged, this term of theirs is.
   const ref::QuantFormat bnb = ref::load_quant_format(ctx.input_path("alt_bnb"));
   ctx.measure("double_quant_scale_bits", bnb.bits_per_param() - bnb.bits, "count");
+  // And its base as a whole: the Linear layers at those bits, the embeddings and lm_head kept in bf16 (keep_bf16).
+  ctx.measure("bnb_base", ref::gigabytes(ref::quantized_weight_bytes(cfg, bnb)), "GB");
   for (const char* alt : {"alt_flat", "alt_bnb"}) {
     const ref::QuantFormat a = ref::load_quant_format(ctx.input_path(alt));
     ctx.alternative(a.name, total_under(a) / 1e9, "GB",

@@ -64,6 +64,9 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
 NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2}
+# Faults that only a machine of fewer CPUs than the work's workers can show: a pool capped at the usable cores is the
+# pool asked for where there are 8 or more.
+FEWER_CPUS_THAN = {("pool_capped_at_cores", "ch01.processes_speedup"): 8}
 # CPU-probe faults that a claim's GPU form cannot see, planted only where there is no GPU: on a GPU MFU is against
 # the datasheet's peak (no probe), and batch 1 stays memory-bound under a peak probe 16x too low (the ridge is ~200);
 # and faults whose statements apply only to the CPU form ("applies": "!gpu": the tiny step, the CPU kernels' dispatch).
@@ -167,6 +170,10 @@ def plant(fault, claim):
     cpus = NEEDS_CPUS.get((fault, claim), 1)
     if len(os.sched_getaffinity(0)) < cpus:
         print(f"skipping {fault} in {claim}: it needs {cpus} usable CPUs")
+        sys.exit(77)
+    fewer = FEWER_CPUS_THAN.get((fault, claim))
+    if fewer and len(os.sched_getaffinity(0)) >= fewer:
+        print(f"skipping {fault} in {claim}: it shows only where there are fewer than {fewer} usable CPUs")
         sys.exit(77)
     if (fault, claim) in CPU_FORM_ONLY and hardware().get("gpu"):
         print(f"skipping {fault} in {claim}: this machine runs the claim's GPU form, which the CPU probe does not feed")
