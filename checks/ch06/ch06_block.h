@@ -44,6 +44,9 @@ inline void verify_block_step(claimcheck::Context& ctx, const std::filesystem::p
                                   o.at("weight_decay").get<double>(), steps};
   const auto u = ref::compare_adamw_update_fp64(weights, grads, m, v, after, want);
   ctx.measure("update_matches_reference", u.update_error, "ratio");
+  // The decay along the weights (ref::AdamWUpdateComparison::decay_error): left out reads 1, at its stated 0.01 about
+  // 0.
+  ctx.measure("update_decay_vs_reference", u.decay_error, "ratio");
   ctx.detail(
       "step_against_reference",
       {{"loss", cap.loss},

@@ -152,9 +152,9 @@ static void mfu_cpu(claimcheck::Context& ctx) {
   const int repeats = ctx.timing_judged() ? ctx.input("repeats").get<int>() : 1;
   // A run that judges only some statements (a planted fault's, run --statement) does only their work: the block's
   // step, chapter 3's tiny step, or neither (the wide heads' FLOP count builds the layers and runs nothing).
-  const bool block_wanted =
-      ctx.wants_any({"value", "step_within_library_gemm", "step_threads_share", "flops_vs_ledger",
-                     "output_matches_reference", "grads_match_reference", "update_matches_reference"});
+  const bool block_wanted = ctx.wants_any({"value", "step_within_library_gemm", "step_threads_share", "flops_vs_ledger",
+                                           "output_matches_reference", "grads_match_reference",
+                                           "update_matches_reference", "update_decay_vs_reference"});
   const bool tiny_wanted = ctx.wants_any(
       {"tiny_steps_train", "tiny_loss_vs_reference", "tiny_head_grad_vs_reference", "tiny_flops_vs_ledger"});
   if (!block_wanted) {  // (no roof: the tiny step's own MFU is reported, never judged)

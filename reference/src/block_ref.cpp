@@ -79,6 +79,7 @@ AdamWUpdateComparison compare_adamw_update_fp64(const std::vector<TensorRef>& we
   const double bias1 = 1 - std::pow(s.beta1, static_cast<double>(s.step));
   const double bias2 = 1 - std::pow(s.beta2, static_cast<double>(s.step));
   AdamWUpdateComparison c;
+  double err_x = 0, x_x = 0;  // the decay's slope: sum of error x w, of w^2
   for (const auto& w : weights) {
     const TensorRef* g = find(grads, w, "the gradient");
     if (!g) continue;  // (a weight the step does not train)
@@ -96,7 +97,9 @@ AdamWUpdateComparison compare_adamw_update_fp64(const std::vector<TensorRef>& we
       const double mi = s.beta1 * m->values[i] + (1 - s.beta1) * gi;
       const double vi = s.beta2 * v->values[i] + (1 - s.beta2) * gi * gi;
       const double want = x * (1 - s.lr * s.weight_decay) - s.lr / bias1 * mi / (std::sqrt(vi / bias2) + s.eps) - x;
-      err = worse(err, std::fabs((static_cast<double>(after->values[i]) - x) - want));
+      const double e = (static_cast<double>(after->values[i]) - x) - want;
+      err = worse(err, std::fabs(e));
+      err_x += e * x, x_x += x * x;
       scale = std::max(scale, std::fabs(want));
     }
     const double e = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0);
@@ -106,6 +109,8 @@ AdamWUpdateComparison compare_adamw_update_fp64(const std::vector<TensorRef>& we
     }
     ++c.tensors;
   }
+  const double decay = s.lr * s.weight_decay;
+  c.decay_error = decay > 0 && x_x > 0 ? err_x / x_x / decay : 0;
   return c;
 }
 

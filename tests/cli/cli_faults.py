@@ -63,7 +63,9 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",)}
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
-NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2}
+NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2,
+              # a rate of several threads counted twice: one thread's is the only one on one CPU
+              ("probe_threads_twice", "ch06.mfu"): 2, ("probe_threads_twice", "ch06.ridge_measured"): 2}
 # Faults that only a machine of fewer CPUs than the work's workers can show: a pool capped at the usable cores is the
 # pool asked for where there are 8 or more.
 FEWER_CPUS_THAN = {("pool_capped_at_cores", "ch01.processes_speedup"): 8}
@@ -95,7 +97,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
 # (recorded as such for every_figure_can_fail.py).
 PROBE_REFUSED = {("probe_few_chains", "ch06.prefill_ms"), ("probe_counts_double", "ch06.prefill_ms"),
                  ("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode_intensity"),
-                 ("probe_scalar", "ch06.quant_inference_not_training")}
+                 ("probe_scalar", "ch06.quant_inference_not_training"), ("probe_threads_twice", "ch06.mfu")}
 # A time or a speed is the figure of these (or one of their figures): their faulty runs go in the part that runs
 # alone. Their expected files say so ("timed": true), as the runner reads it.
 TIMED = tuple(sorted(load(p)["id"] for p in glob.glob(os.path.join(a.root, "expected", "ch0*", "*.json"))

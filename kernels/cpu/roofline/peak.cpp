@@ -256,6 +256,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->counts_double = true;
     return true;
   }
+  if (name == "probe_threads_twice") {
+    out->threads_twice = true;
+    return true;
+  }
   if (name == "probe_read_skips") {
     out->read_skips = true;
     return true;
@@ -284,7 +288,10 @@ std::string roofline_simd_path() { return fp32_kernel({}).isa; }
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f, int passes, double seconds) {
   Kernel k = fp32_kernel(f);
   if (f.counts_double) k.flops_per_lane_op *= 2;  // a planted fault: an FMA counted as four FLOP
-  return run_peak(k, threads, passes, seconds);
+  FlopsPeak p = run_peak(k, threads, passes, seconds);
+  // A planted fault: the rate of several threads multiplied by their number once more (one thread's stays right).
+  if (f.threads_twice && threads > 1) p.flops_per_s *= threads;
+  return p;
 }
 
 std::vector<std::string> fma_peak_paths_here() {

@@ -24,13 +24,14 @@ struct RooflineFaults {
   bool scalar = false;          // the portable loop for every ISA, with one chain: scalar and latency-bound
   bool read_skips = false;      // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
   bool counts_double = false;   // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
+  bool threads_twice = false;   // the FMA probe's rate over several threads multiplied by the threads twice over
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
   bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
-// "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2";
+// "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 

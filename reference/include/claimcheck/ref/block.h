@@ -58,6 +58,10 @@ struct AdamWSettingsAt {
 };
 struct AdamWUpdateComparison {
   double update_error = 0;
+  // The update's departure from the reference along the weights themselves (the least-squares slope of the error on
+  // w, over every element) in units of lr x weight_decay: 0 where the decay is as stated, 1 where it is left out, -1
+  // where it is doubled. Rounding, which does not follow w's sign, averages out of it; 0 where lr x wd is 0.
+  double decay_error = 0;
   int tensors = 0;
   std::string worst;  // the tensor the error is from
 };
