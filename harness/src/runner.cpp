@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "claimcheck/base/sha256.h"
@@ -527,17 +528,51 @@ bool needs_module(const std::string& id, const std::vector<std::string>& labels,
   return part && kind_selected(labels, "measured") && in_unloaded_module(*part) && runs_here(*part, caps);
 }
 
+CpuJiffies parse_proc_stat(const std::string& text, const std::vector<int>& cpus) {
+  CpuJiffies j;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu", 0) != 0) continue;
+    std::istringstream ls(line);
+    std::string name;
+    ls >> name;
+    if (cpus.empty() ? name != "cpu" : name == "cpu") continue;
+    if (!cpus.empty()) {
+      const std::string n = name.substr(3);
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::find(cpus.begin(), cpus.end(), std::stoi(n)) == cpus.end()) continue;
+    }
+    double v[8] = {};
+    for (double& x : v) ls >> x;  // user nice system idle iowait irq softirq steal (guest, guest_nice: inside user)
+    j.busy += v[0] + v[1] + v[2] + v[5] + v[6];
+    j.steal += v[7];
+  }
+  return j;
+}
+
+MachineLoad load_between(const CpuJiffies& before, const CpuJiffies& after, double own_jiffies, double wall_s, int cpus,
+                         double hz) {
+  const double capacity = std::max(1e-9, wall_s * std::max(1, cpus) * hz);
+  MachineLoad l;
+  l.others = std::clamp(((after.busy - before.busy) - own_jiffies) / capacity, 0.0, 1.0);
+  l.steal = std::clamp((after.steal - before.steal) / capacity, 0.0, 1.0);
+  return l;
+}
+
 namespace {
-// Jiffies from /proc/stat's first line: every CPU's non-idle time (steal apart), and steal; 0 where unreadable.
-void machine_jiffies(double* busy, double* steal) {
-  *busy = *steal = 0;
+CpuJiffies read_jiffies(const std::vector<int>& cpus) {
   std::ifstream f("/proc/stat");
-  std::string cpu;
-  double v[10] = {};
-  if (!(f >> cpu) || cpu != "cpu") return;
-  for (double& x : v) f >> x;                // user nice system idle iowait irq softirq steal guest guest_nice
-  *busy = v[0] + v[1] + v[2] + v[5] + v[6];  // guest time is already inside user
-  *steal = v[7];
+  std::stringstream buf;
+  buf << f.rdbuf();
+  return parse_proc_stat(buf.str(), cpus);
+}
+std::vector<int> affinity_cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;  // (empty: the whole machine)
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
 }
 // This process's CPU time and that of its children waited for (the Python drivers, torchrun), in jiffies.
 double own_jiffies() {
@@ -558,23 +593,18 @@ double wall_seconds() {
 }
 }  // namespace
 
-LoadWatch::LoadWatch() {
+LoadWatch::LoadWatch() : cpus_(affinity_cpus()) {
   wall0_ = wall_seconds();
-  machine_jiffies(&total0_, &steal0_);
+  start_ = read_jiffies(cpus_);
   own0_ = own_jiffies();
 }
 
 MachineLoad LoadWatch::stop() const {
-  double total = 0, steal = 0;
-  machine_jiffies(&total, &steal);
-  const double own = own_jiffies();
-  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const double cpus = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  const double capacity = std::max(1e-9, (wall_seconds() - wall0_) * cpus * hz);
-  MachineLoad l;
-  l.others = std::clamp(((total - total0_) - (own - own0_)) / capacity, 0.0, 1.0);
-  l.steal = std::clamp((steal - steal0_) / capacity, 0.0, 1.0);
-  return l;
+  const CpuJiffies now = read_jiffies(cpus_);
+  const int cpus =
+      cpus_.empty() ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))) : static_cast<int>(cpus_.size());
+  return load_between(start_, now, own_jiffies() - own0_, wall_seconds() - wall0_, cpus,
+                      static_cast<double>(sysconf(_SC_CLK_TCK)));
 }
 
 bool interference_may_explain(const Expected& e, const ClaimResult& r) {
@@ -607,11 +637,12 @@ ClaimResult run_claim_watched(const Expected& e, const RunContextInputs& in, Cap
   // Busy on every try: no verdict is owed to a machine shared this much.
   char buf[240];
   const json& last = loads.back();
-  std::snprintf(buf, sizeof buf,
-                "interference: other processes took %.0f%% of this machine's %ld CPUs (steal %.0f%%) on each of %zu "
-                "runs of this timed claim; not judged (its last verdict: ",
-                100 * last["others"].get<double>(), std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)),
-                100 * last["steal"].get<double>(), loads.size());
+  std::snprintf(
+      buf, sizeof buf,
+      "interference: other processes took %.0f%% of the %d CPUs this run may use (steal %.0f%%) on each of %zu "
+      "runs of this timed claim; not judged (its last verdict: ",
+      100 * last["others"].get<double>(), std::max(1, static_cast<int>(affinity_cpus().size())),
+      100 * last["steal"].get<double>(), loads.size());
   r.reason = std::string(buf) + to_string(r.status) + ", " + r.reason + ")";
   r.status = Status::error;
   r.details["interference"] = loads;

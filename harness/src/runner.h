@@ -87,21 +87,33 @@ std::string with_figures(const std::string& text, const std::map<std::string, do
 // unloaded LibTorch module is passed over: call this again once the module is loaded.
 void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogue);
 
-// What else this machine did while a claim ran: the CPU time of every other process (the whole machine's busy time
-// from /proc/stat, less this process's and its waited-for children's) and the hypervisor's steal time, each as a
-// share of the wall time x the CPUs.
+// What else the CPUs this process may run on did while a claim ran: the CPU time of every other process (their busy
+// time from /proc/stat's per-CPU lines, less this process's and its waited-for children's) and the hypervisor's steal
+// time, each as a share of the wall time x those CPUs. (A neighbour on CPUs outside this process's affinity mask, a
+// container's on a large host, takes nothing from it; one on its own CPUs does, however few they are of the host's.)
 struct MachineLoad {
-  double others = 0;  // 0..1 of the machine's capacity
+  double others = 0;  // 0..1 of the capacity of this process's CPUs
   double steal = 0;
   double busy() const { return others + steal; }
 };
+struct CpuJiffies {
+  double busy = 0, steal = 0;  // non-idle time (steal apart; guest time is inside user), steal
+};
+// The jiffies of the CPUs `cpus` (their "cpuN" lines) in /proc/stat's text; of the aggregate "cpu" line where `cpus`
+// is empty. A CPU without a line counts 0.
+CpuJiffies parse_proc_stat(const std::string& text, const std::vector<int>& cpus);
+// The load between two readings: (busy - own) and steal over wall x cpus x hz, each clamped to 0..1.
+MachineLoad load_between(const CpuJiffies& before, const CpuJiffies& after, double own_jiffies, double wall_s, int cpus,
+                         double hz);
 class LoadWatch {
  public:
   LoadWatch();
   MachineLoad stop() const;
 
  private:
-  double wall0_ = 0, total0_ = 0, steal0_ = 0, own0_ = 0;
+  std::vector<int> cpus_;  // this process's affinity mask when the watch started
+  double wall0_ = 0, own0_ = 0;
+  CpuJiffies start_;
 };
 // Above this share of the machine taken by others (or stolen), a timed claim's failure is not judged.
 inline constexpr double kBusyShare = 0.2;

@@ -164,3 +164,27 @@ TEST(Outcome, TheClaimsFigureIsTheOneNamedValue) {
   fold_outcome(r);
   EXPECT_EQ(r.reason, "the value's verdict");
 }
+
+// The interference watch reads the CPUs this process may run on (issue 32): a neighbour pegging one of them is 50%
+// of a 2-CPU mask however many CPUs the host has, and one on CPUs outside the mask is nothing.
+TEST(Outcome, TheLoadWatchReadsThisProcesssCpus) {
+  const std::string before =
+      "cpu  1000 0 0 9000 0 0 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 100 0 0 900 0 0 0 0 0 0\n"
+      "cpu2 400 0 0 600 0 0 0 0 0 0\ncpu17 400 0 0 600 0 0 0 0 0 0\nintr 1 2 3\n";
+  const std::string after =  // 10 s at 100 Hz: cpu1 fully busy (1000 jiffies), cpu2 too, cpu0 idle; steal on cpu0
+      "cpu  3000 0 0 9000 0 0 0 0 0 0\ncpu0 100 0 0 1800 0 0 0 100 0 0\ncpu1 1100 0 0 900 0 0 0 0 0 0\n"
+      "cpu2 1400 0 0 600 0 0 0 0 0 0\ncpu17 400 0 0 1600 0 0 0 0 0 0\n";
+  const CpuJiffies a = parse_proc_stat(before, {0, 1}), b = parse_proc_stat(after, {0, 1});
+  EXPECT_DOUBLE_EQ(a.busy, 200);
+  EXPECT_DOUBLE_EQ(b.busy, 1200);
+  EXPECT_DOUBLE_EQ(b.steal, 100);
+  MachineLoad l = load_between(a, b, /*own=*/0, /*wall=*/10, /*cpus=*/2, /*hz=*/100);
+  EXPECT_DOUBLE_EQ(l.others, 0.5);  // cpu1 taken by another process: half of this run's two CPUs
+  EXPECT_DOUBLE_EQ(l.steal, 0.05);
+  l = load_between(a, b, /*own=*/1000, 10, 2, 100);  // ... or by this process itself: nobody else
+  EXPECT_DOUBLE_EQ(l.others, 0);
+  // CPUs outside the mask (cpu2, cpu17) count nothing; the aggregate line where no mask is known.
+  EXPECT_DOUBLE_EQ(parse_proc_stat(after, {5}).busy, 0);
+  EXPECT_DOUBLE_EQ(parse_proc_stat(after, {17}).busy, 400);
+  EXPECT_DOUBLE_EQ(parse_proc_stat(after, {}).busy, 3000);
+}
