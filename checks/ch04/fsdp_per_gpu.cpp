@@ -3,6 +3,8 @@
 #include "claimcheck/io.h"
 #include "claimcheck/ref/ledger.h"
 
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 namespace ref = claimcheck::ref;
@@ -41,6 +43,13 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
     return;
   }
   claimcheck::forward_driver_result(ctx, r);
+  // The model the ranks sharded, against the answer key's count for its config: every figure above is a ratio of its
+  // own sizes, which a model built apart from its config (a head tied that is not, a width misread) keeps.
+  const nlohmann::json n = r.contains("details") ? r["details"].value("n_params", nlohmann::json()) : nlohmann::json();
+  if (!n.is_number() || !(n.get<double>() > 0))
+    throw std::runtime_error("ch04.fsdp_per_gpu: the driver reported no parameter count (details.n_params)");
+  const ref::ModelConfig measured = ref::load_model_config(ctx.input_path("measure_config"));
+  ctx.measure("params_vs_ledger", n.get<double>() / static_cast<double>(ref::count_params(measured).total()), "ratio");
 }
 CLAIMCHECK_REGISTER(fsdp_per_gpu)
     .claim("ch04.fsdp_per_gpu")

@@ -544,7 +544,8 @@ def build_model(cfg):
             self.layers = nn.ModuleList(Layer() for _ in range(cfg["num_hidden_layers"]))
             self.norm = RMSNorm()
             self.lm_head = Linear(hidden, cfg["vocab_size"])
-            if cfg["tie_word_embeddings"]:
+            # (a planted fault reads the flag the other way round)
+            if cfg["tie_word_embeddings"] != (fault() == "fsdp_head_tie_inverted"):
                 self.lm_head.weight = self.embed_tokens.weight
 
         def forward(self, ids):

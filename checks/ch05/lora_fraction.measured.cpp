@@ -23,7 +23,7 @@ static void lora_fraction_built(claimcheck::Context& ctx) {
   // adapters the logits, the loss, every adapter's gradient and one AdamW step.
   if (!ctx.wants_any({"peft_model_modules_mismatch", "peft_model_trainable_ratio", "peft_model_vs_project",
                       "peft_model_step_over_lr", "peft_model_optimizer_mismatch", "peft_model_merge_unmerge",
-                      "peft_model_saved_adapter"}))
+                      "peft_model_saved_adapter", "peft_model_unmerged_weights"}))
     return;
   claimcheck::ScratchDir dir("lora_vs_peft_model");
   const auto scaled = checks::scaled_config(ctx, "config", "reference_overrides", dir.path()).first;

@@ -84,7 +84,8 @@ static void six_line_lora_sft(claimcheck::Context& ctx) {
 static void sft_loss_drop(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   if (ctx.wants_any({"lora_sft_loss_ratio", "lora_sft_rows_mismatch", "lora_sft_optimizer_mismatch",
-                     "lora_sft_losses_vs_trainer", "lora_sft_adapters_vs_trainer_over_lr", "lora_sft_saved_adapter"}))
+                     "lora_sft_losses_vs_trainer", "lora_sft_adapters_vs_trainer_over_lr", "lora_sft_saved_adapter",
+                     "lora_sft_start_b_max_abs", "lora_sft_start_a_over_bound"}))
     six_line_lora_sft(ctx);
   namespace T = claimcheck::train;
   const auto train =

@@ -154,12 +154,29 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
 // packed panels, in two K blocks). The
 // worst sampled error over the reference's scale; the path it was on in *worst_path. A
 // path a CPU other than this one would run is checked here too: its code is the same code under test.
+// The weights' scale, as DecodeStack's contract states it (uniform in +-1/sqrt(K)): the largest |w| x sqrt(K) of an
+// N x K bf16 matrix, read through the answer key's bf16 decoding. About 1 (the largest of N K draws, bf16-rounded); a
+// generator that leaves a matrix or its tail unfilled reads below, one scaled by another size away from 1.
+inline double weights_scale(const K::bf16_t* W, long N, long K) {
+  double top = 0;
+  for (long i = 0; i < N * K; ++i) top = std::max(top, std::fabs(ref::bf16_value(W[i])));
+  return top * std::sqrt(static_cast<double>(K));
+}
+
+// `scale`, when given, receives the weights_scale of the tail matrices this builds, the one farthest from 1.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
-                               const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path) {
+                               const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path,
+                               double* scale = nullptr) {
   const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1053;
-  const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull),
-                               Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull);
-  const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko);
+  const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull, 1, o.faults),
+                               Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull, 1, o.faults);
+  if (scale) {
+    const double a = weights_scale(Wo.data(), No, Ko), b = weights_scale(Wt.data(), Nt, Kt);
+    *scale = std::fabs(a - 1) >= std::fabs(b - 1) ? a : b;
+  }
+  // Quantised on the run's threads (61 rows split unevenly among them), every row held to NF4's definition: an output
+  // check cannot see rows the quantiser left empty, whose zero codes and scales the reference reads as well.
+  const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko, o.threads);
   const std::vector<float> x = random_activations(static_cast<std::size_t>(Kd), seed + 1),
                            xo = random_activations(static_cast<std::size_t>(Ko), seed + 2),
                            xt = random_activations(static_cast<std::size_t>(Kt), seed + 3);
@@ -172,6 +189,12 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
   }
   std::vector<float> y(static_cast<std::size_t>(N)), yo(static_cast<std::size_t>(No)), yt(static_cast<std::size_t>(Nt));
   double worst = 0;
+  if (Qo.packed.size() != static_cast<std::size_t>(No) * Ko / 2 ||
+      Qo.scales.size() != static_cast<std::size_t>(No) * Ko / 64 ||
+      !ref::check_nf4_quantization(Wo.data(), No, Ko, Qo.packed.data(), Qo.scales.data(), levels).ok()) {
+    *worst_path = "the 61-row NF4 matrix's quantisation (codes or scales apart from NF4's definition)";
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   // Each output NaN before its call: a row the kernel leaves unwritten reads NaN, not the last path's right answer.
   const auto poison = [](std::vector<float>& v) {
     std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN());

@@ -126,6 +126,7 @@ struct ProjImpl : torch::nn::Module {
     scale = fault == "alpha_not_over_r" ? alpha : alpha / denom;  // a planted fault forgets the / r
     merge_unscaled = fault == "merge_without_scale";
     unmerge_unscaled = fault == "unmerge_unscaled";
+    unmerge_skipped = fault == "unmerge_skipped";
     input_copied = fault == "lora_input_copied";
     dropout = fault == "lora_dropout_applied" ? 0.1 : 0.0;
   }
@@ -154,7 +155,7 @@ struct ProjImpl : torch::nn::Module {
     merged = true;
   }
   void unmerge() {
-    if (!A.defined() || !merged) return;
+    if (!A.defined() || !merged || unmerge_skipped) return;  // (planted: the delta left in, the adapter path off)
     torch::NoGradGuard ng;
     base->weight.sub_(unmerge_unscaled ? torch::matmul(B, A) : delta_weight());  // planted: without alpha / r
     merged = false;
@@ -162,7 +163,7 @@ struct ProjImpl : torch::nn::Module {
   torch::nn::Linear base;
   torch::Tensor A, B;
   double scale = 0;
-  bool merge_unscaled = false, unmerge_unscaled = false, input_copied = false;
+  bool merge_unscaled = false, unmerge_unscaled = false, unmerge_skipped = false, input_copied = false;
   double dropout = 0;
   bool merged = false;
 };

@@ -301,6 +301,9 @@ LoraModelExport export_lora_model_run(const std::filesystem::path& config, const
     run.emplace_back("merged.logits", model->forward(ids));
     for (auto& [name, proj] : adapted) proj->unmerge();
     run.emplace_back("unmerged.logits", model->forward(ids));
+    // Each adapted weight after the unmerge, for the answer key to hold to the base weight it wrote before LoRA: a
+    // merged model computes what an unmerged one does, so its logits alone cannot tell an unmerge that did nothing.
+    for (auto& [name, proj] : adapted) run.emplace_back("unmerged." + name + ".weight", proj->base->weight.clone());
   }
   // Planted faults: the step without its weight decay; beta2 at 0.99.
   auto options = torch::optim::AdamWOptions(lr).weight_decay(fault == "lora_step_no_decay" ? 0.0 : weight_decay);
@@ -324,6 +327,10 @@ LoraSftExport export_lora_sft_run(const std::filesystem::path& config, const Lor
   if (convs.empty() || steps < 1 || batch < 1) throw std::invalid_argument("export_lora_sft_run: no work");
   LoraDecoder d = lora_decoder(config, lora, seed, fault, false, [&](Proj& proj) {
     if (fault == "lora_sft_b_frozen") proj->B.requires_grad_(false);  // planted: only A trains (B stays 0)
+    if (fault == "lora_sft_b_drawn") {  // planted: B drawn as A is, in the SFT run's set-up only
+      torch::NoGradGuard ng;
+      proj->B.normal_(0.0, 0.02);
+    }
   });
   Decoder& model = d.model;
   auto& adapted = d.adapted;

@@ -417,6 +417,16 @@ def peft_model(a):
         saved = saved_adapter_logits(cfg, weights, own, f"{a.dir}/adapter", ids)
     merge_units = {"merged": tolerance_units(run["merged.logits"], merged),
                    "unmerged": tolerance_units(run["unmerged.logits"], unmerged)}
+    # The project's adapted weights after its unmerge, against the base weights it wrote before LoRA (up to fp32's
+    # rounding of W + dW - dW): an unmerge that left the delta in computes the merged model's logits, which the
+    # comparison above cannot tell from an unmerged one's.
+    unmerged_weights = 0.0 if mine else math.inf
+    for name in mine:
+        key, base = f"unmerged.{name}.weight", f"{name}.weight"
+        if key not in run or base not in weights or run[key].shape != weights[base].shape:
+            unmerged_weights = math.inf
+            continue
+        unmerged_weights = max(unmerged_weights, tolerance_units(weights[base], run[key]))
     saved_units = tolerance_units(run["logits"], saved) if saved is not None else math.inf
     pm.train()
     out = pm(input_ids=ids, labels=ids)
@@ -454,7 +464,8 @@ def peft_model(a):
                "trainable": {"project": int(run["trainable"].item()), "peft": trainable},
                "modules_mismatch": modules_mismatch[:8], "base_mismatch": base_mismatch[:8],
                "units": {k: finite(v) for k, v in units.items()}, "step_assert_close_units": finite(details_step_units),
-               "merge_units": {k: finite(v) for k, v in merge_units.items()}, "saved_adapter_units": finite(saved_units)}
+               "merge_units": {k: finite(v) for k, v in merge_units.items()}, "saved_adapter_units": finite(saved_units),
+               "unmerged_weights_units": finite(unmerged_weights)}
     emit([{"name": "peft_model_modules_mismatch", "value": len(modules_mismatch) + len(base_mismatch) + 0.0,
            "unit": "count"},
           {"name": "peft_model_trainable_ratio", "value": figure_value(run["trainable"].item() / trainable if trainable
@@ -463,6 +474,7 @@ def peft_model(a):
           {"name": "peft_model_step_over_lr", "value": figure_value(units["step_over_lr"]), "unit": "ratio"},
           {"name": "peft_model_optimizer_mismatch", "value": optimizer_mismatch, "unit": "count"},
           {"name": "peft_model_merge_unmerge", "value": figure_value(max(merge_units.values())), "unit": "ratio"},
+          {"name": "peft_model_unmerged_weights", "value": figure_value(unmerged_weights), "unit": "ratio"},
           {"name": "peft_model_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
          {"peft_model": details})
 
@@ -562,6 +574,17 @@ def lora_sft(a):
         emit(skip=f"transformers' Trainer with peft could not run here (transformers {transformers.__version__}, "
                   f"peft {peft.__version__}: {type(e).__name__}: {e})")
         return
+    # The adapters the run started from (which the Trainer was handed too, so their start is held here to peft's own
+    # rule): B zero, A within kaiming_uniform(a = sqrt 5)'s +-1/sqrt(fan_in). A B drawn from the start changes the model
+    # before any step, and both loops would agree on it.
+    b_start, a_start = 0.0, 0.0
+    for k, v in adapters.items():
+        if k.endswith(".lora_B"):
+            b_start = max(b_start, v.abs().max().item())
+        elif k.endswith(".lora_A"):
+            a_start = max(a_start, v.abs().max().item() * math.sqrt(v.shape[1]))
+    if not adapters:
+        b_start = a_start = math.inf
     theirs = torch.tensor(losses, dtype=torch.float32)
     mine = run["losses"].float()
     loss_units = tolerance_units(mine, theirs) if mine.shape == theirs.shape else math.inf
@@ -592,7 +615,9 @@ def lora_sft(a):
           {"name": "lora_sft_optimizer_mismatch", "value": adamw_mismatch(run, group), "unit": "count"},
           {"name": "lora_sft_losses_vs_trainer", "value": figure_value(loss_units), "unit": "ratio"},
           {"name": "lora_sft_adapters_vs_trainer_over_lr", "value": figure_value(after), "unit": "ratio"},
-          {"name": "lora_sft_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"}],
+          {"name": "lora_sft_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"},
+          {"name": "lora_sft_start_b_max_abs", "value": figure_value(b_start), "unit": "ratio"},
+          {"name": "lora_sft_start_a_over_bound", "value": figure_value(a_start), "unit": "ratio"}],
          {"lora_sft": details})
 
 

@@ -65,6 +65,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->dequant_high_first = true;
   else if (name == "stack_q_skipped")
     out->stack_q_skipped = true;
+  else if (name == "weights_over_k")
+    out->weights_over_k = true;
   else if (name == "gemv_narrow_first")
     out->narrow_first = true;
   else if (name == "gemv_paths_drop_avx2")

@@ -60,9 +60,10 @@ std::vector<MatShape> layer_shapes(const DecodeShape& s) {
 int effective_head_dim(const DecodeShape& s) { return std::min(s.head_dim, s.kv_dim); }
 }  // namespace
 
-std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads) {
+std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads, const GemvFaults& faults) {
   std::vector<bf16_t> w(static_cast<std::size_t>(N) * K);
-  const float a = 1.0f / std::sqrt(static_cast<float>(std::max(K, 1)));
+  const float k = static_cast<float>(std::max(K, 1));
+  const float a = 1.0f / (faults.weights_over_k ? k : std::sqrt(k));  // (a planted fault: 1/K)
   const std::size_t n = w.size();
   const std::size_t chunk = 1 << 20;  // even: chunks start on a generator word
   const auto salt = static_cast<std::uint32_t>(splitmix64(seed));
@@ -87,7 +88,7 @@ DecodeStack::DecodeStack(const DecodeShape& s, const std::string& format, std::u
   for (int l = 0; l < s.layers; ++l)
     for (int m = 0; m < 7; ++m) {
       const std::uint64_t mseed = splitmix64(seed * 1000003ull + static_cast<std::uint64_t>(l * 7 + m));
-      std::vector<bf16_t> w = decode_weights_bf16(shapes[m].N, shapes[m].K, mseed, threads);
+      std::vector<bf16_t> w = decode_weights_bf16(shapes[m].N, shapes[m].K, mseed, threads, faults);
       if (format == "bf16")
         bf16_.push_back(std::move(w));
       else

@@ -37,6 +37,7 @@ struct GemvFaults {
   bool stack_input_bf16 = false;     // a decode stack's step starts from x rounded to bf16, not from x
   bool stack_q_skipped = false;      // a decode stack's step skips q's GEMV (q left as the layer's input)
   bool dequant_high_first = false;   // the whole-matrix dequantisation takes each byte's high nibble first
+  bool weights_over_k = false;       // decode_weights_bf16 draws uniform in +-1/K, not +-1/sqrt(K)
   // Dispatch (right values, another path):
   bool narrow_first = false;     // the GEMV kernels run the AVX2 path where the AVX-512 one runs
   bool paths_drop_avx2 = false;  // gemv_paths_here leaves out the AVX2 paths (which a test then never runs)
@@ -45,7 +46,7 @@ struct GemvFaults {
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "matmul_fma_first" / "nf4_half_rows" /
 // "stack_no_residual" / "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" /
 // "stack_flops_fma_as_one" / "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped" /
-// "gemv_narrow_first" / "gemv_paths_drop_avx2";
+// "gemv_narrow_first" / "gemv_paths_drop_avx2" / "weights_over_k";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -113,7 +114,8 @@ std::vector<std::string> gemv_paths_here(const GemvFaults& faults = {});
 // Deterministic bf16 weights [N, K], uniform in +-1/sqrt(K) (so that y = W x keeps |x|'s scale): element pair p
 // from a 32-bit hash of (p, splitmix64(seed)), independent of `threads`. What DecodeStack fills each matrix with
 // (a seed per matrix derived from the stack's seed).
-std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads = 1);
+std::vector<bf16_t> decode_weights_bf16(int N, int K, std::uint64_t seed, int threads = 1,
+                                        const GemvFaults& faults = {});
 
 // A decode step of a Llama-shaped stack: per layer q, k, v, o, gate, up, down (no norms, no attention over a
 // cache: the step moves the weights, which is what decode time is), random weights from a seed.
