@@ -4,6 +4,7 @@ RSS comes from wait4's rusage for that child alone."""
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,9 +112,18 @@ def measure(base_bytes, factors, seed, stream_code, deep=False):
     the forked copy's high-water mark across exec), so nothing big is built here before the children have run."""
     out, paths = [], []
     with tempfile.TemporaryDirectory(prefix="claimcheck_jsonl_") as d:
+        # One file of the base size, written once; a factor k's file is its rows k times over (json.loads builds new
+        # objects for every line, so the rows cost what distinct ones would; generating each anew took most of the
+        # run).
+        base = os.path.join(d, "chat_base.jsonl")
+        base_size, base_chars = make_jsonl(base, base_bytes, seed + 1)
         for k in factors:
             path = os.path.join(d, f"chat_{k}x.jsonl")
-            size, chars = make_jsonl(path, base_bytes * k, seed + k)
+            with open(path, "wb") as dst:  # (copied in 1 MiB pieces: this process's RSS at each fork is the floor
+                for _ in range(k):        # of its children's peaks, see above)
+                    with open(base, "rb") as src:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+            size, chars = base_size * k, base_chars * k
             load_peak, load_printed = peak_rss_bytes(globals()["LOAD_ALL"], path)
             stream_peak, stream_printed = peak_rss_bytes(stream_code, path)
             out.append({"factor": k, "file_bytes": size, "disk_bytes": os.path.getsize(path), "chars": chars,
