@@ -512,7 +512,8 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
   const DecoderConfig c = read_decoder_config(config);
   AllocScope scope;
   torch::manual_seed(seed);
-  auto ids = torch::randint(0, c.vocab, {1, tokens});
+  // (A planted fault, oom_tokens_ignored, runs every OOM run on 8 tokens whatever its length.)
+  auto ids = torch::randint(0, c.vocab, {1, fault == "oom_tokens_ignored" ? 8 : tokens});
   OomRun r;
   r.scenario = scenario;
   r.cap = cap_bytes;
@@ -544,7 +545,7 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
     auto loss = next_token_loss(s->model->forward(ids), ids, true);
     compat::set_cpu_autocast(false);
     lift_cap_for([&] { r.timeline.push_back(snapshot("forward", *s, no_fault)); });
-    set_allocation_phase(kBackward);
+    if (fault != "oom_backward_unphased") set_allocation_phase(kBackward);  // (planted: backward's bytes as forward's)
     loss.backward();
     loss = torch::Tensor();
     lift_cap_for([&] { r.timeline.push_back(snapshot("backward", *s, no_fault)); });
