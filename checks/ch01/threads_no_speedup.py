@@ -11,20 +11,27 @@ from cpu_work import best_of_interleaved, chunks, preprocess  # noqa: E402
 workers = 8
 work = chunks(workers, 15000)
 totals = {"serial": set(), "threads": set()}
-idents = set()  # the threads that ran the pool's tasks, over every round
+idents = set()  # the threads the pool runs its tasks on
 # A planted fault: the pool is handed all chunks but the first.
 mapped = work[1:] if fault() == "pool_drops_chunk" else work
 
 
-def task(chunk):
+def meet(barrier):
+    """A warm-up task: each waits until `workers` tasks wait together, which only as many threads can do (a thread
+    waiting here takes no other task); a pool of fewer times out (a broken barrier) and shows fewer threads."""
     idents.add(threading.get_ident())  # (a set's add is atomic under the GIL and with it)
-    return preprocess(chunk)
+    try:
+        barrier.wait(timeout=5)
+    except threading.BrokenBarrierError:
+        pass
 
 
 # A planted fault: a pool of one thread, which under the GIL runs as fast as eight.
 with ThreadPoolExecutor(max_workers=1 if fault() == "one_thread_pool" else workers) as pool:
+    meeting = threading.Barrier(workers)
+    list(pool.map(meet, [meeting] * workers))
     serial, threaded = best_of_interleaved(5, lambda: totals["serial"].add(sum(preprocess(c) for c in work)),
-                                           lambda: totals["threads"].add(sum(pool.map(task, mapped))))
+                                           lambda: totals["threads"].add(sum(pool.map(preprocess, mapped))))
 gil = gil_enabled()
 expected = 1.0 if gil else float(min(usable_cpus(), workers))
 emit(measurements=[measurement("value", serial / threaded, "x"),

@@ -12,8 +12,6 @@
 static void first_loss_ln_v(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
-  const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
-  const T::TinyConfig c = T::tiny_model_config(ctx.planted_fault());
   // V is the series' (inputs.vocab, 7-bit ASCII's 128), not the model's own: a model built on another vocabulary
   // starts at its own ln V, which the series' does not.
   const nlohmann::json& vocab = ctx.input("vocab");
@@ -23,6 +21,8 @@ static void first_loss_ln_v(claimcheck::Context& ctx) {
         "got " +
         vocab.dump());
   ctx.derive("ln_v", std::log(static_cast<double>(vocab.get<long long>())), "nats");
+  const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
+  const T::TinyConfig c = T::tiny_model_config(ctx.planted_fault());
   const T::FirstLoss first = T::tiny_first_loss(c, corpus, ctx.seed(), 16, ctx.planted_fault());
   ctx.measure(first.loss, "nats");
   // The spread the weights were drawn with (the band of the first loss takes in a doubled one): the sample's standard

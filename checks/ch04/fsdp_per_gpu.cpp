@@ -31,6 +31,8 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
     ctx.pending("the measured part: not selected (the run asked for other kinds)");
     return;
   }
+  // The measured model's config, read before the run (a bad one costs no processes): its count is held below.
+  const ref::ModelConfig measured = ref::load_model_config(ctx.input_path("measure_config"));
   // Measured: PyTorch FSDP2 (fully_shard) over `gpus` real processes (gloo on the CPU, forked by the driver; NCCL on
   // GPUs, started by torchrun), one AdamW step of the Llama-shaped decoder; each rank counts the bytes of its shards
   // (checks/ch04/fsdp_per_gpu.py).
@@ -45,10 +47,11 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   claimcheck::forward_driver_result(ctx, r);
   // The model the ranks sharded, against the answer key's count for its config: every figure above is a ratio of its
   // own sizes, which a model built apart from its config (a head tied that is not, a width misread) keeps.
-  const nlohmann::json n = r.contains("details") ? r["details"].value("n_params", nlohmann::json()) : nlohmann::json();
+  const nlohmann::json n = r.contains("details") && r["details"].is_object()
+                               ? r["details"].value("n_params", nlohmann::json())
+                               : nlohmann::json();
   if (!n.is_number() || !(n.get<double>() > 0))
-    throw std::runtime_error("ch04.fsdp_per_gpu: the driver reported no parameter count (details.n_params)");
-  const ref::ModelConfig measured = ref::load_model_config(ctx.input_path("measure_config"));
+    throw std::runtime_error("checks/ch04/fsdp_per_gpu.py: field 'details.n_params': no parameter count reported");
   ctx.measure("params_vs_ledger", n.get<double>() / static_cast<double>(ref::count_params(measured).total()), "ratio");
 }
 CLAIMCHECK_REGISTER(fsdp_per_gpu)

@@ -172,6 +172,8 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   else
     ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
+  // Per thread it ran on: at most one thread's rate each (a rate of several threads counted twice reads 2).
+  ctx.measure("fma_cores_per_thread", roof.threads > 0 ? fma.cores_delivered() / roof.threads : 0.0, "ratio");
   // The probe ran the widest fp32 vector path the machine has (its hardware record): a probe dispatched to a narrower
   // one reads a lower roof where the narrower path is slower, and hides that where it is not.
   ctx.measure_bool("probe_isa_is_widest", roof.peak.isa == ch06::widest_fp32_isa(ctx.hardware()));

@@ -226,14 +226,18 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
   std::map<std::string, int> counts = {{"regression", 0}, {"improvement", 0}, {"changed", 0},
                                        {"added", 0},      {"unchanged", 0},   {"not compared", 0}};
   bool regression = false;
-  // Whether NEW's run asked for measured work (no --label, or one naming it): only then is a part left pending a
-  // hatch rather than the selection's doing (an analytic-only run lists every measured part as pending).
+  // Whether NEW's run asked for all its claims' work (no --label, or one naming measured; no --statement): only then
+  // is a part left pending, or a claim partial or skipped, a hatch rather than the selection's doing (an
+  // analytic-only run lists every measured part as pending; a --statement run judges the statements it names).
   bool new_measures = true;
   if (newr.contains("records") && newr["records"].is_object() && newr["records"].contains("config") &&
       newr["records"]["config"].is_object()) {
-    const json labels = newr["records"]["config"].value("labels", json::array());
+    const json& config = newr["records"]["config"];
+    const json labels = config.value("labels", json::array());
     if (labels.is_array() && !labels.empty())
       new_measures = std::any_of(labels.begin(), labels.end(), [](const json& l) { return l == "measured"; });
+    const json statements = config.value("statements", json::array());
+    if (statements.is_array() && !statements.empty()) new_measures = false;
   }
 
   // Claims, in NEW's order, then those only OLD has.
@@ -257,7 +261,7 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     // partial run hides improvements, never these).
     const bool worse = o && n && os != ns &&
                        ((bad(ns) && !bad(os)) ||
-                        (os == "pass" && (ns == "xfail" || ns == "partial" || (ns == "skip" && new_measures))));
+                        (os == "pass" && (ns == "xfail" || ((ns == "partial" || ns == "skip") && new_measures))));
     if (opt.only_common && (!o || !n)) {
       change = "not compared", note = std::string("only in ") + (o ? "OLD" : "NEW") + " (--all judges it)";
     } else if (opt.only_common && os != ns && jo != jn && !worse) {
@@ -273,7 +277,7 @@ json compare_reports(const json& oldr, const std::string& old_name, const json& 
     else if (bad(ns) && !bad(os))
       change = "regression";  // pass -> fail, xfail -> xpass, skip -> error, ...
     else if (worse)
-      change = "regression";  // a hatch opened: pass -> xfail, partial, or skipped where its work was selected
+      change = "regression";  // a hatch opened: pass -> xfail; partial or skipped where its work was selected
     else if (good(ns) && !good(os))
       change = "improvement";
     else

@@ -257,7 +257,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
   for (const auto& s0 : e.statements) {
     if (!statement_selected(selected, s0.name)) continue;
     Statement s = s0;
-    std::pair<std::string, std::string> chosen;       // the variant that applies and the property that chose it
+    std::pair<std::string, std::string> chosen;  // the variant that applies and the property that chose it
+    std::string compare_field = (s.name == "value" ? "" : "also." + s.name + ".") + std::string("compare");
     if (!variant_matches(s0.applies, hw, derived)) {  // a statement of a form that does not run here
       r.details["not_applicable"][s.name] = s0.applies.text;
       continue;
@@ -268,6 +269,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       const std::string field =
           (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
       s.compare = v.compare;
+      compare_field = field + ".compare";
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
       r.details["variant"][s.name] = v.condition.text;
       chosen = {v.condition.text, variant_because(v.condition, hw, derived)};
@@ -317,8 +319,9 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
       input_error(e.file.string(), s.name == "value" ? "unit" : "also." + s.name + ".unit",
                   "stated in '" + s.unit + "' but the check measured '" + m.unit + "'");
     Verdict v = compare_scalar(s.compare, *conv, s.value.get<double>(), derived, s.unit);
-    if (!v.judged)  // an expected failure must be the refutation, not a figure the check forgot
-      input_error(e.file.string(), (s.name == "value" ? "" : "also." + s.name + ".") + std::string("compare"), v.text);
+    // A rule that needs a figure the check did not derive judges nothing: an error naming the field (on an expected
+    // failure it would otherwise read as the refutation).
+    if (!v.judged) input_error(e.file.string(), compare_field, v.text);
     // A figure that is no number (NaN, an overflow) refutes nothing: on an expected failure it fails.
     if (s.xfail && !std::isfinite(*conv)) m.expected_failure = false;
     m.ok = v.ok;
@@ -531,6 +534,7 @@ bool needs_module(const std::string& id, const std::vector<std::string>& labels,
 CpuJiffies parse_proc_stat(const std::string& text, const std::vector<int>& cpus) {
   CpuJiffies j;
   std::istringstream in(text);
+  int matched = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("cpu", 0) != 0) continue;
     std::istringstream ls(line);
@@ -546,7 +550,10 @@ CpuJiffies parse_proc_stat(const std::string& text, const std::vector<int>& cpus
     for (double& x : v) ls >> x;  // user nice system idle iowait irq softirq steal (guest, guest_nice: inside user)
     j.busy += v[0] + v[1] + v[2] + v[5] + v[6];
     j.steal += v[7];
+    if (!cpus.empty()) ++matched;
   }
+  if (!cpus.empty() && matched == 0) return parse_proc_stat(text, {});
+  j.cpus = matched;
   return j;
 }
 
@@ -554,6 +561,7 @@ MachineLoad load_between(const CpuJiffies& before, const CpuJiffies& after, doub
                          double hz) {
   const double capacity = std::max(1e-9, wall_s * std::max(1, cpus) * hz);
   MachineLoad l;
+  l.cpus = std::max(1, cpus);
   l.others = std::clamp(((after.busy - before.busy) - own_jiffies) / capacity, 0.0, 1.0);
   l.steal = std::clamp((after.steal - before.steal) / capacity, 0.0, 1.0);
   return l;
@@ -601,8 +609,8 @@ LoadWatch::LoadWatch() : cpus_(affinity_cpus()) {
 
 MachineLoad LoadWatch::stop() const {
   const CpuJiffies now = read_jiffies(cpus_);
-  const int cpus =
-      cpus_.empty() ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))) : static_cast<int>(cpus_.size());
+  // The CPUs whose lines were read (the aggregate line's: every online CPU).
+  const int cpus = now.cpus > 0 ? now.cpus : static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   return load_between(start_, now, own_jiffies() - own0_, wall_seconds() - wall0_, cpus,
                       static_cast<double>(sysconf(_SC_CLK_TCK)));
 }
@@ -628,7 +636,7 @@ ClaimResult run_claim_watched(const Expected& e, const RunContextInputs& in, Cap
     const LoadWatch watch;
     r = run_claim(e, in, caps);
     const MachineLoad l = watch.stop();
-    loads.push_back({{"status", to_string(r.status)}, {"others", l.others}, {"steal", l.steal}});
+    loads.push_back({{"status", to_string(r.status)}, {"others", l.others}, {"steal", l.steal}, {"cpus", l.cpus}});
     if (!interference_may_explain(e, r) || l.busy() <= kBusyShare) {
       if (t > 0 || l.busy() > kBusyShare) r.details["interference"] = loads;
       return r;
@@ -641,8 +649,7 @@ ClaimResult run_claim_watched(const Expected& e, const RunContextInputs& in, Cap
       buf, sizeof buf,
       "interference: other processes took %.0f%% of the %d CPUs this run may use (steal %.0f%%) on each of %zu "
       "runs of this timed claim; not judged (its last verdict: ",
-      100 * last["others"].get<double>(), std::max(1, static_cast<int>(affinity_cpus().size())),
-      100 * last["steal"].get<double>(), loads.size());
+      100 * last["others"].get<double>(), last["cpus"].get<int>(), 100 * last["steal"].get<double>(), loads.size());
   r.reason = std::string(buf) + to_string(r.status) + ", " + r.reason + ")";
   r.status = Status::error;
   r.details["interference"] = loads;

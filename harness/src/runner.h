@@ -94,13 +94,16 @@ void refuse_selectors_under_test(const std::map<std::string, Expected>& catalogu
 struct MachineLoad {
   double others = 0;  // 0..1 of the capacity of this process's CPUs
   double steal = 0;
+  int cpus = 0;  // how many CPUs the capacity counts
   double busy() const { return others + steal; }
 };
 struct CpuJiffies {
   double busy = 0, steal = 0;  // non-idle time (steal apart; guest time is inside user), steal
+  int cpus = 0;                // the CPUs whose lines were read (0: the aggregate line)
 };
 // The jiffies of the CPUs `cpus` (their "cpuN" lines) in /proc/stat's text; of the aggregate "cpu" line where `cpus`
-// is empty. A CPU without a line counts 0.
+// is empty, or where none of them has a line (a container's /proc/stat numbering its CPUs apart from the host's ids
+// that sched_getaffinity gives, as LXCFS does: the whole of what it shows is then the container's).
 CpuJiffies parse_proc_stat(const std::string& text, const std::vector<int>& cpus);
 // The load between two readings: (busy - own) and steal over wall x cpus x hz, each clamped to 0..1.
 MachineLoad load_between(const CpuJiffies& before, const CpuJiffies& after, double own_jiffies, double wall_s, int cpus,
@@ -115,7 +118,7 @@ class LoadWatch {
   double wall0_ = 0, own0_ = 0;
   CpuJiffies start_;
 };
-// Above this share of the machine taken by others (or stolen), a timed claim's failure is not judged.
+// Above this share of this process's CPUs taken by others (or stolen), a timed claim's failure is not judged.
 inline constexpr double kBusyShare = 0.2;
 
 // Whether a neighbour could explain this outcome of a timed claim: an xpass, an error, or a fail none of whose failing

@@ -352,7 +352,8 @@ void read_biases(ConfigReader& r) {
       break;
   }
   if (c.model_type == "qwen2" && ledger_fault("ledger_qwen2_no_bias")) c.qkv_bias = false;
-  if (r.f.mlp_bias_read) c.mlp_bias = r.flag("mlp_bias", false);
+  // (A planted fault takes mlp_bias as true where a config leaves it out, as Llama's do.)
+  if (r.f.mlp_bias_read) c.mlp_bias = r.flag("mlp_bias", ledger_fault("ledger_mlp_bias_default_true"));
   c.qk_norm = r.f.qk_norm;
 }
 

@@ -102,7 +102,8 @@ BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, in
 }
 
 double two_proportion_p_value(double p1, std::int64_t n1, double p2, std::int64_t n2) {
-  const double pooled = (p1 * n1 + p2 * n2) / (n1 + n2);
+  // (A planted fault pools the two rates unweighted, which equal n cannot tell apart.)
+  const double pooled = answer_key_fault("stats_pooled_unweighted") ? (p1 + p2) / 2 : (p1 * n1 + p2 * n2) / (n1 + n2);
   const double var = pooled * (1 - pooled) * (1.0 / n1 + 1.0 / n2);
   const double se = answer_key_fault("stats_se_without_sqrt") ? var : std::sqrt(var);
   const double zstat = std::fabs(p1 - p2) / se;

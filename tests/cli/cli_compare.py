@@ -202,6 +202,14 @@ compare(variant(to_error_unjudged), what="pass -> error, nothing judged", code=1
         needles=["`ch04.full_finetune_gb` | pass | error | **regression**"])
 
 
+# pass -> partial where NEW's run asked for analytic work only (every measured part pending by selection): not judged.
+analytic_only = copy.deepcopy(partial_status)
+analytic_only["records"]["config"] = {"labels": ["analytic"]}
+r = run(cc, "compare", OLD_V, write("new_v", analytic_only))
+t.check(r.returncode == 0 and "`ch04.full_finetune_gb` | pass | partial | not compared" in r.stdout,
+        f"pass -> partial in an analytic-only run: exit {r.returncode}\n{r.stdout}")
+
+
 def to_skip(d):
     c = find(d, "ch04.full_finetune_gb")
     c["status"], c["reason"], c["details"] = "skip", "LibTorch not found", {}

@@ -89,7 +89,10 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("step_skips_update", "ch06.backward_2x"), ("tiny_step_no_backward", "ch06.mfu"),
                  ("tiny_step_no_zero_grad", "ch06.mfu"), ("tiny_attention_flops_by_heads", "ch06.mfu"),
                  ("ledger_gpt_flops_by_heads", "ch06.mfu"), ("matmul_fma_first", "ch06.prefill_ms"),
-                 ("gemv_narrow_first", "ch06.decode_4bit"), ("gemv_paths_drop_avx2", "ch06.decode_4bit")}
+                 ("gemv_narrow_first", "ch06.decode_4bit"), ("gemv_paths_drop_avx2", "ch06.decode_4bit"),
+                 ("weights_over_k", "ch06.decode_4bit"), ("block_step_no_decay", "ch06.mfu"),
+                 ("block_step_no_decay", "ch06.backward_2x"), ("probe_threads_twice", "ch06.mfu"),
+                 ("probe_threads_twice", "ch06.ridge_measured")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

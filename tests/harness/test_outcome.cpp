@@ -183,8 +183,19 @@ TEST(Outcome, TheLoadWatchReadsThisProcesssCpus) {
   EXPECT_DOUBLE_EQ(l.steal, 0.05);
   l = load_between(a, b, /*own=*/1000, 10, 2, 100);  // ... or by this process itself: nobody else
   EXPECT_DOUBLE_EQ(l.others, 0);
-  // CPUs outside the mask (cpu2, cpu17) count nothing; the aggregate line where no mask is known.
-  EXPECT_DOUBLE_EQ(parse_proc_stat(after, {5}).busy, 0);
+  // CPUs outside the mask (cpu2, cpu17: above, their 1,300 busy jiffies are not in {0, 1}'s 1,200) count nothing;
+  // the aggregate line where no mask is known.
   EXPECT_DOUBLE_EQ(parse_proc_stat(after, {17}).busy, 400);
+  EXPECT_EQ(parse_proc_stat(after, {17}).cpus, 1);
   EXPECT_DOUBLE_EQ(parse_proc_stat(after, {}).busy, 3000);
+}
+
+// A container whose /proc/stat numbers its CPUs apart from the host ids sched_getaffinity gives (LXCFS): none of the
+// mask's CPUs has a line, and the aggregate line, all of which is the container's, is read instead of nothing.
+TEST(Outcome, TheLoadWatchFallsBackToTheAggregateLine) {
+  const std::string stat = "cpu  300 0 0 100 0 0 0 0 0 0\ncpu0 150 0 0 50 0 0 0 0 0 0\ncpu1 150 0 0 50 0 0 0 0 0 0\n";
+  const CpuJiffies j = parse_proc_stat(stat, {16, 17});
+  EXPECT_DOUBLE_EQ(j.busy, 300);
+  EXPECT_EQ(j.cpus, 0);
+  EXPECT_EQ(parse_proc_stat(stat, {1}).cpus, 1);
 }
