@@ -191,7 +191,8 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   bw.array_bytes = n * sizeof(float);
   // Each thread's chunk of [0, len), 64-element aligned; the thread that reads a chunk also first touches it.
   auto chunk = [&](int t, std::size_t len, std::size_t* lo, std::size_t* hi) {
-    const std::size_t per = (len / 64 + threads - 1) / threads * 64;
+    // (a planted fault rounds the chunks down: where len / 64 is no multiple of the threads, a tail goes unfilled)
+    const std::size_t per = (f.fill_floor ? len / 64 / threads : (len / 64 + threads - 1) / threads) * 64;
     *lo = std::min(len, per * t);
     *hi = std::min(len, *lo + per);
   };

@@ -256,6 +256,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->counts_double = true;
     return true;
   }
+  if (name == "probe_fill_floor") {
+    out->fill_floor = true;
+    return true;
+  }
   if (name == "probe_threads_twice") {
     out->threads_twice = true;
     return true;

@@ -25,13 +25,15 @@ struct RooflineFaults {
   bool read_skips = false;      // the read probe steps over its 1 MiB blocks in bytes for floats: one block in four
   bool counts_double = false;   // the FMA probe counts four FLOP per lane and FMA: twice the peak it ran
   bool threads_twice = false;   // the FMA probe's rate over several threads multiplied by the threads twice over
+  bool fill_floor = false;      // the read array's first touch split in chunks rounded down: its tail left unfilled
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
   bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
-// "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice";
+// "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice" /
+// "probe_fill_floor";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
@@ -84,6 +86,7 @@ struct Bandwidth {
   int threads = 0;
   double checksum = 0;           // sum of the read array: validates that the reduction read every element
   double expected_checksum = 0;  // the same sum known in closed form from how the array was filled
+  // (The array holds i mod 8 at element i, array_bytes / 4 elements: a check can know the sum without this code.)
 };
 // array_bytes = 0 picks max(4 x LLC, 64 MiB); `passes` read passes over it.
 Bandwidth measure_bandwidth(int threads, std::size_t array_bytes = 0, int passes = 5, const RooflineFaults& f = {});
