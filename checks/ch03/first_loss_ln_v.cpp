@@ -2,8 +2,8 @@
 // A freshly initialised model's loss on real text, against ln V.
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
+#include "../tiny_shape.h"
 #include "claimcheck/check.h"
 #include "claimcheck/train/experiments.h"
 
@@ -12,15 +12,10 @@
 static void first_loss_ln_v(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
-  // V is the series' (inputs.vocab, 7-bit ASCII's 128), not the model's own: a model built on another vocabulary
-  // starts at its own ln V, which the series' does not.
-  const nlohmann::json& vocab = ctx.input("vocab");
-  if (!vocab.is_number_integer() || vocab.get<long long>() < 2 || vocab.get<long long>() > 1 << 20)
-    throw std::invalid_argument(
-        "ch03.first_loss_ln_v: field 'inputs.vocab': expected an integer from 2 to 1048576, "
-        "got " +
-        vocab.dump());
-  ctx.derive("ln_v", std::log(static_cast<double>(vocab.get<long long>())), "nats");
+  // V is the series' (inputs.model, chapter 3's model as the series gives it: 7-bit ASCII's 128), not the model's own:
+  // a model built on another vocabulary starts at its own ln V, which the series' does not.
+  const T::TinyConfig series = tiny_config_input(ctx, "model");
+  ctx.derive("ln_v", std::log(static_cast<double>(series.vocab)), "nats");
   const auto corpus = T::load_fortunes_corpus(ctx.input_path("corpus"));
   const T::TinyConfig c = T::tiny_model_config(ctx.planted_fault());
   const T::FirstLoss first = T::tiny_first_loss(c, corpus, ctx.seed(), 16, ctx.planted_fault());
