@@ -27,7 +27,7 @@ struct RooflineFaults {
   bool threads_twice = false;   // the FMA probe's rate over several threads multiplied by the threads twice over
   bool fill_floor = false;      // the read array's first touch split in chunks rounded down: its tail left unfilled
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
-  bool clock_miscount = false;  // the first clock chain counts 33 operations per pass of 32 (its loop's own dec)
+  bool clock_miscount = false;  // the first clock chain counts 34 operations per pass of 32 (its loop's dec and jnz)
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
 };
