@@ -38,7 +38,7 @@ emit(measurements=[measurement("value", serial / threaded, "x"),
                    # What the timed runs computed: the pool's results, summed, are the serial run's.
                    measurement("pool_results_differ", float(totals["threads"] != totals["serial"]
                                                             or len(totals["serial"]) != 1), "count"),
-                   # The threads that ran them: the series' pool of 8.
+                   # The threads the pool holds (met at the warm-up's barrier): the series' pool of 8.
                    measurement("pool_threads", float(len(idents)), "count"),
                    measurement("serial_s", serial, "s"), measurement("threaded_s", threaded, "s")],
      derived=[{"name": "expected_speedup", "value": expected, "unit": "x"}],

@@ -142,6 +142,17 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
   return bad;
 }
 
+// The weights' scale, as DecodeStack's contract states it (uniform in +-1/sqrt(K)): the largest |w| x sqrt(K) of an
+// N x K bf16 matrix, read through the answer key's bf16 decoding. About 1 (the largest of N K draws, bf16-rounded); a
+// generator that leaves a matrix or its tail unfilled reads below, one scaled by another size away from 1.
+inline double weights_scale(const K::bf16_t* W, long N, long K) {
+  double top = 0;
+  for (long i = 0; i < N * K; ++i) top = std::max(top, std::fabs(ref::bf16_value(W[i])));
+  return top * std::sqrt(static_cast<double>(K));
+}
+// Of two weights_scale readings, the one farther from 1 (the worse).
+inline double farther_from_one(double a, double b) { return std::fabs(a - 1) >= std::fabs(b - 1) ? a : b; }
+
 // The GEMV kernels on every path this CPU can run (K::gemv_paths_here(); the detected one is the timed one), each
 // forced in turn, untimed, against the answer key: the bf16 GEMV and the NF4 GEMV (with the
 // products that path owes: bf16 on "avx512_bf16", fp32 elsewhere) on matrix W of the stacks' weights, and the NF4
@@ -154,15 +165,6 @@ inline long nf4_quantization_mismatches(const K::DecodeStack& b, const K::Decode
 // packed panels, in two K blocks). The
 // worst sampled error over the reference's scale; the path it was on in *worst_path. A
 // path a CPU other than this one would run is checked here too: its code is the same code under test.
-// The weights' scale, as DecodeStack's contract states it (uniform in +-1/sqrt(K)): the largest |w| x sqrt(K) of an
-// N x K bf16 matrix, read through the answer key's bf16 decoding. About 1 (the largest of N K draws, bf16-rounded); a
-// generator that leaves a matrix or its tail unfilled reads below, one scaled by another size away from 1.
-inline double weights_scale(const K::bf16_t* W, long N, long K) {
-  double top = 0;
-  for (long i = 0; i < N * K; ++i) top = std::max(top, std::fabs(ref::bf16_value(W[i])));
-  return top * std::sqrt(static_cast<double>(K));
-}
-
 // `scale`, when given, receives the weights_scale of the tail matrices this builds, the one farthest from 1.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
                                const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path,
@@ -171,8 +173,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
   const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull, 1, o.faults),
                                Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull, 1, o.faults);
   if (scale) {
-    const double a = weights_scale(Wo.data(), No, Ko), b = weights_scale(Wt.data(), Nt, Kt);
-    *scale = std::fabs(a - 1) >= std::fabs(b - 1) ? a : b;
+    *scale = farther_from_one(weights_scale(Wo.data(), No, Ko), weights_scale(Wt.data(), Nt, Kt));
   }
   // Quantised on the run's threads (61 rows split unevenly among them), every row held to NF4's definition: an output
   // check cannot see rows the quantiser left empty, whose zero codes and scales the reference reads as well.

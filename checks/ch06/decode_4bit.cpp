@@ -152,8 +152,8 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
   // size moves none of them.
   for (int m = 0; m < 7; ++m) {
     const ch06::MatShape ms = ch06::mat_shape(shape, m);
-    const double s = ch06::weights_scale(s16.bf16_weights(0)[static_cast<std::size_t>(m)], ms.rows, ms.cols);
-    if (std::fabs(s - 1) > std::fabs(scale - 1)) scale = s;
+    scale = ch06::farther_from_one(
+        scale, ch06::weights_scale(s16.bf16_weights(0)[static_cast<std::size_t>(m)], ms.rows, ms.cols));
   }
   ctx.measure("weights_scale", scale, "ratio");
   ctx.detail("gemv_paths_worst", worst_path);

@@ -258,7 +258,8 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     if (!statement_selected(selected, s0.name)) continue;
     Statement s = s0;
     std::pair<std::string, std::string> chosen;  // the variant that applies and the property that chose it
-    std::string compare_field = (s.name == "value" ? "" : "also." + s.name + ".") + std::string("compare");
+    const std::string at = s.name == "value" ? "" : "also." + s.name + ".";  // the statement's place in its file
+    std::string compare_field = at + "compare";
     if (!variant_matches(s0.applies, hw, derived)) {  // a statement of a form that does not run here
       r.details["not_applicable"][s.name] = s0.applies.text;
       continue;
@@ -266,8 +267,7 @@ void judge(const Expected& e, const std::map<std::string, double>& derived, cons
     for (std::size_t vi = 0; vi < s0.variants.size(); ++vi) {
       const auto& v = s0.variants[vi];
       if (!variant_matches(v.condition, hw, derived)) continue;
-      const std::string field =
-          (s.name == "value" ? "" : "also." + s.name + ".") + "variants[" + std::to_string(vi) + "]";
+      const std::string field = at + "variants[" + std::to_string(vi) + "]";
       s.compare = v.compare;
       compare_field = field + ".compare";
       s.compare.why = with_figures(v.compare.why, derived, r.measurements, e.file.string(), field + ".compare.why");
