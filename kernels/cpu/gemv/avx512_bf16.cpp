@@ -9,7 +9,8 @@
 // bits. vpermw reads an index's low five bits, and its 32-word table holds the 16 levels twice (entry i is
 // level[i mod 16]), so nothing above the nibble needs masking. Four vpermw and three shifts per 128 weights; four
 // vdpbf16ps multiply the levels by the activations (bf16) and sum in fp32, and one FMA applies the two blocks'
-// scales (lanes 0-7 hold block 0's sums, lanes 8-15 block 1's).
+// scales (lanes 0-7 hold block 0's sums, lanes 8-15 block 1's). The four vpermw bound it on a core that issues a
+// 512-bit vpermw every other cycle.
 //
 // The arithmetic, the contract the answer key holds it to (ref::gemv_nf4_fp64 with Nf4Products::bf16): each product
 // is level[code] rounded to bf16 times x[k] rounded to bf16 (exact in fp32), the products summed in fp32 and each
@@ -93,7 +94,9 @@ CC_AVX512_BF16 CC_INLINE void nf4_block_bf16(const std::uint8_t* P, const float*
       const std::uint8_t* q = p[i] + g * 64;
       _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
       const __m512 t = group_dot(_mm512_loadu_si512(q), table, x);
-      const __m512 sc = _mm512_insertf32x8(_mm512_set1_ps(s[i][2 * g]), _mm256_set1_ps(s[i][2 * g + 1]), 1);
+      // Block 0's scale in lanes 0-7, block 1's in 8-15: a masked move, not vinsertf32x8 (no shuffle beside the
+      // four vpermw, which bound the group).
+      const __m512 sc = _mm512_mask_mov_ps(_mm512_set1_ps(s[i][2 * g]), 0xff00, _mm512_set1_ps(s[i][2 * g + 1]));
       acc[i] = _mm512_fmadd_ps(t, sc, acc[i]);
     }
   }
