@@ -326,7 +326,8 @@ void read_embeddings(ConfigReader& r) {
   c.max_position =
       present(j, "max_position_embeddings") ? int_field(j, r.file, "max_position_embeddings", 1, r.f.cls) : 0;
   r.read.emplace_back("max_position_embeddings");
-  c.tie_embeddings = r.flag("tie_word_embeddings", r.f.tie_default);
+  // (A planted fault reads every family's default as untied: Gemma ties by default.)
+  c.tie_embeddings = r.flag("tie_word_embeddings", r.f.tie_default && !ledger_fault("ledger_tie_default_ignored"));
   if (!present(j, "tie_word_embeddings"))
     r.note_default("tie_word_embeddings", r.f.tie_default ? "true" : "false", r.cls + "'s default");
 }
