@@ -12,6 +12,6 @@ static void ridge(claimcheck::Context& ctx) {
   ctx.measure(hw.ridge(), "FLOP/byte");
   ctx.assumption(hw.name + ": dense bf16 peak / HBM peak");
   const ref::HardwareSpec h200 = ref::load_hardware_spec(ctx.input_path("other_hardware"));
-  ctx.alternative(h200.name, h200.ridge(), "FLOP/byte", "same compute, more bandwidth: the ridge moves left");
+  ctx.measure("h200_ridge", h200.ridge(), "FLOP/byte");  // same compute, more bandwidth: the ridge moves left
 }
 CLAIMCHECK_REGISTER(ridge).claim("ch06.ridge");

@@ -157,7 +157,8 @@ HardwareSpec parse_hardware_spec(const std::string& text, const std::string& fil
   };
   h.memory_bytes = plausible("memory_bytes");
   h.bandwidth = plausible("hbm_bandwidth_bytes_per_s");
-  h.peak_flops = plausible("bf16_dense_flops");
+  // (A planted fault takes the datasheet's sparsity figure, twice the dense one.)
+  h.peak_flops = plausible("bf16_dense_flops") * (ledger_fault("ledger_spec_sparse_flops") ? 2 : 1);
   return h;
 }
 
