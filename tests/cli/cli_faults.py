@@ -60,7 +60,9 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              ("v3_narrow_first", "ch02.attention_fp32"): ("avx512bw",),
              ("matmul_fma_first", "ch06.prefill_ms"): ("avx512_bf16", "amx_bf16"),
              ("gemv_narrow_first", "ch06.decode_4bit"): ("avx512bw",),
-             ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",)}
+             ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",),
+             ("probe_bf16_as_fma", "ch06.ridge_measured"): ("avx512_bf16",),
+             ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",)}
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
 NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2,

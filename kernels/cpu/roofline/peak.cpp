@@ -256,6 +256,14 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->counts_double = true;
     return true;
   }
+  if (name == "probe_amx_k16") {
+    out->amx_k16 = true;
+    return true;
+  }
+  if (name == "probe_bf16_as_fma") {
+    out->bf16_as_fma = true;
+    return true;
+  }
   if (name == "probe_fill_floor") {
     out->fill_floor = true;
     return true;
@@ -318,15 +326,17 @@ FlopsPeak measure_fma_peak_on(const std::string& path, int threads, const Roofli
   return run_peak(k, threads, passes, seconds);
 }
 
-FlopsPeak measure_bf16_peak(int threads, int passes, double seconds) {
+FlopsPeak measure_bf16_peak(int threads, int passes, double seconds, const RooflineFaults& f) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (isa::cpu().avx512_bf16) return run_peak(Kernel{bf16_avx512, 16, 16, 4, "avx512_bf16"}, threads, passes, seconds);
+  // Four FLOP per lane and instruction: two products and two adds (a planted fault counts two, an FMA's).
+  if (isa::cpu().avx512_bf16)
+    return run_peak(Kernel{bf16_avx512, 16, 16, f.bf16_as_fma ? 2 : 4, "avx512_bf16"}, threads, passes, seconds);
 #endif
-  (void)threads, (void)passes, (void)seconds;
+  (void)threads, (void)passes, (void)seconds, (void)f;
   return {};
 }
 
-AmxPeak measure_amx_peak(int threads, int passes, double seconds) {
+AmxPeak measure_amx_peak(int threads, int passes, double seconds, const RooflineFaults& f) {
   AmxPeak r;
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -360,7 +370,9 @@ AmxPeak measure_amx_peak(int threads, int passes, double seconds) {
                     std::strerror(errno));
     } else {
       float min_result = 1;
-      const FlopsPeak p = run_peak(Kernel{amx_kernel, 4, 256, 64, "amx_bf16"}, threads, passes, seconds, &min_result);
+      // 64 FLOP per output lane and tile product: 32 bf16 pairs, each a product and an add (planted: 16 pairs).
+      const FlopsPeak p =
+          run_peak(Kernel{amx_kernel, 4, 256, f.amx_k16 ? 32 : 64, "amx_bf16"}, threads, passes, seconds, &min_result);
       m.flops = p.flops_per_s, m.seconds = p.seconds, m.exact = min_result == 1.0f;
       m.chains = p.chains, m.lanes = p.lanes, m.threads = p.threads;
     }
@@ -400,7 +412,7 @@ AmxPeak measure_amx_peak(int threads, int passes, double seconds) {
   r.peak.threads = m.threads;
   r.exact = m.exact != 0;
 #else
-  (void)threads, (void)passes, (void)seconds;
+  (void)threads, (void)passes, (void)seconds, (void)f;
   r.why_not = "AMX exists on x86-64 Linux only";
 #endif
   return r;

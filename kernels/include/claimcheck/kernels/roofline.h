@@ -30,10 +30,12 @@ struct RooflineFaults {
   bool clock_miscount = false;  // the first clock chain counts 34 operations per pass of 32 (its loop's dec and jnz)
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
+  bool bf16_as_fma = false;     // the bf16 dot-product probe counts a lane's pair of products as one FMA (half)
+  bool amx_k16 = false;         // the AMX probe counts 16 pairs per tile product where a bf16 tile holds 32 (half)
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
 // "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice" /
-// "probe_fill_floor";
+// "probe_fill_floor" / "probe_bf16_as_fma" / "probe_amx_k16";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
@@ -54,7 +56,7 @@ std::vector<std::string> fma_peak_paths_here();
 FlopsPeak measure_fma_peak_on(const std::string& path, int threads, const RooflineFaults& f = {}, int passes = 3,
                               double seconds = 0.05);
 // bf16 dot-product peak (vdpbf16ps) where avx512_bf16 exists; flops_per_s = 0 and isa = "" where it does not.
-FlopsPeak measure_bf16_peak(int threads, int passes = 3, double seconds = 0.05);
+FlopsPeak measure_bf16_peak(int threads, int passes = 3, double seconds = 0.05, const RooflineFaults& f = {});
 
 // bf16 tile dot products on AMX (tdpbf16ps) where the CPU has amx_bf16 and Linux grants the tile state; run in a
 // child process, so that a CPU or kernel that refuses the instructions ends the probe, not the caller.
@@ -65,7 +67,7 @@ struct AmxPeak {
   bool exact = false;
   std::string why_not;
 };
-AmxPeak measure_amx_peak(int threads, int passes = 3, double seconds = 0.05);
+AmxPeak measure_amx_peak(int threads, int passes = 3, double seconds = 0.05, const RooflineFaults& f = {});
 
 // The clock under an all-core load, by two dependent chains of known latency (names in `methods`), each `seconds`
 // long per pass, both in every pass, the best of 16 passes each, the mean over `threads` pinned threads. 0 where
