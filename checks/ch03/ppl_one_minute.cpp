@@ -52,6 +52,7 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                                                             "--weight-decay", std::to_string(weight_decay),
                                                             "--clip",         std::to_string(clip),
                                                             "--eval-batch",   std::to_string(o.batch),
+                                                            "--batch",        std::to_string(o.batch),
                                                             "--lr",           lr,
                                                             "--train-chars",  std::to_string(corpus.train.size())});
   // Verify.

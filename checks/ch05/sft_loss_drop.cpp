@@ -104,7 +104,7 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   }
   ctx.measure("answers_wrong", static_cast<double>(wrong), "count");
   if (!ctx.wants_any({"value", "first_over_ln_v", "prompt_sensitivity", "uses_the_prompt", "sft_batches_mismatch",
-                      "sft_loop_vs_pytorch", "sft_weights_vs_pytorch_over_lr"}))
+                      "sft_loop_vs_pytorch", "sft_weights_vs_pytorch_over_lr", "sft_optimizer_mismatch"}))
     return;  // (a planted-fault run that judges the data alone)
   T::SftOptions o;
   o.steps = ctx.input("steps").get<int>();

@@ -254,15 +254,6 @@ LoraDecoder lora_decoder(const std::filesystem::path& config, const LoraSpec& lo
 }
 
 // The answer key's three files: the base weights, the adapters as they started, and the run.
-// The optimizer's settings as the run used them (betas, eps, weight decay, amsgrad): a first AdamW step is
-// lr * g / (|g| + eps) whatever the betas, so the answer key reads them against its own optimizer's.
-void append_adamw_settings(Named& run, const torch::optim::AdamW& opt) {
-  const auto& o = static_cast<const torch::optim::AdamWOptions&>(opt.param_groups().front().options());
-  run.emplace_back("adamw", torch::tensor({std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
-                                           o.amsgrad() ? 1.0 : 0.0},
-                                          torch::kDouble));
-}
-
 void write_lora_files(const std::filesystem::path& dir, const LoraDecoder& d, const Named& run) {
   std::filesystem::create_directories(dir);
   write_safetensors(dir / "model.safetensors", d.base);
@@ -440,6 +431,22 @@ void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesyste
   }
   std::filesystem::create_directories(file.parent_path());
   write_safetensors(file, t);
+}
+
+// The optimizer's settings as the run used them (betas, eps, weight decay, amsgrad): a first AdamW step is
+// lr * g / (|g| + eps) whatever the betas, so the answer key reads them against its own optimizer's.
+void append_adamw_settings(NamedTensors& run, const torch::optim::AdamW& opt) {
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(opt.param_groups().front().options());
+  run.emplace_back("adamw", torch::tensor({std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
+                                           o.amsgrad() ? 1.0 : 0.0},
+                                          torch::kDouble));
+}
+
+double grads_norm(const std::vector<torch::Tensor>& parameters) {
+  double sum = 0;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) sum += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+  return std::sqrt(sum);
 }
 
 }  // namespace claimcheck::train

@@ -89,12 +89,14 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
   t.eos_in_loss = o.eos_in_loss;
   std::vector<Encoded> enc;
   for (const auto& conv : train) enc.push_back(encode_chat(conv, t));
-  torch::optim::AdamW opt(model->parameters(),
-                          torch::optim::AdamWOptions(o.fault == "frozen" ? 0.0 : o.lr).weight_decay(0.0));
+  torch::optim::AdamWOptions adamw(o.fault == "frozen" ? 0.0 : o.lr);
+  adamw.weight_decay(0.0);
+  if (o.fault == "sft_beta2_099") adamw.betas({0.9, 0.99});  // a planted fault: beta2 0.99 (PyTorch's is 0.999)
+  torch::optim::AdamW opt(model->parameters(), adamw);
   const bool mask_inputs = o.fault == "mask_inputs";
   const bool exporting = !o.export_dir.empty();
   NamedTensors run;
-  std::vector<double> norms;
+  std::vector<double> norms, clipped;
   if (exporting) {
     NamedTensors before;
     for (const auto& p : model->named_parameters()) before.emplace_back(p.key(), p.value().detach().clone());
@@ -114,8 +116,9 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
     double norm = 0;
     if (o.fault == "sft_no_clip")  // a planted fault: the norm measured, nothing clipped
       norm = torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
-    else
-      norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    else  // (a planted fault clips at half the series' 1.0)
+      norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.fault == "sft_clip_half" ? 0.5 : 1.0);
+    if (exporting && step < o.export_steps) clipped.push_back(grads_norm(model->parameters()));
     opt.step();
     compat::zero_grad_set_to_none(opt);
     r.losses.push_back(loss.item<double>());
@@ -126,6 +129,8 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
       if (step + 1 == std::min(o.export_steps, o.steps)) {
         run.emplace_back("loss", torch::tensor(r.losses, torch::kDouble));
         run.emplace_back("grad_norm", torch::tensor(norms, torch::kDouble));
+        run.emplace_back("grad_norm_clipped", torch::tensor(clipped, torch::kDouble));
+        append_adamw_settings(run, opt);
         for (const auto& p : model->named_parameters())
           run.emplace_back("after." + p.key(), p.value().detach().clone());
         write_safetensors(o.export_dir / "run.safetensors", run);

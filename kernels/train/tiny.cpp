@@ -181,10 +181,14 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       // (A planted fault draws from the first half of the windows only.)
       torch::data::samplers::RandomSampler(*CharWindows(data.train, c.context).size() /
                                            (o.fault == "loader_first_half" ? 2 : 1)),
-      torch::data::DataLoaderOptions().batch_size(o.batch).drop_last(true));
-  torch::optim::AdamW opt(model->parameters(),
-                          torch::optim::AdamWOptions(o.schedule.base_lr)
-                              .weight_decay(o.fault == "weight_decay_tenth" ? o.weight_decay / 10 : o.weight_decay));
+      // (A planted fault hands the loader half the batch.)
+      torch::data::DataLoaderOptions()
+          .batch_size(o.fault == "loader_half_batch" ? o.batch / 2 : o.batch)
+          .drop_last(true));
+  torch::optim::AdamWOptions adamw(o.schedule.base_lr);
+  adamw.weight_decay(o.fault == "weight_decay_tenth" ? o.weight_decay / 10 : o.weight_decay);
+  if (o.fault == "adamw_beta2_099") adamw.betas({0.9, 0.99});  // a planted fault: beta2 0.99 (PyTorch's is 0.999)
+  torch::optim::AdamW opt(model->parameters(), adamw);
   WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one", o.fault == "schedule_unclamped");
   const bool zero_grad = o.fault != "no_zero_grad";
 
@@ -194,7 +198,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   // each of the first export_steps steps saw and did.
   const bool exporting = !o.export_dir.empty() && o.export_steps > 0;
   NamedTensors run;
-  std::vector<double> norms;
+  std::vector<double> norms, clipped;
   auto parameters_named = [&](const std::string& prefix) {
     NamedTensors out;
     for (const auto& p : model->named_parameters()) out.emplace_back(prefix + p.key(), p.value().detach().clone());
@@ -232,8 +236,9 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       double norm = 0;
       if (o.fault == "clip_per_parameter")  // a planted fault: each tensor clipped to the bound on its own
         for (auto& p : model->parameters()) norm = torch::nn::utils::clip_grad_norm_(p, o.clip);
-      else
-        norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);  // clip at 1.0
+      else  // clip at 1.0 (a planted fault: at half of it)
+        norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.fault == "clip_half" ? o.clip / 2 : o.clip);
+      if (recording) clipped.push_back(grads_norm(model->parameters()));
       r.lrs.push_back(applied_lr(opt));                                         // the rate this step will use
       opt.step();
       sched.step();
@@ -249,6 +254,8 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
           run.emplace_back("loss", first(r.losses));
           run.emplace_back("lr", first(r.lrs));
           run.emplace_back("grad_norm", torch::tensor(norms, torch::kDouble));
+          run.emplace_back("grad_norm_clipped", torch::tensor(clipped, torch::kDouble));
+          append_adamw_settings(run, opt);
           for (auto& t : parameters_named("after.")) run.push_back(std::move(t));
           write_safetensors(o.export_dir / "run.safetensors", run);
           run.clear();

@@ -30,7 +30,7 @@ import math
 import os
 import sys
 
-from hf_reference import TOLERANCES, emit, figure_value as figure  # the pydriver protocol, shared
+from hf_reference import TOLERANCES, adamw_mismatch, emit, figure_value as figure  # the pydriver protocol, shared
 
 PROG = "char_reference.py"
 RTOL, ATOL = TOLERANCES["float32"]  # torch.testing.assert_close's float32 defaults
@@ -150,6 +150,7 @@ def main(argv):
     p.add_argument("--weight-decay", type=float, required=True)
     p.add_argument("--clip", type=float, required=True)
     p.add_argument("--eval-batch", type=int, default=16, help="the rows per evaluated batch (the loss is their mean)")
+    p.add_argument("--batch", type=int, required=True, help="the rows per training step the series' loop draws")
     p.add_argument("--train-chars", type=int, required=True,
                    help="the characters the run's side trained on (its split of the corpus), held to this side's")
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
@@ -209,7 +210,7 @@ def main(argv):
     # The loop, on the same batches.
     model.zero_grad(set_to_none=True)
     opt = torch.optim.AdamW(model.parameters(), lr=base, weight_decay=a.weight_decay)
-    per_step = {"lr": 0.0, "loss": 0.0, "grad_norm": 0.0}
+    per_step = {"lr": 0.0, "loss": 0.0, "grad_norm": 0.0, "clipped_norm": 0.0}
     for s in range(steps):
         lr = lr_at(s, base, low, warmup, total)
         for g in opt.param_groups:
@@ -219,6 +220,12 @@ def main(argv):
                                                       ignore_index=-100)
         step_loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+        # The norm the step applies (after clipping), against the run's: a pre-clip norm alone cannot show the bound.
+        applied = torch.sqrt(sum(q.grad.double().pow(2).sum() for q in model.parameters() if q.grad is not None))
+        per_step["clipped_norm"] = max(per_step["clipped_norm"],
+                                       units(run["grad_norm_clipped"][s:s + 1].float(), applied.float().reshape(1))
+                                       if "grad_norm_clipped" in run and run["grad_norm_clipped"].numel() > s
+                                       else math.inf)
         opt.step()
         opt.zero_grad(set_to_none=True)
         per_step["lr"] = max(per_step["lr"], units(run["lr"][s:s + 1], torch.tensor([lr], dtype=torch.float64)))
@@ -229,7 +236,12 @@ def main(argv):
                  for n, p in model.named_parameters()), default=math.inf)
     details["units"] = {k: (v if math.isfinite(v) else None) for k, v in {**first, **per_step, "after": after}.items()}
     details["grad_norms"] = run["grad_norm"].tolist()
-    loop = max(per_step["lr"], per_step["loss"], per_step["grad_norm"], after)
+    # AdamW's settings (a step's size hides the betas) and the rows of every step: the loader's batch as the series'.
+    optimizer = adamw_mismatch(run, opt.param_groups[0])
+    batch_off = sum(tuple(run[f"x.{s}"].shape) != (a.batch, T) for s in range(steps))
+    details["optimizer"] = run["adamw"].tolist() if "adamw" in run else None
+    details["batch_shapes"] = [list(run[f"x.{s}"].shape) for s in range(steps)]
+    loop = max(*per_step.values(), after)
     # The run's perplexity: its last evaluation's windows against this side's held-out text (the last 5 %), and the
     # model here on the final parameters over those windows: exp of the mean of the batches' mean losses.
     held_bad = eval_units = math.inf  # no export of the evaluation: nothing to hold it to
@@ -252,6 +264,8 @@ def main(argv):
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     details["train_chars"] = {"run": a.train_chars, "reference": len(text)}
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
+          {"name": "optimizer_mismatch", "value": optimizer, "unit": "count"},
+          {"name": "batch_shape_mismatch", "value": batch_off + 0.0, "unit": "count"},
           {"name": "train_split_vs_reference", "value": a.train_chars - len(text) + 0.0, "unit": "count"},
           {"name": "windows_in_corpus_order", "value": in_order + 0.0, "unit": "count"},
           {"name": "windows_span_corpus", "value": span, "unit": "ratio"},

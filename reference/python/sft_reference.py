@@ -22,7 +22,7 @@ import argparse
 import math
 import sys
 
-from hf_reference import emit, figure_value as figure  # the pydriver protocol, shared
+from hf_reference import adamw_mismatch, emit, figure_value as figure  # the pydriver protocol, shared
 
 PROG = "sft_reference.py"
 IM_END, IGNORE = 257, -100
@@ -70,7 +70,7 @@ def main(argv):
     bad_rows, first_bad = 0, None
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-    per_step = {"loss": 0.0, "grad_norm": 0.0}
+    per_step = {"loss": 0.0, "grad_norm": 0.0, "clipped_norm": 0.0}
     losses = []
     for s in range(steps):
         xs, ys = batch(encoded, s, a.batch, a.context)
@@ -87,6 +87,12 @@ def main(argv):
                                                  ignore_index=IGNORE)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+        # The norm the step applies (after clipping), against the run's: a pre-clip norm alone cannot show the bound.
+        applied = torch.sqrt(sum(q.grad.double().pow(2).sum() for q in model.parameters() if q.grad is not None))
+        per_step["clipped_norm"] = max(per_step["clipped_norm"],
+                                       units(run["grad_norm_clipped"][s:s + 1].float(), applied.float().reshape(1))
+                                       if "grad_norm_clipped" in run and run["grad_norm_clipped"].numel() > s
+                                       else math.inf)
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
@@ -108,7 +114,9 @@ def main(argv):
     details["after_over_lr"] = after_lr if math.isfinite(after_lr) else None
     details["batches"] = {"rows": steps * a.batch, "differ": bad_rows, "first_differing": first_bad}
     details["losses"] = {"project": run["loss"].tolist(), "pytorch": losses}
+    details["optimizer"] = run["adamw"].tolist() if "adamw" in run else None
     emit([{"name": "sft_batches_mismatch", "value": bad_rows + len(mismatch) + 0.0, "unit": "count"},
+          {"name": "sft_optimizer_mismatch", "value": adamw_mismatch(run, opt.param_groups[0]), "unit": "count"},
           {"name": "sft_loop_vs_pytorch", "value": figure(max(per_step.values())), "unit": "ratio"},
           {"name": "sft_weights_vs_pytorch_over_lr", "value": figure(after_lr), "unit": "ratio"}],
          {"pytorch": details})
