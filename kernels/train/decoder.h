@@ -308,8 +308,10 @@ struct DecoderLayerImpl : torch::nn::Module {
       v_cache = v_all;
     }
     const auto rep = c.heads / c.kv_heads;
-    auto s = torch::matmul(q, k_all.repeat_interleave(rep, 1).transpose(-2, -1)) *
-             (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    // (A planted fault scales by the textbook hidden / heads, not the config's head width.)
+    const double width = c.fault == "kv_scale_hidden_over_heads" ? static_cast<double>(c.hidden) / c.heads
+                                                                 : static_cast<double>(c.head_dim);
+    auto s = torch::matmul(q, k_all.repeat_interleave(rep, 1).transpose(-2, -1)) * (1.0 / std::sqrt(width));
     // New token i (position past + i) sees key j when j <= past + i.
     auto future = torch::arange(past + T).unsqueeze(0) > (torch::arange(T) + past).unsqueeze(1);
     // (A planted fault masks only a prompt's first chunk: "a token after the cache needs no mask", true of one token.)
