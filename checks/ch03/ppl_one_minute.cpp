@@ -53,6 +53,7 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
                                                             "--clip",         std::to_string(clip),
                                                             "--eval-batch",   std::to_string(o.batch),
                                                             "--batch",        std::to_string(o.batch),
+                                                            "--checkpoint",   o.checkpoint,
                                                             "--lr",           lr,
                                                             "--train-chars",  std::to_string(corpus.train.size())});
   // Verify.

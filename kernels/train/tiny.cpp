@@ -194,6 +194,8 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
 
   TrainResult r;
   r.init_weights_sha256 = parameters_sha256(model->parameters());
+  // (A planted fault writes the checkpoint before the first step: a file of the untrained model.)
+  if (o.fault == "checkpoint_before_training" && !o.checkpoint.empty()) torch::save(model, o.checkpoint);
   // The export for the answer key's reference (TrainOptions::export_dir): the parameters before step 0, then what
   // each of the first export_steps steps saw and did.
   const bool exporting = !o.export_dir.empty() && o.export_steps > 0;
@@ -280,7 +282,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   r.tokens_per_s = static_cast<double>(o.steps) * o.batch * c.context / r.seconds;
   if (o.fault == "tokens_per_s_per_sequence") r.tokens_per_s /= c.context;  // planted: sequences per second
   r.weights_sha256 = parameters_sha256(model->parameters());
-  if (!o.checkpoint.empty()) torch::save(model, o.checkpoint);
+  if (!o.checkpoint.empty() && o.fault != "checkpoint_before_training") torch::save(model, o.checkpoint);
   return r;
 }
 

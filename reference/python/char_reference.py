@@ -140,6 +140,22 @@ def load_export(torch, load_file, a):
     return model, mismatch, run
 
 
+def checkpoint_mismatch(torch, path, final):
+    """The parameters of the run's checkpoint (LibTorch's torch::save of the module, a TorchScript archive) that are
+    not, bit for bit, the final parameters the run's last evaluation exported (and validated against this side's
+    model): a file written before training, or of another model, differs in every one."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch.jit.load's deprecation notice)
+            saved = dict(torch.jit.load(path, map_location="cpu").named_parameters())
+    except Exception as e:  # noqa: BLE001 (an unreadable file is a mismatch in every parameter, said so)
+        return [f"{path}: {type(e).__name__}: {e}"] + sorted(final)
+    names = sorted(set(saved) | set(final))
+    return [n for n in names
+            if n not in saved or n not in final or saved[n].shape != final[n].shape or not torch.equal(saved[n], final[n])]
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--dir", required=True)
@@ -151,6 +167,8 @@ def main(argv):
     p.add_argument("--clip", type=float, required=True)
     p.add_argument("--eval-batch", type=int, default=16, help="the rows per evaluated batch (the loss is their mean)")
     p.add_argument("--batch", type=int, required=True, help="the rows per training step the series' loop draws")
+    p.add_argument("--checkpoint", help="the run's checkpoint (LibTorch's torch::save of the module): held to the "
+                                        "final parameters the evaluation exported")
     p.add_argument("--train-chars", type=int, required=True,
                    help="the characters the run's side trained on (its split of the corpus), held to this side's")
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
@@ -263,6 +281,10 @@ def main(argv):
         details["eval"] = {"rows": ex.shape[0], "not_held_out_windows": held_bad, "ppl": ev["eval.ppl"].item(),
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     details["train_chars"] = {"run": a.train_chars, "reference": len(text)}
+    checkpoint = []
+    if a.checkpoint:
+        checkpoint = checkpoint_mismatch(torch, a.checkpoint, final if os.path.exists(eval_file) else {})
+        details["checkpoint_differs"] = checkpoint[:8]
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
           {"name": "optimizer_mismatch", "value": optimizer, "unit": "count"},
           {"name": "batch_shape_mismatch", "value": batch_off + 0.0, "unit": "count"},
@@ -271,6 +293,7 @@ def main(argv):
           {"name": "windows_span_corpus", "value": span, "unit": "ratio"},
           {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},
           {"name": "eval_vs_pytorch", "value": figure(eval_units), "unit": "ratio"},
+          *([{"name": "checkpoint_mismatch", "value": len(checkpoint) + 0.0, "unit": "count"}] if a.checkpoint else []),
           {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
           {"name": "step0_vs_pytorch", "value": figure(max(first.values())), "unit": "ratio"},
           {"name": "loop_vs_pytorch", "value": figure(loop), "unit": "ratio"}],
