@@ -89,6 +89,14 @@ static void profiler_buckets(claimcheck::Context& ctx) {
     }
   for (const auto& n : evaluated)
     if (frames.count(n)) nodes.insert(n);
+  // The step's update: LibTorch's AdamW applies each parameter's step with one addcdiv_, so the calls the observers
+  // saw over the tensors the answer key counts in chapter 3's model (inputs.model) is 1 for a whole training step.
+  int updates = 0;
+  for (const auto& op : p.ops)
+    if (!op.frames.empty() && op.frames.back() == "aten::addcdiv_") updates += op.calls;
+  const auto tensors = claimcheck::ref::gpt_parameter_tensors(
+      claimcheck::ref::parse_gpt_shape(ctx.input("model").dump(), ctx.claim_id() + ": inputs.model"));
+  ctx.measure("updates_per_parameter_tensor", updates / static_cast<double>(tensors), "ratio");
   ctx.measure("autograd_nodes_observed", static_cast<double>(nodes.size()), "count");
   ctx.measure("autograd_nodes_unobserved", static_cast<double>(evaluated.size() - nodes.size()), "count");
   ctx.detail("autograd_nodes", std::vector<std::string>(nodes.begin(), nodes.end()));

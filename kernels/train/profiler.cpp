@@ -149,7 +149,7 @@ ProfileBuckets profile_step(std::uint64_t seed, int batch, const std::string& fa
     opt.zero_grad();
     const auto logits = net->forward(in);
     torch::nn::functional::cross_entropy(logits.reshape({-1, c.vocab}), target.reshape({-1})).backward();
-    opt.step();
+    if (fault != "profile_step_no_update") opt.step();  // (a planted fault: a step without its update)
   };
   step();  // warm-up: first-call allocations and kernel selection are not the step
 

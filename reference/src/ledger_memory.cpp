@@ -41,6 +41,8 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
   return l;
 }
 
+std::int64_t gpt_parameter_tensors(const GptShape& s) { return 2 + 12 * s.n_layer + 2 + 1; }
+
 std::int64_t gpt_params(const GptShape& s) {
   using I = __int128;
   const I d = s.d_model, ff = ledger_fault("ledger_gpt_mlp_4d") ? 4 * d : I{s.d_ff};  // (planted: GPT-2's 4 d)

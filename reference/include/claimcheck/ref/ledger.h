@@ -121,6 +121,9 @@ struct GptShape {
 };
 GptShape parse_gpt_shape(const std::string& json_text, const std::string& where);
 std::int64_t gpt_params(const GptShape& s);
+// Its parameter tensors: token and position embeddings, 12 per block (two LayerNorms, qkv, output projection and the
+// two MLP layers, each a weight and a bias), the final LayerNorm's two and lm_head's weight: what an optimizer steps.
+std::int64_t gpt_parameter_tensors(const GptShape& s);
 
 // LoRA as peft 0.21 places it (LoraConfig.target_modules): each adapted Linear or Embedding gets A (r x in) and
 // B (out x r); a fused expert tensor (Mixtral under "all-linear") A (r*E x in) and B (out x r*E).
