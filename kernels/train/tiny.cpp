@@ -97,7 +97,8 @@ namespace {
 // key's reference to re-evaluate. Fault "eval_on_train" (planted): the windows come from the training text.
 double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int batches, int batch,
                 const std::string& fault = "", NamedTensors* rows = nullptr) {
-  torch::NoGradGuard ng;
+  std::unique_ptr<torch::NoGradGuard> ng;  // (a planted fault evaluates without it)
+  if (fault != "eval_no_grad_missing") ng = std::make_unique<torch::NoGradGuard>();
   model->eval();
   CharWindows val(fault == "eval_on_train" ? data.train : data.val, c.context);
   std::vector<torch::Tensor> all_x, all_y;
@@ -372,6 +373,28 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
         kept.push_back(loss);
       (no_grad ? r.no_grad_bytes : r.with_grad_bytes).push_back(static_cast<double>(live_bytes() - base));
     }
+  }
+  return r;
+}
+
+EvalPeaks evaluation_peaks(std::uint64_t seed, const std::string& fault) {
+  install_counting_allocator();
+  torch::manual_seed(seed);
+  TinyConfig c;
+  c.n_layer = 2;
+  c.context = 64;
+  TinyGPT model(c);
+  Corpus data;  // a generated text: printable ASCII
+  for (int i = 0; i < 20000; ++i) data.val.push_back(static_cast<std::uint8_t>(32 + (i * 7919 + i / 13) % 95));
+  data.train = data.val;
+  EvalPeaks r;
+  for (bool outer : {false, true}) {
+    std::unique_ptr<torch::NoGradGuard> guard;
+    if (outer) guard = std::make_unique<torch::NoGradGuard>();
+    const auto base = live_bytes();
+    reset_peak();
+    eval_ppl(model, data, c, 2, 8, fault);
+    (outer ? r.under_outer_guard : r.as_called) = static_cast<double>(peak_bytes() - base);
   }
   return r;
 }

@@ -92,6 +92,14 @@ struct RetainedMemory {
 };
 // fault "no_grad_everywhere": the evaluation loop runs under no_grad in both passes (the bug never shows).
 RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault = "");
+// The project's own evaluation (the perplexity train_tiny reports, on a small model and a generated text): the
+// counting allocator's peak over one evaluation as the training loop calls it, and inside a caller's NoGradGuard
+// (the control: what an evaluation that builds no graph peaks at). fault "eval_no_grad_missing": the evaluation
+// without its own guard.
+struct EvalPeaks {
+  double as_called = 0, under_outer_guard = 0;  // bytes above the live bytes before
+};
+EvalPeaks evaluation_peaks(std::uint64_t seed, const std::string& fault = "");
 
 struct Bf16Timing {
   double fp32_s = 0, bf16_autocast_s = 0;
