@@ -51,7 +51,7 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   ch06::K::DecodeShape shape = ch06::decode_shape(ctx);
   shape.layers = 1;
   const int T = ch06::positive_int(ctx, "cpu_tokens", 4096);
-  const ch06::Roofs& roofs = tb.measure();
+  const ch06::Roofs& roofs = tb.measure({.engines = true});  // (the bf16 matmul's engine is held to its own probe)
   const ch06::K::DecodeStack stack(shape, "bf16", ctx.seed());
   const auto mats = ch06::stack_mats(stack);
   const auto opts = ch06::gemv_options(ctx);
@@ -125,6 +125,40 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
     ctx.measure_bool("matmul_engine_is_best", claimcheck::checks::at_least_as_wide(engine, best));
     ctx.detail("matmul_engine", {{"ran", engine}, {"best_here", best}});
     ctx.detail("matmul_engines", engines);
+  }
+  // The same seven GEMMs on the project's bf16 matmul (a prefill's bf16 activations: X rounded once), unforced, so on
+  // the fastest engine here, each compute-bound round paired with that engine's own probe (the bf16 dot products'
+  // vdpbf16ps, else the fp32 FMAs); what the last run wrote against the answer key's fp64 dot products.
+  {
+    const std::string engine = ch06::K::matmul_bf16_engine(opts.faults);
+    std::vector<ch06::K::bf16_t> Ab(X.size());
+    std::vector<float> Af(X.size());
+    for (std::size_t i = 0; i < X.size(); ++i)
+      Ab[i] = ch06::ref::bf16_nearest(X[i]), Af[i] = ch06::ref::bf16_value(Ab[i]);
+    ch06::Kernel mm{"prefill T=" + std::to_string(T) + " (bf16 matmul, " + engine + ")", stack.flops() * T,
+                    static_cast<double>(stack.weight_bytes())};
+    mm.sample = [&] {
+      return ch06::best_seconds(2, [&] {
+        for (std::size_t i = 0; i < mats.size(); ++i)
+          ch06::K::matmul_bf16(Ab.data(), T, mats[i].K, mats[i].w, mats[i].N, Ys[i].data(), opts);
+      });
+    };
+    mm.rounds = 5;
+    mm.warm_ups = 1;
+    mm.bound = ch06::Bound::compute;
+    mm.engine = engine == "avx512_bf16" ? "bf16 dot products" : engine == "amx_bf16" ? "AMX bf16 tiles" : "";
+    const ch06::Timing mt = tb.time(mm);
+    double mm_worst = 0;
+    for (std::size_t i = 0; i < mats.size(); ++i)
+      mm_worst = ch06::ref::worse(
+          mm_worst, ch06::ref::gemm_bf16_sampled_error(mats[i].w, mats[i].N, mats[i].K, Af.data(), T, Ys[i].data()));
+    ctx.measure("matmul_output_matches_reference", ch06::error_figure(mm_worst), "ratio");
+    ctx.measure("matmul_time_over_engine_roof", mt.ratio, "ratio");
+    ctx.detail("matmul_timing", {{"engine", engine},
+                                 {"roof", mm.engine.empty() ? "fp32 FMA" : mm.engine},
+                                 {"ms", mt.seconds * 1e3},
+                                 {"roof_gflops", mt.peak / 1e9},
+                                 {"rounds", mt.ratios}});
   }
   const double layer_flops = prefill.flops, layer_bytes = prefill.bytes;
   ctx.derive("flops_over_peak", paired.roof_seconds() * 1e3, "ms");

@@ -62,7 +62,10 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              ("gemv_narrow_first", "ch06.decode_4bit"): ("avx512bw",),
              ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",),
              ("probe_bf16_as_fma", "ch06.ridge_measured"): ("avx512_bf16",),
-             ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",)}
+             ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",),
+             ("matmul_emulated_after", "ch06.prefill_ms"): ("avx512_bf16",)}
+# Faults that a machine with one of these ISAs cannot show: the matmul runs on AMX there, and its time is not judged.
+NOT_WITH_ISA = {("matmul_emulated_after", "ch06.prefill_ms"): ("amx_bf16",)}
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
 NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2,
@@ -95,7 +98,8 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("gemv_narrow_first", "ch06.decode_4bit"), ("gemv_paths_drop_avx2", "ch06.decode_4bit"),
                  ("weights_over_k", "ch06.decode_4bit"), ("block_step_no_decay", "ch06.mfu"),
                  ("block_step_no_decay", "ch06.backward_2x"), ("probe_threads_twice", "ch06.mfu"),
-                 ("probe_threads_twice", "ch06.ridge_measured"), ("probe_fill_floor", "ch06.ridge_measured")}
+                 ("probe_threads_twice", "ch06.ridge_measured"), ("probe_fill_floor", "ch06.ridge_measured"),
+                 ("matmul_emulated_after", "ch06.prefill_ms")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).
@@ -174,6 +178,10 @@ def plant(fault, claim):
     isa = NEEDS_ISA.get((fault, claim))
     if isa and not set(isa) & machine_isa():
         print(f"skipping {fault} in {claim}: it needs one of {', '.join(isa)}")
+        sys.exit(77)
+    without = NOT_WITH_ISA.get((fault, claim), ())
+    if set(without) & machine_isa():
+        print(f"skipping {fault} in {claim}: it shows only on a machine without {', '.join(without)}")
         sys.exit(77)
     cpus = NEEDS_CPUS.get((fault, claim), 1)
     if len(os.sched_getaffinity(0)) < cpus:

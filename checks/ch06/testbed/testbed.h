@@ -45,6 +45,9 @@ struct Kernel {
   // cache holds them), so that a kernel at the memory roof reads about 1x on any machine. Empty: the probe's array.
   std::vector<std::pair<const void*, std::size_t>> reads;
   std::optional<Bound> bound;  // the roof it is held against; unnamed: the one its intensity puts it under
+  // The CPU engine whose probe is its compute roof: "" the fp32 FMA probe's, else an engine measure(engines = true)
+  // measured ("bf16 dot products", "AMX bf16 tiles"), each compute-bound round paired with that probe.
+  std::string engine;
 };
 
 // A kernel's time against its roof at the moments it ran.
@@ -118,10 +121,10 @@ class Testbed {
       // figures they give are reported, not judged.
       k.sample();
       t.seconds = k.sample();
-      const double roof = t.bound == Bound::memory ? roofs_.bytes_seconds(k.bytes) : roofs_.flops_seconds(k.flops);
+      t.read = roofs_.read, t.peak = engine_peak(k.engine);
+      const double roof = t.bound == Bound::memory ? roofs_.bytes_seconds(k.bytes) : k.flops / t.peak;
       t.ratio = roof > 0 ? t.seconds / roof : 0;
       t.ratios = {t.ratio};
-      t.read = roofs_.read, t.peak = roofs_.peak;
       return t;
     }
     for (int i = 0; i < k.warm_ups; ++i) k.sample();
@@ -139,7 +142,7 @@ class Testbed {
       return t;
     }
     const Roof& r = *cpu_;
-    t.read = r.bw.read_bytes_per_s, t.peak = r.peak.flops_per_s;
+    t.read = r.bw.read_bytes_per_s, t.peak = engine_peak(k.engine);
     if (t.bound == Bound::memory && !k.reads.empty()) {
       // Each sample over the read of its own buffers just before; the median sample against the median ratio.
       double read_bytes = 0;
@@ -164,7 +167,7 @@ class Testbed {
     };
     std::vector<Round> rs;
     for (int i = 0; i < rounds; ++i) {
-      const double rate = compute  ? K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s
+      const double rate = compute  ? engine_probe(k.engine, r)
                           : i == 0 ? r.bw.read_bytes_per_s
                                    : K::measure_bandwidth(r.threads, r.bw.array_bytes, 3, r.faults).read_bytes_per_s;
       rs.push_back({k.sample(), rate});
@@ -185,6 +188,21 @@ class Testbed {
   }
 
  private:
+  // The compute roof of an engine (Kernel::engine) as measured, and a fresh short probe of it (a compute-bound
+  // round's).
+  double engine_peak(const std::string& engine) const {
+    if (engine.empty()) return roofs_.peak;
+    for (const auto& [name, flops] : roofs_.engines)
+      if (name == engine) return flops;
+    throw std::logic_error("ch06::Testbed: no '" + engine + "' roof measured (measure with engines = true)");
+  }
+  static double engine_probe(const std::string& engine, const Roof& r) {
+    if (engine.empty()) return K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s;
+    if (engine == "bf16 dot products") return K::measure_bf16_peak(r.threads, 2, 0.05, r.faults).flops_per_s;
+    if (engine == "AMX bf16 tiles") return K::measure_amx_peak(r.threads, 2, 0.05, r.faults).peak.flops_per_s;
+    throw std::logic_error("ch06::Testbed: no probe of an engine '" + engine + "'");
+  }
+
   claimcheck::Context& ctx_;
   bool gpu_form_ = false;
   std::optional<Roof> cpu_;

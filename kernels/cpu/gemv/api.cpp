@@ -41,6 +41,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->flops_fma_as_one = true;
   else if (name == "gemm_first_tile_only")
     out->first_tile_only = true;
+  else if (name == "matmul_emulated_after")
+    out->matmul_emulated_after = true;
   else if (name == "matmul_drop_last_k")
     out->matmul_drop_last_k = true;
   else if (name == "matmul_accumulates")
