@@ -78,6 +78,11 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
     worst = ch06::ref::worse(
         worst, ch06::ref::gemm_bf16_sampled_error(mats[i].w, mats[i].N, mats[i].K, X.data(), T, Ys[i].data()));
   ctx.measure("output_matches_reference", ch06::error_figure(worst), "ratio");
+  // The batched GEMM ran the widest register tiles this machine's record implies (a narrower tile is right, and on a
+  // core whose wide FMAs are double-pumped no slower: unseen by any time).
+  const std::string tile = ch06::K::gemm_bf16_last_tile(), widest = ch06::widest_fp32_isa(ctx.hardware());
+  ctx.measure_bool("gemm_tile_is_widest", claimcheck::checks::at_least_as_wide(tile, widest));
+  ctx.detail("gemm_tile", {{"ran", tile}, {"widest_here", widest}});
   // The project's bf16 matmul (kernels/cpu/matmul_bf16.cpp: a prefill's GEMM on the bf16 engines) on every engine this
   // CPU can run, forced in turn and untimed: 40 of the tokens (bf16) through 250 rows of q's weights, M and N off the
   // tiles' multiples, then 40 random rows through 250 rows of a matrix whose K (10,000) is a multiple of no tile and

@@ -168,7 +168,7 @@ TEST(Gemv, Bf16MatchesFp64OnOddShapes) {
 TEST(Gemv, BatchedBf16MatchesFp64) {
   // N: less than one panel, one and a part (16 or 32 columns), several with a tail; K: one k block and two.
   const std::vector<Shape> shapes = {{13, 31}, {37, 64}, {6, 515}, {21, 1030}, {70, 1030}};
-  for_each_path([&](const std::string&) {
+  for_each_path([&](const std::string& path) {
     for (const auto& s : shapes)
       for (int B : {1, 2, 3, 7, 16, 17, 24, 64, 100}) {
         SCOPED_TRACE("N=" + std::to_string(s.N) + " K=" + std::to_string(s.K) + " B=" + std::to_string(B));
@@ -177,6 +177,10 @@ TEST(Gemv, BatchedBf16MatchesFp64) {
         std::vector<float> y1(static_cast<std::size_t>(B) * s.N, NAN), y2(y1.size(), NAN);
         K::gemm_bf16(W.data(), s.N, s.K, X.data(), B, y1.data(), {1, {}});
         K::gemm_bf16(W.data(), s.N, s.K, X.data(), B, y2.data(), {2, {}});
+        if (B > 1) {  // the tiles that ran, as gemm_bf16_last_tile reports them: the path's own (NF4's is AVX-512's)
+          const std::string want = path == "avx512_bf16" ? "avx512" : path;
+          EXPECT_EQ(K::gemm_bf16_last_tile(), path == "avx512_emulated" && B <= 16 ? "avx2" : want);
+        }
         for (int b = 0; b < B; ++b) {
           const auto xd = widen(X.data() + static_cast<std::size_t>(b) * s.K, s.K);
           std::vector<double> r(s.N), a(s.N);

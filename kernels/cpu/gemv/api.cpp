@@ -41,6 +41,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->flops_fma_as_one = true;
   else if (name == "gemm_first_tile_only")
     out->first_tile_only = true;
+  else if (name == "gemm_panel_narrow")
+    out->gemm_panel_narrow = true;
   else if (name == "matmul_emulated_after")
     out->matmul_emulated_after = true;
   else if (name == "matmul_drop_last_k")
@@ -88,6 +90,7 @@ const float* nf4_levels() { return kNf4; }
 
 std::string gemv_simd_path(const GemvFaults& faults) { return path_name(path(faults)); }
 std::string gemv_detected_path() { return path_name(kDetected); }
+std::string gemm_bf16_last_tile() { return gemm_last_tile(); }
 
 bool gemv_force_path(const std::string& name) {
   int want;
@@ -151,7 +154,7 @@ void gemm_bf16(const bf16_t* W, int N, int K, const float* X, int B, float* Y, c
     return;
   }
   // (A planted fault: the loop bound is one tile of tokens, not the batch; the other tokens' outputs are left.)
-  gemm_pass(pth, W, N, K, X, o.faults.first_tile_only ? std::min(B, 4) : B, Y, o.threads);
+  gemm_pass(pth, W, N, K, X, o.faults.first_tile_only ? std::min(B, 4) : B, Y, o.threads, o.faults.gemm_panel_narrow);
   if (o.faults.read_weights_twice) {
     std::vector<float> y2(static_cast<std::size_t>(B) * N);
     gemm_pass(pth, W, N, K, X, B, y2.data(), o.threads);

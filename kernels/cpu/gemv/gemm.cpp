@@ -441,12 +441,14 @@ struct V {
 
 // A path's panel: its width (two vectors), the rows of its register tile and the tile for each row count.
 struct PanelKernel {
+  const char* isa = "portable";  // what gemm_bf16_last_tile() reports after a call that ran it
   int panel_n = 16, tile_b = 6;
   TileFn tiles[kMaxTileB + 1] = {};
 };
 template <template <int> class T, int... M>
-PanelKernel panel_kernel(int panel_n, std::integer_sequence<int, M...>) {
+PanelKernel panel_kernel(const char* isa, int panel_n, std::integer_sequence<int, M...>) {
   PanelKernel k;
+  k.isa = isa;
   k.panel_n = panel_n;
   k.tile_b = static_cast<int>(sizeof...(M));
   ((k.tiles[M + 1] = T<M + 1>::fn), ...);
@@ -469,27 +471,35 @@ CC_TILE_REF(tile_neon)
 #undef CC_TILE_REF
 const PanelKernel& panel_for(Path pth) {
 #if CC_X86
-  static const PanelKernel avx2 = panel_kernel<tile_avx2_ref>(16, std::make_integer_sequence<int, 6>());
-  static const PanelKernel avx512 = panel_kernel<tile_avx512_ref>(32, std::make_integer_sequence<int, 12>());
-  static const PanelKernel emulated = panel_kernel<tile_emulated512_ref>(32, std::make_integer_sequence<int, 12>());
+  static const PanelKernel avx2 = panel_kernel<tile_avx2_ref>("avx2", 16, std::make_integer_sequence<int, 6>());
+  static const PanelKernel avx512 = panel_kernel<tile_avx512_ref>("avx512", 32, std::make_integer_sequence<int, 12>());
+  static const PanelKernel emulated =
+      panel_kernel<tile_emulated512_ref>("avx512_emulated", 32, std::make_integer_sequence<int, 12>());
   if (pth == kAvx512) return avx512;
   if (pth == kEmulated512) return emulated;
   if (pth == kAvx2) return avx2;
 #endif
 #if CC_NEON
-  static const PanelKernel neon = panel_kernel<tile_neon_ref>(8, std::make_integer_sequence<int, 12>());
+  static const PanelKernel neon = panel_kernel<tile_neon_ref>("neon", 8, std::make_integer_sequence<int, 12>());
   if (pth == kNeon) return neon;
 #endif
-  static const PanelKernel portable = panel_kernel<tile_portable_ref>(16, std::make_integer_sequence<int, 6>());
+  static const PanelKernel portable =
+      panel_kernel<tile_portable_ref>("portable", 16, std::make_integer_sequence<int, 6>());
   return portable;
 }
 
+// The tiles the last gemm_pass ran (a check reads it after its timed call).
+std::atomic<const char*> g_last_tile{""};
 }  // namespace
 
-void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads) {
+const char* gemm_last_tile() { return g_last_tile.load(); }
+
+void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads,
+               bool narrow_panel) {
   pth = bf16_kernels_path(pth);
 #if CC_NEON
   if (pth == kNeon && B <= kDirectMaxB) {
+    g_last_tile = "neon";
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
     for (int b = 0; b < B; ++b) split_pairs(X + static_cast<long>(b) * K, K, 16, &xs[static_cast<std::size_t>(b) * K]);
     const int chunk = row_chunk(N, static_cast<std::size_t>(K) * 2, threads);
@@ -503,6 +513,7 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
 #endif
 #if CC_X86
   if (pth != kPortable && B <= kDirectMaxB) {  // (the emulated AVX-512 path runs the AVX2 direct tile)
+    g_last_tile = pth == kAvx512 ? "avx512" : "avx2";
     std::vector<float> xs(static_cast<std::size_t>(B) * K);
     const int group = pth == kAvx512 ? 32 : 16;
     for (int b = 0; b < B; ++b)
@@ -521,7 +532,9 @@ void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, f
     return;
   }
 #endif
-  const PanelKernel& pk = panel_for(pth);
+  // (A planted fault runs the AVX2 panel's tiles on the AVX-512 path: right, and narrower.)
+  const PanelKernel& pk = panel_for(narrow_panel && pth == kAvx512 ? kAvx2 : pth);
+  g_last_tile = pk.isa;
   const int PN = pk.panel_n, TB = pk.tile_b;
   const int panels = (N + PN - 1) / PN, tiles = (B + TB - 1) / TB;
   // For each k block: the block of X packed once for every panel (each register tile's rows k-major, [k][mb]: its

@@ -136,7 +136,9 @@ void bf16_rows_neon(const bf16_t* W, long K, const float* xs, const float* x, in
 // ---- passes over a whole matrix (dispatch.cpp, gemm.cpp) and NF4 quantisation (nf4.cpp) ------------------------
 void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads);
 void nf4_pass(Path pth, const Nf4Matrix& W, const float* x, float* y, int threads, int rows);
-void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads);
+void gemm_pass(Path pth, const bf16_t* W, int N, int K, const float* X, int B, float* Y, int threads,
+               bool narrow_panel = false);
+const char* gemm_last_tile();
 void quantize_rows(const bf16_t* W, long K, long r0, long r1, std::uint8_t* packed, float* scales);  // (CC_CLONES)
 
 }  // namespace claimcheck::kernels::gemv_detail

@@ -24,6 +24,7 @@ struct GemvFaults {
   bool bytes_as_elements = false;    // a decode stack counts its weights in elements, not bytes
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
+  bool gemm_panel_narrow = false;    // the batched kernel runs the AVX2 panel tiles on the AVX-512 path
   bool matmul_emulated_after = false;  // the dot-product matmul runs on into the emulated tiles (C rewritten, slow)
   bool matmul_accumulates = false;   // the tiled bf16 matmul adds onto C on its first K slice (C not zeroed)
   bool matmul_fma_first = false;     // the bf16 matmul runs on fp32 FMAs where a bf16 engine is present
@@ -105,6 +106,9 @@ void gemv_nf4(const Nf4Matrix& W, const float* x, float* y, const GemvOptions& o
 std::string gemv_simd_path(const GemvFaults& faults = {});
 // The best path this CPU supports, whatever was forced.
 std::string gemv_detected_path();
+// The register tiles the last gemm_bf16 call of B > 1 ran ("avx512", "avx2", "avx512_emulated", "neon", "portable";
+// "" before any): its direct tiles up to 16 tokens, its packed panels beyond.
+std::string gemm_bf16_last_tile();
 // Forces a path for the calls that follow ("portable", "avx2", "avx512", "avx512_bf16", "neon"; "" = back to the
 // detected one), for tests that run every path the CPU has. Returns false for an unknown name or a path this CPU
 // cannot run.
