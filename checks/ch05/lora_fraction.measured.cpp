@@ -4,8 +4,12 @@
 #include "claimcheck/io.h"
 #include "qwen_lora.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
+
+#include "claimcheck/ref/ledger.h"
 
 #if CLAIMCHECK_WITH_TORCH
 #include "../decoder_vs_transformers.h"
@@ -17,6 +21,32 @@ static void lora_fraction_built(claimcheck::Context& ctx) {
     const auto m = ch05::measure_qwen_lora(ctx);
     ctx.measure("built_fraction", 100.0 * static_cast<double>(m.trainable) / static_cast<double>(m.params), "%");
     ctx.measure("built_trainable", static_cast<double>(m.trainable) / 1e6, "M params");
+  }
+  // The answer key's LoRA count for the other spellings of target_modules (inputs.spellings: "all-linear", a regular
+  // expression) on the scaled config, against peft's get_peft_model on transformers' model: each a ratio.
+  if (ctx.wants_any({"all_linear_vs_peft", "regex_vs_peft", "regex_whole_name_vs_peft"})) {
+    claimcheck::ScratchDir sdir("lora_spellings");
+    const auto cfg_path = checks::scaled_config(ctx, "config", "reference_overrides", sdir.path()).first;
+    const int r = ch05::lora_spec(ctx).r;
+    const nlohmann::json& spellings = ctx.input("spellings");
+    std::vector<std::string> args = {"peft_counts", "--config", cfg_path.string(), "--r", std::to_string(r)};
+    for (const auto& [name, s] : spellings.items()) args.push_back("--spelling"), args.push_back(s.get<std::string>());
+    const nlohmann::json pc = claimcheck::run_python_driver(ctx, "reference/python/hf_reference.py", args);
+    if (pc.contains("skip")) {
+      ctx.pending("LoRA spellings against peft: " + pc["skip"].get<std::string>());
+    } else {
+      const auto cfg = claimcheck::ref::load_model_config(cfg_path);
+      nlohmann::json shown = nlohmann::json::object();
+      for (const auto& [name, s] : spellings.items()) {
+        const std::string spelling = s.get<std::string>();
+        const double ledger = static_cast<double>(
+            claimcheck::ref::lora_count(cfg, r, claimcheck::ref::parse_lora_targets(spelling)).trainable);
+        const double peft = pc.at("details").at("peft_counts").at(spelling).get<double>();
+        ctx.measure(name, peft > 0 ? ledger / peft : INFINITY, "ratio");
+        shown[spelling] = {{"ledger", ledger}, {"peft", peft}};
+      }
+      ctx.detail("lora_spellings", shown);
+    }
   }
   // The same LoRA placed on the whole model, against peft's get_peft_model on transformers' model (the config scaled
   // by inputs.reference_overrides): the modules adapted, the trainable count, then with the same weights and

@@ -373,6 +373,24 @@ def generate(a):
          {"transformers_generation": details})
 
 
+def peft_counts(a):
+    """peft's trainable count of LoraConfig(r, target_modules=SPELLING) on transformers' model for the config, for each
+    spelling: "all-linear", a regular expression (peft's string form) or comma-separated module names."""
+    import torch
+    import transformers
+    from peft import LoraConfig, get_peft_model
+    transformers.logging.set_verbosity_error()
+    cfg = hf_config(a.config)
+    counts = {}
+    for spelling in a.spelling:
+        model = hf_model(cfg, torch.float32)
+        regex = spelling == "all-linear" or any(ch in spelling for ch in "*+?()[]{}|^$\\")
+        pm = get_peft_model(model, LoraConfig(r=a.r, lora_alpha=2 * a.r, lora_dropout=0.0,
+                                              target_modules=spelling if regex else spelling.split(",")))
+        counts[spelling] = sum(p.numel() for p in pm.parameters() if p.requires_grad)
+    emit([], {"peft_counts": counts})
+
+
 def peft_model(a):
     """peft's get_peft_model on transformers' model for the config (the project's base weights), LoraConfig(r,
     lora_alpha, target_modules, dropout 0): the modules it adapts and its trainable count against the project's; the
@@ -658,6 +676,10 @@ def main(argv):
         return q
 
     lora_model_arguments(sub.add_parser("peft_model"))
+    pc = sub.add_parser("peft_counts")
+    pc.add_argument("--config", required=True)
+    pc.add_argument("--r", type=int, required=True)
+    pc.add_argument("--spelling", action="append", required=True, help="all-linear, a regex, or module names")
     ls = lora_model_arguments(sub.add_parser("lora_sft"))
     ls.add_argument("--template", required=True)
     ls.add_argument("--conversations", required=True)
@@ -678,6 +700,8 @@ def main(argv):
         generate(a)
     elif a.what == "peft_model":
         peft_model(a)
+    elif a.what == "peft_counts":
+        peft_counts(a)
     elif a.what == "lora_sft":
         lora_sft(a)
     else:

@@ -140,7 +140,9 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
     if (t.all_linear) {
       hit = m.all_linear;
     } else if (!t.regex.empty()) {
-      hit = m.name.find('#') == std::string::npos && std::regex_match(full, re);
+      // The whole name, as peft's re.fullmatch (a planted fault searches it: a match anywhere in the name).
+      hit = m.name.find('#') == std::string::npos &&
+            (ledger_fault("ledger_regex_search") ? std::regex_search(full, re) : std::regex_match(full, re));
     } else if (converted.count(m.name)) {
       hit = true;  // a converted name: this parameter in every sparse layer
     } else if (m.name.find('#') == std::string::npos) {
@@ -169,11 +171,13 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     for (const auto& m : layer_modules(c, sparse)) select(prefix + m.name, m.name, m);
   }
-  const std::vector<Module> top = {{"model.embed_tokens", true, c.vocab + c.hidden, false, "Embedding"},
-                                   {"lm_head", true, c.hidden + c.vocab, false, "Linear"},
-                                   {"model.norm", false, 0, false, c.norm_kind.c_str()},
-                                   {"model", false, 0, false, "the decoder"},
-                                   {"model.layers", false, 0, false, "the list of layers"}};
+  const std::vector<Module> top = {
+      {"model.embed_tokens", true, c.vocab + c.hidden, false, "Embedding"},
+      // (A planted fault counts lm_head among "all-linear", which peft leaves out.)
+      {"lm_head", true, c.hidden + c.vocab, ledger_fault("ledger_all_linear_lm_head"), "Linear"},
+      {"model.norm", false, 0, false, c.norm_kind.c_str()},
+      {"model", false, 0, false, "the decoder"},
+      {"model.layers", false, 0, false, "the list of layers"}};
   for (const auto& m : top) select(m.name, m.name, m);
   // peft skips a name that matches nothing as long as another one matches (a Qwen2-MoE without sparse layers has
   // no shared_expert): the ledger does the same and lists them.
