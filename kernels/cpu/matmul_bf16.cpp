@@ -462,9 +462,9 @@ void matmul_bf16(const bf16_t* A, int M, int K, const bf16_t* W, int N, float* C
     tiled<RealTiles>(p, M, N, C, o.threads, drop, add);
     return;
   }
-  if (e == kDot) {
-    dotted(p, M, N, C, o.threads, drop, add);
-    if (!o.faults.matmul_emulated_after) return;  // (a planted fault runs on into the emulated tiles: right, slow)
+  if (e == kDot) {  // (a planted fault runs it on one thread, whatever the caller asked: right, and slower)
+    dotted(p, M, N, C, o.faults.matmul_one_thread ? 1 : o.threads, drop, add);
+    return;
   }
 #endif
   tiled<EmulatedTiles>(p, M, N, C, o.threads, drop, add);

@@ -63,16 +63,16 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",),
              ("probe_bf16_as_fma", "ch06.ridge_measured"): ("avx512_bf16",),
              ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",),
-             ("matmul_emulated_after", "ch06.prefill_ms"): ("avx512_bf16",),
+             ("matmul_one_thread", "ch06.prefill_ms"): ("avx512_bf16",),
              ("gemm_panel_narrow", "ch06.prefill_ms"): ("avx512bw",)}
 # Faults that a machine with one of these ISAs cannot show: the matmul runs on AMX there, and its time is not judged.
-NOT_WITH_ISA = {("matmul_emulated_after", "ch06.prefill_ms"): ("amx_bf16",)}
+NOT_WITH_ISA = {("matmul_one_thread", "ch06.prefill_ms"): ("amx_bf16",)}
 # Faults that only a machine of several CPUs can show: LibTorch's own thread count where one was asked for is one
 # thread on a one-CPU machine.
 NEEDS_CPUS = {("autocast_threads_ignored", "ch03.cpu_bf16_autocast"): 2,
               # a rate of several threads counted twice: one thread's is the only one on one CPU
               ("probe_threads_twice", "ch06.mfu"): 2, ("probe_threads_twice", "ch06.ridge_measured"): 2,
-              ("probe_fill_floor", "ch06.ridge_measured"): 2}
+              ("probe_fill_floor", "ch06.ridge_measured"): 2, ("matmul_one_thread", "ch06.prefill_ms"): 2}
 # Faults that only a machine of fewer CPUs than the work's workers can show: a pool capped at the usable cores is the
 # pool asked for where there are 8 or more.
 FEWER_CPUS_THAN = {("pool_capped_at_cores", "ch01.processes_speedup"): 8}
@@ -100,7 +100,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("weights_over_k", "ch06.decode_4bit"), ("block_step_no_decay", "ch06.mfu"),
                  ("block_step_no_decay", "ch06.backward_2x"), ("probe_threads_twice", "ch06.mfu"),
                  ("probe_threads_twice", "ch06.ridge_measured"), ("probe_fill_floor", "ch06.ridge_measured"),
-                 ("matmul_emulated_after", "ch06.prefill_ms"), ("gemm_panel_narrow", "ch06.prefill_ms")}
+                 ("matmul_one_thread", "ch06.prefill_ms"), ("gemm_panel_narrow", "ch06.prefill_ms")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

@@ -43,8 +43,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->first_tile_only = true;
   else if (name == "gemm_panel_narrow")
     out->gemm_panel_narrow = true;
-  else if (name == "matmul_emulated_after")
-    out->matmul_emulated_after = true;
+  else if (name == "matmul_one_thread")
+    out->matmul_one_thread = true;
   else if (name == "matmul_drop_last_k")
     out->matmul_drop_last_k = true;
   else if (name == "matmul_accumulates")

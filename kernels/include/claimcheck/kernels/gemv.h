@@ -25,7 +25,7 @@ struct GemvFaults {
   bool first_tile_only = false;      // the batched kernel's loop stops after its first tile of 4 tokens
   bool matmul_drop_last_k = false;   // the tiled bf16 matmul never multiplies the last 32 of K
   bool gemm_panel_narrow = false;    // the batched kernel runs the AVX2 panel tiles on the AVX-512 path
-  bool matmul_emulated_after = false;  // the dot-product matmul runs on into the emulated tiles (C rewritten, slow)
+  bool matmul_one_thread = false;    // the dot-product matmul runs on one thread whatever the caller asked
   bool matmul_accumulates = false;   // the tiled bf16 matmul adds onto C on its first K slice (C not zeroed)
   bool matmul_fma_first = false;     // the bf16 matmul runs on fp32 FMAs where a bf16 engine is present
   bool nf4_half_rows = false;        // the 4-bit kernel computes only the first half of the rows (reads half the bytes)
