@@ -21,6 +21,7 @@ emit(measurements=[measurement("value", one["stream_peak_bytes"] / 1e6, "MB"),
                    measurement("growth", four["stream_peak_bytes"] / one["stream_peak_bytes"], "x"),
                    measurement("load_all_growth", four["load_all_peak_bytes"] / one["load_all_peak_bytes"], "x"),
                    # What each timed process computed: the total length of the file's messages, as written.
+                   measurement("rss_calibration", jsonl_memory.calibration(), "ratio"),
                    measurement("totals_mismatch", wrong_totals(rows, "stream") + wrong_totals(rows, "load_all"),
                                "count")],
      details={"runs": rows, "interpreter_baseline_bytes": baseline, "planted_fault": fault() or None},

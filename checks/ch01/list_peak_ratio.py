@@ -19,6 +19,7 @@ r = rows[0]
 emit(measurements=[measurement("value", r["load_all_peak_bytes"] / r["file_bytes"], "x"),
                    measurement("times_file_size", r["load_all_peak_bytes"] / r["file_bytes"], "x"),
                    measurement("peak", r["load_all_peak_bytes"] / 1e6, "MB"),
+                   measurement("rss_calibration", jsonl_memory.calibration(), "ratio"),
                    measurement("totals_mismatch", jsonl_memory.wrong_totals(rows, "load_all"), "count"),
                    # The list's bytes (its peak less a bare interpreter's) per byte of the parsed rows themselves:
                    # one copy of them, and the allocator's slack; a loader keeping the lines too holds a second.

@@ -73,7 +73,7 @@ class no_grad(contextlib.ContextDecorator):
 
     def __exit__(self, *exc):
         no_grad.enabled = self.prev
-        return False
+        return planted == "no_grad_swallows"  # (a planted fault: an exception inside the block swallowed)
 
 
 @no_grad()
@@ -86,7 +86,16 @@ with no_grad():
     with no_grad():  # nested: leaving the inner one restores the outer one's state, not "enabled"
         pass
     after_inner = no_grad.enabled
-rows["@no_grad"] = evaluate() is False and inside is False and after_inner is False and no_grad.enabled is True
+# An exception inside the block goes on up (a context manager that swallowed it would hide the error), the state
+# restored on the way.
+try:
+    with no_grad():
+        raise KeyError("inside")
+    propagated = False
+except KeyError:
+    propagated = True
+rows["@no_grad"] = (evaluate() is False and inside is False and after_inner is False and no_grad.enabled is True
+                    and propagated)
 
 
 # 5. **kwargs pass-through: model(**batch)
