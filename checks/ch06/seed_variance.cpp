@@ -11,6 +11,26 @@
 
 #include <nlohmann/json.hpp>
 
+// The answer key's statistics held to what they claim, on the finals: the estimate against the mean difference's
+// closed form over the sorted values (sum of (2i - n + 1) x_(i) over the n (n - 1) / 2 pairs); the replicates
+// centred on it (each rescaled by n / (n - 1)); the interval holding the level's share of them.
+[[maybe_unused]] static void statistics_statements(claimcheck::Context& ctx, const std::vector<double>& finals,
+                                                   const claimcheck::ref::BootstrapEstimate& boot) {
+  std::vector<double> xs = finals;
+  std::sort(xs.begin(), xs.end());
+  const double n = static_cast<double>(xs.size());
+  double s = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) s += (2.0 * static_cast<double>(i) - n + 1) * xs[i];
+  const double pairs_mean = s / (n * (n - 1) / 2);
+  ctx.measure("move_vs_pairs", pairs_mean > 0 ? boot.estimate / pairs_mean : INFINITY, "ratio");
+  const auto& reps = boot.replicates;
+  const double rep_mean = reps.empty() ? 0 : std::accumulate(reps.begin(), reps.end(), 0.0) / reps.size();
+  ctx.measure("replicate_mean_over_estimate", boot.estimate > 0 ? rep_mean / boot.estimate : INFINITY, "ratio");
+  const auto inside =
+      std::count_if(reps.begin(), reps.end(), [&](double r) { return r >= boot.interval.lo && r <= boot.interval.hi; });
+  ctx.measure("interval_mass", reps.empty() ? 0.0 : static_cast<double>(inside) / reps.size(), "ratio");
+}
+
 static void seed_variance(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   namespace T = claimcheck::train;
@@ -21,6 +41,13 @@ static void seed_variance(claimcheck::Context& ctx) {
         "ch06.seed_variance: field 'inputs.seeds': expected 8 to 64 (a bootstrap interval "
         "needs at least 8 seeds), got " +
         std::to_string(seeds));
+  // A planted-fault run that judges the answer key's statistics alone reads them on inputs.statistics_sample (16
+  // finals of a run on the project's machines) in place of training 16 seeds.
+  if (ctx.wants_only({"move_vs_pairs", "replicate_mean_over_estimate", "interval_mass"})) {
+    const auto sample = ctx.input("statistics_sample").get<std::vector<double>>();
+    statistics_statements(ctx, sample, claimcheck::ref::bootstrap_mean_abs_difference(sample, 4000, 0.95, ctx.seed()));
+    return;
+  }
   const long steps = ctx.input("steps").get<long>();
   std::vector<double> finals;
   nlohmann::json series = nlohmann::json::array();
@@ -62,6 +89,7 @@ static void seed_variance(claimcheck::Context& ctx) {
   double var = 0;
   for (double f : finals) var += (f - mean) * (f - mean);
   const auto boot = claimcheck::ref::bootstrap_mean_abs_difference(finals, 4000, 0.95, ctx.seed());
+  statistics_statements(ctx, finals, boot);
   ctx.measure(boot.estimate, "nats");
   ctx.derive("ci_lo", boot.interval.lo, "nats");
   ctx.derive("ci_hi", boot.interval.hi, "nats");

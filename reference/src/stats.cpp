@@ -72,7 +72,9 @@ double mean_abs_difference(const std::vector<double>& x) {
   double sum = 0;
   for (std::size_t i = 0; i < x.size(); ++i)
     for (std::size_t j = i + 1; j < x.size(); ++j) sum += std::fabs(x[i] - x[j]);
-  return sum / (0.5 * static_cast<double>(x.size()) * static_cast<double>(x.size() - 1));
+  // Over the n (n - 1) / 2 pairs (a planted fault divides by the ordered pairs' n (n - 1): half the figure).
+  const double pairs = static_cast<double>(x.size()) * static_cast<double>(x.size() - 1);
+  return sum / (answer_key_fault("stats_pairs_ordered") ? pairs : 0.5 * pairs);
 }
 
 BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, int resamples, double level,
@@ -93,11 +95,16 @@ BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, in
     for (auto& v : r) v = x[pick(rng)];
     // Two draws of a resample are the same seed with probability 1/n, and then differ by 0: the replicate is
     // rescaled by n / (n - 1) so that the bootstrap distribution centres on the estimate, not 10% below it.
-    s = mean_abs_difference(r) * static_cast<double>(x.size()) / static_cast<double>(x.size() - 1);
+    // (A planted fault leaves the replicates unrescaled.)
+    s = mean_abs_difference(r) * (answer_key_fault("stats_bootstrap_unrescaled")
+                                      ? 1.0
+                                      : static_cast<double>(x.size()) / static_cast<double>(x.size() - 1));
   }
   std::sort(stats.begin(), stats.end());
   const auto at = [&](double q) { return stats[static_cast<std::size_t>(std::floor(q * (resamples - 1) + 0.5))]; };
-  b.interval = {at((1 - level) / 2), at((1 + level) / 2)};
+  // (A planted fault puts the lower bound at 1 - level, a one-sided percentile: 92.5% of the replicates inside.)
+  b.interval = {at(answer_key_fault("stats_interval_one_sided_lo") ? 1 - level : (1 - level) / 2), at((1 + level) / 2)};
+  b.replicates = std::move(stats);
   return b;
 }
 

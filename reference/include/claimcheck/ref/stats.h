@@ -25,6 +25,7 @@ struct BootstrapEstimate {
   Interval interval{0, 0};
   double level = 0.95;
   int resamples = 0;
+  std::vector<double> replicates;  // the resamples' rescaled statistics, sorted (the interval's percentiles of them)
 };
 double mean_abs_difference(const std::vector<double>& x);
 BootstrapEstimate bootstrap_mean_abs_difference(const std::vector<double>& x, int resamples, double level,
