@@ -65,6 +65,15 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
       misfiled = std::max(misfiled, std::fabs(static_cast<double>(cat.at(c)) - bytes) / np);
   }
   ctx.measure("categories_vs_tensors", misfiled, "B");
+  // What lives only between a forward and its backward (autocast's bf16 copies, the saved activations) is gone after
+  // the step, in both modes: bytes per parameter left of them.
+  double leftover = 0;
+  for (const train::StepMemory* m : {&a, &b}) {
+    const auto& cat = m->timeline.back().bytes;
+    leftover = std::max(leftover, static_cast<double>(cat.at("autocast_copies") + cat.at("saved_activations")) /
+                                      static_cast<double>(m->trainable));
+  }
+  ctx.measure("forward_bytes_after_step", leftover, "B");
   const auto& fwd = a.timeline.at(1);
   ctx.measure("autocast_copies_at_forward", static_cast<double>(fwd.bytes.at("autocast_copies")) / n, "B");
   // Autocast's bf16 copies at the forward against the answer key's count of what it casts: every Linear's weight

@@ -41,7 +41,7 @@ static void oom_attribution(claimcheck::Context& ctx) {
     }
 
   // Run and verify: where each error lands, and what grew since the model was loaded.
-  bool all = true, phases_follow = true;
+  bool all = true, phases_follow = true, at_cap = true;
   nlohmann::json charts = nlohmann::json::array(), table = nlohmann::json::array();
   for (const auto& run : runs) {
     const std::string name = run.at("name").get<std::string>(), scenario = run.at("scenario").get<std::string>();
@@ -76,6 +76,9 @@ static void oom_attribution(claimcheck::Context& ctx) {
         r.oom && !r.timeline.empty() && r.timeline.size() - 1 < order.size() && r.phase == order[r.timeline.size() - 1];
     for (std::size_t i = 0; follows && i + 1 < r.timeline.size(); ++i) follows = r.timeline[i].phase == order[i];
     phases_follow = phases_follow && follows;
+    // The error came at the request that would have crossed the cap: what was live fits under it, and the request
+    // would have passed it.
+    at_cap = at_cap && (!r.oom || (r.live_at_oom <= cap && cap < r.live_at_oom + r.requested));
     all = all && ok;
     ctx.measure_bool(name + "_oom_in_expected_phase", phase_ok);
     ctx.measure(name + "_share_of_named_categories", 100 * share, "%");
@@ -97,6 +100,7 @@ static void oom_attribution(claimcheck::Context& ctx) {
                      {"series_names", named},
                      {"message", r.message},
                      {"requested_bytes", r.requested},
+                     {"live_at_oom_bytes", r.live_at_oom},
                      {"growth_since_load_bytes", grew},
                      {"timeline", ch04::timeline_json(r.timeline)}});
     nlohmann::json chart = ch04::timeline_chart(
@@ -107,6 +111,7 @@ static void oom_attribution(claimcheck::Context& ctx) {
   }
   ctx.measure_bool("value", all);
   ctx.measure_bool("oom_phase_follows_timeline", phases_follow);
+  ctx.measure_bool("oom_at_the_cap", at_cap);
   ctx.detail("runs", table);
   ctx.detail("stacked", charts);
   ctx.assumption(

@@ -18,6 +18,7 @@ struct Allocation {
   int phase;
 };
 std::atomic<std::int64_t> g_live{0}, g_peak{0}, g_cap{0};
+std::atomic<bool> g_cap_counts_request{true};
 std::atomic<int> g_phase{0};
 std::mutex g_mu;
 std::unordered_map<void*, Allocation> g_sizes;  // live allocation -> bytes, phase
@@ -45,7 +46,7 @@ class CountingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     const auto bytes = static_cast<std::int64_t>(n);
     const auto cap = g_cap.load();
-    if (cap > 0 && g_live.load() + bytes > cap) {
+    if (cap > 0 && g_live.load() + (g_cap_counts_request.load() ? bytes : 0) > cap) {
       {
         std::lock_guard<std::mutex> lock(g_mu);
         g_at_oom.clear();
@@ -91,7 +92,10 @@ std::int64_t peak_bytes() { return g_peak.load(); }
 void reset_peak() { g_peak = g_live.load(); }
 void set_allocation_phase(int phase) { g_phase = phase; }
 int allocation_phase() { return g_phase.load(); }
-void set_allocation_cap(std::int64_t bytes) { g_cap = bytes > 0 ? bytes : 0; }
+void set_allocation_cap(std::int64_t bytes, bool counts_request) {
+  g_cap = bytes > 0 ? bytes : 0;
+  g_cap_counts_request = counts_request;
+}
 std::vector<LiveAllocation> live_allocations() {
   std::lock_guard<std::mutex> lock(g_mu);
   std::vector<LiveAllocation> out;

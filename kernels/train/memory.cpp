@@ -271,8 +271,11 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
   out.ids.assign(id, id + ids.numel());
 
   set_allocation_phase(kBackward);
-  loss.backward();
-  loss = torch::Tensor();
+  // (A planted fault keeps the graph: retain_graph = true, the loss held to the end, as a Python loop that never
+  // rebinds it does; its saved activations and autocast copies outlive the step.)
+  const bool retain = fault == "backward_retains_graph";
+  loss.backward({}, retain);
+  if (!retain) loss = torch::Tensor();
   out.timeline.push_back(snapshot("backward", s, fault));
 
   set_allocation_phase(kStep);
@@ -522,12 +525,12 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
   auto lift_cap_for = [&](auto fn) {  // snapshots make casts of their own: not under the cap
     set_allocation_cap(0);
     fn();
-    if (fault != "oom_cap_ignored") set_allocation_cap(cap_bytes);
+    if (fault != "oom_cap_ignored") set_allocation_cap(cap_bytes, fault != "oom_cap_one_late");
   };
   try {
     reset_peak();
     set_allocation_phase(kLoad);
-    if (fault != "oom_cap_ignored") set_allocation_cap(cap_bytes);
+    if (fault != "oom_cap_ignored") set_allocation_cap(cap_bytes, fault != "oom_cap_one_late");
     s = std::make_unique<Session>(c);
     if (scenario == "lora") {
       if (fault != "oom_lora_base_trainable")  // (a planted fault: the base left trainable)
@@ -561,6 +564,7 @@ OomRun oom_run(const std::filesystem::path& config, const std::string& scenario,
     const std::string what = e.what();
     r.message = what.substr(0, what.find('\n'));
     const auto at = allocations_at_last_oom(&r.requested);
+    for (const auto& a : at) r.live_at_oom += a.bytes;
     if (s) {
       MemorySnapshot snap = attribute("at OOM", at, *s, false, no_fault);
       r.timeline.push_back(std::move(snap));

@@ -22,7 +22,9 @@ struct LiveAllocation {
 };
 void set_allocation_phase(int phase);
 int allocation_phase();
-void set_allocation_cap(std::int64_t bytes);
+// counts_request = false (a planted fault): the cap holds the live bytes before a request, not after it, so the
+// allocation that crosses it succeeds and the error comes one allocation later.
+void set_allocation_cap(std::int64_t bytes, bool counts_request = true);
 std::vector<LiveAllocation> live_allocations();
 // The live allocations (and the request) at the moment the cap was last crossed.
 std::vector<LiveAllocation> allocations_at_last_oom(std::int64_t* requested);

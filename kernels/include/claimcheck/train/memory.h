@@ -105,6 +105,7 @@ struct OomRun {
   std::string phase;    // where the error was thrown: load, forward, backward, step ("" without one)
   std::string message;  // its first line
   std::int64_t requested = 0;
+  std::int64_t live_at_oom = 0;          // the allocator's live bytes when the request was refused
   std::int64_t trainable = 0;            // elements the optimizer was given (0 where the load itself failed)
   std::vector<MemorySnapshot> timeline;  // completed phases, then the state at the error ("at OOM")
 };
