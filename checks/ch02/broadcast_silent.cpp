@@ -19,6 +19,20 @@ static void broadcast_silent(claimcheck::Context& ctx) {
   ctx.measure_bool("value", silent && guard.caught);
   ctx.detail("libtorch", {{"shape", r.shape}, {"raised", r.raised}, {"assertion_caught", r.assertion_caught}});
   ctx.detail("project_add", {{"caught", guard.caught}, {"shape_when_not", guard.shape}});
+  // The guard on more pairs (inputs.guard_pairs): it must stop exactly the pairs whose shapes differ (each of which
+  // LibTorch would broadcast, or refuse) and let equal shapes through. A guard on ranks or on the last size alone
+  // stops (3,) + (3, 1) and lets (2, 3) + (1, 3) through.
+  const auto pairs = ctx.input("guard_pairs").get<std::vector<std::pair<std::vector<long>, std::vector<long>>>>();
+  const auto stopped = claimcheck::train::shape_guard_cases(pairs, ctx.planted_fault());
+  int wrong = 0;
+  nlohmann::json cases = nlohmann::json::array();
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const bool differ = pairs[i].first != pairs[i].second;
+    wrong += i >= stopped.size() || stopped[i] != differ;
+    cases.push_back({{"a", pairs[i].first}, {"b", pairs[i].second}, {"stopped", i < stopped.size() && stopped[i]}});
+  }
+  ctx.measure("guard_misjudged_pairs", wrong, "count");
+  ctx.detail("guard_pairs", cases);
   // numpy, where the interpreter has it: the same rule.
   try {
     const auto np = claimcheck::run_python_driver(ctx, "checks/ch02/broadcast_numpy.py", {});

@@ -64,8 +64,12 @@ class ScopedIntraOpThreads {
 
 // A residual add that asserts what broadcasting would hide: (3,) + (3, 1) is a (3, 3) tensor in LibTorch, with no
 // error. `check` is false only where a test plants the fault "skip_shape_assertion".
-inline torch::Tensor same_shape_add(const torch::Tensor& a, const torch::Tensor& b, bool check = true) {
-  if (check) TORCH_CHECK(a.sizes() == b.sizes(), "same_shape_add: shapes ", a.sizes(), " and ", b.sizes(), " differ");
+// (dims_only: a planted fault that compares the ranks alone, which (3,) + (3, 1) still trips.)
+inline torch::Tensor same_shape_add(const torch::Tensor& a, const torch::Tensor& b, bool check = true,
+                                    bool dims_only = false) {
+  if (check)
+    TORCH_CHECK(dims_only ? a.dim() == b.dim() : a.sizes() == b.sizes(), "same_shape_add: shapes ", a.sizes(), " and ",
+                b.sizes(), " differ");
   return a + b;
 }
 

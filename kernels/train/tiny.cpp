@@ -457,6 +457,21 @@ ShapeGuardResult shape_guard_demo(const std::string& fault) {
   return r;
 }
 
+std::vector<bool> shape_guard_cases(const std::vector<std::pair<std::vector<long>, std::vector<long>>>& pairs,
+                                    const std::string& fault) {
+  std::vector<bool> caught;
+  for (const auto& [sa, sb] : pairs) {
+    const std::vector<std::int64_t> a(sa.begin(), sa.end()), b(sb.begin(), sb.end());
+    try {
+      same_shape_add(torch::ones(a), torch::ones(b), fault != "skip_shape_assertion", fault == "shape_guard_dims_only");
+      caught.push_back(false);
+    } catch (const c10::Error&) {
+      caught.push_back(true);
+    }
+  }
+  return caught;
+}
+
 LossPrecision loss_precision(std::uint64_t seed, const std::string& fault) {
   torch::manual_seed(seed);
   // Realistic LM logits: large vocabulary, a spread of a few units, targets drawn from the model.

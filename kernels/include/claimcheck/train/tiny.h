@@ -125,6 +125,10 @@ struct ShapeGuardResult {
   std::vector<long> shape;
 };
 ShapeGuardResult shape_guard_demo(const std::string& fault = "");
+// The guarded add on each pair of shapes (ones of those shapes): whether it stopped each. fault "skip_shape_assertion"
+// (no guard), "shape_guard_dims_only" (the ranks compared, not the shapes).
+std::vector<bool> shape_guard_cases(const std::vector<std::pair<std::vector<long>, std::vector<long>>>& pairs,
+                                    const std::string& fault = "");
 
 struct LossPrecision {
   double fp32_err = 0, bf16_err = 0, project_err = 0;  // |loss - fp64 loss| for fp32 logits, bf16 logits,
