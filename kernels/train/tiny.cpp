@@ -242,7 +242,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       else  // clip at 1.0 (a planted fault: at half of it)
         norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.fault == "clip_half" ? o.clip / 2 : o.clip);
       if (recording) clipped.push_back(grads_norm(model->parameters()));
-      r.lrs.push_back(applied_lr(opt));                                         // the rate this step will use
+      r.lrs.push_back(applied_lr(opt));  // the rate this step will use
       opt.step();
       sched.step();
       if (zero_grad) compat::zero_grad_set_to_none(opt);  // so: clear them

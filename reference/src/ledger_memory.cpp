@@ -75,9 +75,9 @@ ParamCount count_params(const ModelConfig& c) {
     // (Planted faults route a token through every expert, or forget each expert's down projection.)
     p.experts_per_token = ledger_fault("ledger_moe_all_experts_routed") ? c.experts : c.experts_per_token;
     p.expert_params = (ledger_fault("ledger_moe_down_forgotten") ? 2 : 3) * c.hidden *
-                      c.moe_intermediate;                 // gate and up fused (2I x h), down (h x I); no bias
-    p.router_per_layer = c.experts * c.hidden;            // the top-k router: experts x hidden, no bias
-    if (c.model_type == "qwen2_moe")                      // shared expert (SwiGLU) + its sigmoid gate (hidden -> 1)
+                      c.moe_intermediate;       // gate and up fused (2I x h), down (h x I); no bias
+    p.router_per_layer = c.experts * c.hidden;  // the top-k router: experts x hidden, no bias
+    if (c.model_type == "qwen2_moe")            // shared expert (SwiGLU) + its sigmoid gate (hidden -> 1)
       p.shared_expert_per_layer = 3 * c.hidden * c.shared_expert_intermediate + c.hidden;
   }
   return p;
