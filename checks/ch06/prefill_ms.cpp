@@ -150,7 +150,7 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
           ch06::K::matmul_bf16(Ab.data(), T, mats[i].K, mats[i].w, mats[i].N, Ys[i].data(), opts);
       });
     };
-    mm.rounds = 5;
+    mm.rounds = 3;
     mm.warm_ups = 1;
     mm.bound = ch06::Bound::compute;
     mm.engine = engine == "avx512_bf16" ? "bf16 dot products" : engine == "amx_bf16" ? "AMX bf16 tiles" : "";
