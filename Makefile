@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make report   installs what is missing (Debian 12, as root), builds, runs every claim, writes report/
 #   make test     the same set-up, then the ctest suite (claims, planted faults, unit tests) less the whole forms of
-#                 the long script tests (label full: `ctest --test-dir build -L full`, a CI stage of its own)
+#                 the long script tests and of chapter 3's minute of training, which runs on its short budget there
+#                 (label full: `ctest --test-dir build -L full`, a CI stage of its own; `make report` runs it whole)
 # LibTorch is the PyTorch 2.x of the interpreter ci/setup-python.sh prints: $CLAIMCHECK_PYTHON, else python3
 # when it imports torch >= 2.4, else a shared environment created once per machine (see the README).
 # On a host whose NVIDIA driver lists a GPU, and with nvcc: the cuda preset (its GPU checks measure the GPU); a GPU

@@ -53,6 +53,15 @@ def units(project, reference):
     return ((a - b).abs() / (ATOL + RTOL * b.abs())).max().item() if a.numel() else 0.0
 
 
+def clipped_norm_units(torch, model, run, s):
+    """Step s's norm after clipping (what the step applies) against the run's "grad_norm_clipped", in assert_close
+    units: a pre-clip norm alone cannot show the bound. A run without it misses by infinity."""
+    applied = torch.sqrt(sum(q.grad.double().pow(2).sum() for q in model.parameters() if q.grad is not None))
+    if "grad_norm_clipped" not in run or run["grad_norm_clipped"].numel() <= s:
+        return math.inf
+    return units(run["grad_norm_clipped"][s:s + 1].float(), applied.float().reshape(1))
+
+
 def corpus(folder):
     names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)) and "." not in n)
     if not names:
@@ -238,12 +247,7 @@ def main(argv):
                                                       ignore_index=-100)
         step_loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
-        # The norm the step applies (after clipping), against the run's: a pre-clip norm alone cannot show the bound.
-        applied = torch.sqrt(sum(q.grad.double().pow(2).sum() for q in model.parameters() if q.grad is not None))
-        per_step["clipped_norm"] = max(per_step["clipped_norm"],
-                                       units(run["grad_norm_clipped"][s:s + 1].float(), applied.float().reshape(1))
-                                       if "grad_norm_clipped" in run and run["grad_norm_clipped"].numel() > s
-                                       else math.inf)
+        per_step["clipped_norm"] = max(per_step["clipped_norm"], clipped_norm_units(torch, model, run, s))
         opt.step()
         opt.zero_grad(set_to_none=True)
         per_step["lr"] = max(per_step["lr"], units(run["lr"][s:s + 1], torch.tensor([lr], dtype=torch.float64)))

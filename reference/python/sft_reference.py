@@ -60,7 +60,7 @@ def main(argv):
         emit(skip=f"torch, safetensors and jinja2 are not importable by {sys.executable} ({type(e).__name__}: {e})")
         return
     import chat_template
-    from char_reference import load_export, units
+    from char_reference import clipped_norm_units, load_export, units
     encoded, render = chat_template.encode(a)
     model, mismatch, run = load_export(torch, load_file, a)
     steps = run["loss"].numel()
@@ -87,12 +87,7 @@ def main(argv):
                                                  ignore_index=IGNORE)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
-        # The norm the step applies (after clipping), against the run's: a pre-clip norm alone cannot show the bound.
-        applied = torch.sqrt(sum(q.grad.double().pow(2).sum() for q in model.parameters() if q.grad is not None))
-        per_step["clipped_norm"] = max(per_step["clipped_norm"],
-                                       units(run["grad_norm_clipped"][s:s + 1].float(), applied.float().reshape(1))
-                                       if "grad_norm_clipped" in run and run["grad_norm_clipped"].numel() > s
-                                       else math.inf)
+        per_step["clipped_norm"] = max(per_step["clipped_norm"], clipped_norm_units(torch, model, run, s))
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())

@@ -16,6 +16,7 @@ import tempfile
 
 import shutil
 
+from clitest import hardware as clitest_hardware
 from clitest import (SHORT_BUDGET, Flips, Tally, args, copy_expected, expected_failures, expected_here, load,
                      move_onto_measured, run, save, smaller_work, turned)
 
@@ -23,13 +24,8 @@ a = args()
 
 
 def hardware():
-    """The harness's hardware record for this machine (a run of one analytic claim)."""
-    if not hasattr(hardware, "record"):
-        d = tempfile.mkdtemp(prefix="cc_isa_")
-        run(a.claimcheck, "run", "--claim", "ch02.ci95_5pt", "--report", d, "--quiet")
-        hardware.record = load(os.path.join(d, "report.json"))["records"]["hardware"]
-        shutil.rmtree(d)
-    return hardware.record
+    """The harness's hardware record for this machine."""
+    return clitest_hardware(a.claimcheck)
 
 
 def machine_isa():

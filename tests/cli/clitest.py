@@ -33,6 +33,16 @@ def run(binary, *argv, env=None):
     return subprocess.run([binary, *argv], capture_output=True, text=True, env=e, timeout=600)
 
 
+def hardware(claimcheck):
+    """The harness's hardware record for this machine (a run of one analytic claim), read once."""
+    if not hasattr(hardware, "record"):
+        d = tempfile.mkdtemp(prefix="cc_hw_")
+        run(claimcheck, "run", "--claim", "ch02.ci95_5pt", "--report", d, "--quiet")
+        hardware.record = load(os.path.join(d, "report.json"))["records"]["hardware"]
+        shutil.rmtree(d)
+    return hardware.record
+
+
 def statements(d):
     """An expected file's statements as (name, statement): the claim's own `value`, then each `also`."""
     return [("value", d)] + list(d.get("also", {}).items())

@@ -8,11 +8,9 @@ figures none of them turned and fails when the list is not empty. A figure whose
 import glob
 import json
 import os
-import shutil
 import sys
-import tempfile
 
-from clitest import SHORT_BUDGET, args, load, run, statements
+from clitest import SHORT_BUDGET, args, hardware, load, run, statements
 
 a = args()
 if not a.flips or not glob.glob(os.path.join(a.flips, "*.jsonl")):
@@ -39,23 +37,14 @@ for key in xfail_here:  # an expected failure is turned by a fault that fails it
     else:
         turned.pop(key, None)
 
-def hardware():
-    """The harness's hardware record for this machine (a run of one analytic claim)."""
-    if not hasattr(hardware, "record"):
-        d = tempfile.mkdtemp(prefix="cc_hw_")
-        run(a.claimcheck, "run", "--claim", "ch02.ci95_5pt", "--report", d, "--quiet")
-        hardware.record = load(os.path.join(d, "report.json"))["records"]["hardware"]
-        shutil.rmtree(d)
-    return hardware.record
-
-
 def applies_here(expr):
     """A statement's `applies` on this machine (the grammar of expected/schema.json: atoms gpu, libtorch, python,
     numpy, isa:FLAG, each with an optional !, joined by ' && ' within ' || '); the software atoms are the claim's
     runnable status's, held true here."""
     def atom(t):
         neg, t = t.startswith("!"), t.lstrip("!")
-        v = (t[4:] in hardware()["isa"]) if t.startswith("isa:") else bool(hardware().get("gpu")) if t == "gpu" else True
+        hw = hardware(a.claimcheck)
+        v = (t[4:] in hw["isa"]) if t.startswith("isa:") else bool(hw.get("gpu")) if t == "gpu" else True
         return v != neg
     return any(all(atom(t) for t in alt.split(" && ")) for alt in expr.split(" || "))
 
