@@ -26,7 +26,10 @@
   ctx.measure("move_vs_pairs", pairs_mean > 0 ? boot.estimate / pairs_mean : boot.estimate == 0 ? 1.0 : 0.0, "ratio");
   const auto& reps = boot.replicates;
   const double rep_mean = reps.empty() ? 0 : std::accumulate(reps.begin(), reps.end(), 0.0) / reps.size();
-  ctx.measure("replicate_mean_over_estimate", boot.estimate > 0 ? rep_mean / boot.estimate : rep_mean == 0 ? 1.0 : 0.0,
+  ctx.measure("replicate_mean_over_estimate",
+              boot.estimate > 0 ? rep_mean / boot.estimate
+              : rep_mean == 0   ? 1.0
+                                : 0.0,
               "ratio");
   const auto inside =
       std::count_if(reps.begin(), reps.end(), [&](double r) { return r >= boot.interval.lo && r <= boot.interval.hi; });

@@ -347,12 +347,20 @@ GradAccumResult grad_accumulation(std::uint64_t seed, int k, const std::string& 
   return r;
 }
 
-RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault) {
-  install_counting_allocator();
-  torch::manual_seed(seed);
+namespace {
+// The small model of the memory demonstrations and the seeded runs: chapter 3's, 2 layers, 64 characters of context.
+TinyConfig small_config() {
   TinyConfig c;
   c.n_layer = 2;
   c.context = 64;
+  return c;
+}
+}  // namespace
+
+RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::string& fault) {
+  install_counting_allocator();
+  torch::manual_seed(seed);
+  const TinyConfig c = small_config();
   TinyGPT model(c);
   auto x = torch::randint(0, c.vocab, {8, c.context}), y = torch::randint(0, c.vocab, {8, c.context});
   RetainedMemory r;
@@ -380,9 +388,7 @@ RetainedMemory evaluation_memory(std::uint64_t seed, int batches, const std::str
 EvalPeaks evaluation_peaks(std::uint64_t seed, const std::string& fault) {
   install_counting_allocator();
   torch::manual_seed(seed);
-  TinyConfig c;
-  c.n_layer = 2;
-  c.context = 64;
+  const TinyConfig c = small_config();
   TinyGPT model(c);
   Corpus data;  // a generated text: printable ASCII
   for (int i = 0; i < 20000; ++i) data.val.push_back(static_cast<std::uint8_t>(32 + (i * 7919 + i / 13) % 95));
