@@ -107,7 +107,7 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
   std::string engine = "fp32 FMA";
   double engine_peak = roofs.peak;
   if (needs.engines) {
-    engine = "bf16 dot products";
+    engine = ch06::kBf16DotEngine;
     engine_peak = 0;
     for (const auto& [name, flops] : roofs.engines)
       if (name == engine) engine_peak = flops;

@@ -32,6 +32,13 @@
 
 namespace ch06 {
 
+// The further engines' names (Engine::name, Kernel::engine), and the one a bf16 matmul engine runs on ("" = fp32 FMA).
+inline constexpr const char* kBf16DotEngine = "bf16 dot products";
+inline constexpr const char* kAmxEngine = "AMX bf16 tiles";
+inline std::string engine_of_matmul(const std::string& matmul_engine) {
+  return matmul_engine == "avx512_bf16" ? kBf16DotEngine : matmul_engine == "amx_bf16" ? kAmxEngine : "";
+}
+
 // One compute engine of this CPU: what its probe measured and what the microarchitecture's table says one core does
 // per cycle, times the cores and the clock.
 // The probe is validated per core: one thread against one core's theoretical figure. All threads together can
@@ -197,7 +204,7 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
     const double clock = std::max(r.clock_hz, r.cpu.clock_hz);
     const K::FlopsPeak bf = K::measure_bf16_peak(r.threads, 3, 0.05, faults);
     if (bf.flops_per_s > 0) {
-      Engine e{"bf16 dot products", bf.isa, bf.flops_per_s, K::measure_bf16_peak(1, 3, 0.05, faults).flops_per_s};
+      Engine e{kBf16DotEngine, bf.isa, bf.flops_per_s, K::measure_bf16_peak(1, 3, 0.05, faults).flops_per_s};
       e.flop_per_cycle = r.uarch.bf16_dot_flop_per_cycle;
       e.lower_bound = r.uarch.bf16_dot_lower_bound;
       e.theory = ref::theoretical_peak_flops(r.cores, clock, e.flop_per_cycle);
@@ -207,7 +214,7 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
     const K::AmxPeak amx = K::measure_amx_peak(r.threads, 3, 0.05, faults);
     if (amx.peak.flops_per_s > 0 || ctx.hardware().has_isa("amx_bf16")) {
       const K::AmxPeak amx1 = amx.peak.flops_per_s > 0 ? K::measure_amx_peak(1, 3, 0.05, faults) : K::AmxPeak{};
-      Engine e{"AMX bf16 tiles", "amx_bf16", amx.peak.flops_per_s, amx1.peak.flops_per_s};
+      Engine e{kAmxEngine, "amx_bf16", amx.peak.flops_per_s, amx1.peak.flops_per_s};
       e.flop_per_cycle = r.uarch.amx_bf16_flop_per_cycle;
       e.theory = ref::theoretical_peak_flops(r.cores, clock, e.flop_per_cycle);
       e.theory_one = e.theory / r.cores;

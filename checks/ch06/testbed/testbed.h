@@ -198,8 +198,8 @@ class Testbed {
   }
   static double engine_probe(const std::string& engine, const Roof& r) {
     if (engine.empty()) return K::measure_fma_peak(r.threads, r.faults, /*passes=*/2).flops_per_s;
-    if (engine == "bf16 dot products") return K::measure_bf16_peak(r.threads, 2, 0.05, r.faults).flops_per_s;
-    if (engine == "AMX bf16 tiles") return K::measure_amx_peak(r.threads, 2, 0.05, r.faults).peak.flops_per_s;
+    if (engine == kBf16DotEngine) return K::measure_bf16_peak(r.threads, 2, 0.05, r.faults).flops_per_s;
+    if (engine == kAmxEngine) return K::measure_amx_peak(r.threads, 2, 0.05, r.faults).peak.flops_per_s;
     throw std::logic_error("ch06::Testbed: no probe of an engine '" + engine + "'");
   }
 
