@@ -507,13 +507,9 @@ int cmd_run(const Args& a) {
     if (!quiet || bad || ids.size() == 1) std::cout << line << "\n" << std::flush;
   }
   const Summary s = summarize(results);
-  std::ostringstream sum;
-  sum << s.total << " claims: " << s.by_status.at("pass") << " pass, " << s.by_status.at("partial") << " partial, "
-      << s.by_status.at("fail") << " fail, " << s.by_status.at("xfail") << " xfail, " << s.by_status.at("xpass")
-      << " xpass, " << s.by_status.at("error") << " error, " << s.by_status.at("skip") - s.not_implemented << " skip, "
-      << s.not_implemented << " not implemented yet";
-  log << sum.str() << "\n";
-  if (!quiet || ids.size() > 1) std::cout << sum.str() << "\n";
+  const std::string sum = summary_line(s, false);
+  log << sum << "\n";
+  if (!quiet || ids.size() > 1) std::cout << sum << "\n";
 
   if (!report_dir.empty()) {
     Report rep;

@@ -36,9 +36,8 @@ bool parse_status(const std::string& s, Status* out) {
 
 Summary summarize(const std::vector<ClaimResult>& results) {
   Summary s;
-  for (Status v : kAllStatuses) s.by_status[to_string(v)] = 0;
   for (const auto& r : results) {
-    ++s.by_status[to_string(r.status)];
+    ++s.by_status[static_cast<std::size_t>(r.status)];
     if (r.not_implemented) ++s.not_implemented;
     s.pending_parts += static_cast<int>(r.pending_parts.size());
     ++s.total;
@@ -216,7 +215,8 @@ ClaimResult claim_from_json(const json& j) {
 }
 
 json to_json(const Summary& s) {
-  json j = s.by_status;
+  json j = json::object();
+  for (Status v : kAllStatuses) j[to_string(v)] = s[v];
   j["not_implemented"] = s.not_implemented;
   j["pending_parts"] = s.pending_parts;
   j["total"] = s.total;

@@ -1,6 +1,8 @@
 // Outcomes of checks and their folding into an exit status (design.md).
 #pragma once
+#include <array>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,8 +62,10 @@ struct ClaimResult {
 };
 
 struct Summary {
-  std::map<std::string, int> by_status;  // pass, partial, fail, skip, xfail, xpass, error (all present)
-  int not_implemented = 0;               // among skip: checks not arrived yet
+  std::array<int, std::size(kAllStatuses)> by_status{};  // claims per status, indexed by Status
+  int not_implemented = 0;                               // among skip: checks not arrived yet
+  int operator[](Status v) const { return by_status[static_cast<std::size_t>(v)]; }
+  int skipped() const { return (*this)[Status::skip] - not_implemented; }  // skips that are not checks to come
   int pending_parts = 0;                 // parts of claims listed as pending
   int total = 0;
 };

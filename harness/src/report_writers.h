@@ -44,7 +44,7 @@ std::string verdict_label(const ClaimResult& c);
 std::map<std::string, std::vector<const ClaimResult*>> by_chapter(const Report& r);
 // "chNN · <title>": the chapter's title from expected/chapters.json, as its claims carry it ("chNN" without one).
 std::string chapter_heading(const std::string& chapter, const std::vector<const ClaimResult*>& claims);
-std::string summary_line(const Summary& s);
+std::string summary_line(const Summary& s, bool with_pending = true);
 // Three significant digits, integers whole: what a reader compares at a glance (the verdicts keep six).
 std::string sig3(double v);
 // One probe for every table: a benchmark row's GFLOP/s as a share of the roof that ch06.ridge_measured's probe

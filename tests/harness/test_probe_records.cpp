@@ -312,7 +312,7 @@ TEST(Checks, AppliesAndPartial) {
   EXPECT_EQ(r.status, Status::partial) << r.reason;
   EXPECT_NE(r.reason.find("pending: the measured part"), std::string::npos) << r.reason;
   EXPECT_EQ(exit_status({r}), 0);
-  EXPECT_EQ(summarize({r}).by_status.at("partial"), 1);
+  EXPECT_EQ(summarize({r})[Status::partial], 1);
 }
 
 // A claim's check named in its expected file (`driver`) is registered from the catalogue, once per load, and a claim
