@@ -24,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "claimcheck/base/json_depth.h"
 #include "claimcheck/base/process.h"
 #include "claimcheck/base/sha256.h"
 #include "cli_internal.h"
@@ -96,6 +97,21 @@ const CLI::Validator kNonNegativeInteger(
     },
     "INTEGER >= 0");
 
+// A finite number in [lo, hi] (CLI::Range lets "nan" through: a timeout of NaN never fires).
+CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        const bool ok = !v.empty() && end && *end == '\0' && std::isfinite(d) && d >= lo && d <= hi;
+        return ok ? std::string() : "'" + v + "' is not a number in [" + fmt(lo) + ", " + fmt(hi) + "]";
+      },
+      "NUMBER in [" + fmt(lo) + ", " + fmt(hi) + "]");
+}
+// An option's value is never empty: `--report ''` read as no --report wrote no report and exited 0.
+const CLI::Validator kNonEmpty([](std::string& v) { return v.empty() ? std::string("an empty value") : std::string(); },
+                               "");
+
 // The command line, declared with CLI11 (subcommands, validation, help). Throws CLI::Error subclasses.
 struct CommandLine {
   CLI::App app{"claimcheck: every claim of the series, computed, compared with the stated figure, able to fail",
@@ -133,7 +149,7 @@ struct CommandLine {
     single(run, "--timeout", "SECONDS",
            "give up on a check that runs longer (default 900): its children are stopped, "
            "the report keeps the claims before it, exit 2")
-        ->check(CLI::Range(1.0, 1e6));
+        ->check(finite_range(1.0, 1e6));
     single(account, "--config", "FILE", "a Hugging Face config.json")->required();
     single(account, "--hardware", "FILE", "a hardware spec (default: reference/data/hardware/h100-sxm.json)");
     single(account, "--lora-r", "N", "LoRA rank (default 16)")->check(kPositiveInteger);
@@ -147,7 +163,7 @@ struct CommandLine {
     single(compare, "--json", "FILE", "write the comparison as JSON (schema claimcheck.compare/1) to FILE");
     single(compare, "--markdown", "FILE", "write the Markdown to FILE instead of stdout");
     single(compare, "--margin", "R", "the smallest relative move of a benchmark ratio that counts (default 0.05)")
-        ->check(CLI::Range(1e-6, 1.0));
+        ->check(finite_range(1e-6, 1.0));
     flag(compare, "--all",
          "also judge claims in one report only, and claims the two reports judged on different "
          "statements (a partial run); by default they are listed, not judged");
@@ -182,7 +198,8 @@ struct CommandLine {
     return sub
         ->add_option_function<std::string>(
             name, [this, name](const std::string& v) { args.opts[name] = {v}; }, help)
-        ->type_name(type);
+        ->type_name(type)
+        ->check(kNonEmpty);
   }
   void repeated(CLI::App* sub, const std::string& name, const std::string& help) {
     sub->add_option_function<std::vector<std::string>>(
@@ -306,6 +323,40 @@ int cmd_list(const Args& a) {
 }
 
 // ---- run ----------------------------------------------------------------------
+// A benchmarks file (ci/bench_ratios.py's list of ratios), every row checked as compare reads it.
+json load_benchmarks(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || fs::is_directory(file)) throw InputError(file + ": field '(file)': cannot be read");
+  json rows;
+  try {
+    rows = json::parse(in, depth_guard());
+  } catch (const std::exception& ex) {
+    throw InputError(file + ": field '(json)': " + ex.what());
+  }
+  if (!rows.is_array()) throw InputError(file + ": field '(json)': expected a list of benchmark ratios");
+  check_benchmark_rows(rows, file, "rows");
+  return rows;
+}
+
+// The report's folder, tried before any claim runs: a file in its place, a folder that cannot be made or written,
+// a report file that is a folder found after an hour of claims would cost the hour.
+void check_report_dir(const fs::path& dir) {
+  const std::string d = dir.string();
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw InputError(d + ": field '--report': is a file, not a folder");
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(d + ": field '--report': cannot be created (" + ec.message() + ")");
+  for (const auto& w : all_writers())
+    if (fs::is_directory(dir / w->filename(), ec))
+      throw InputError((dir / w->filename()).string() + ": field '--report': is a folder, not a file");
+  const fs::path probe = dir / ".claimcheck-write-test";
+  std::ofstream(probe) << "x";
+  const bool wrote = fs::exists(probe, ec);
+  fs::remove(probe, ec);
+  if (!wrote) throw InputError(d + ": field '--report': cannot be written");
+}
+
 int cmd_run(const Args& a) {
   const fs::path root = repo_root(a);
   const fs::path expected_dir = expected_dir_of(a, root);
@@ -316,6 +367,12 @@ int cmd_run(const Args& a) {
   const unsigned long long seed = std::stoull(one(a, "--seed", "20260929"));  // CLI11 has checked it
   const std::string report_dir = one(a, "--report");
   const bool quiet = a.flags.count("--quiet") > 0;
+  json benchmarks;
+  if (const std::string bench = one(a, "--benchmarks"); !bench.empty()) {
+    if (report_dir.empty()) throw InputError("--benchmarks: " + bench + " goes into the report: give --report DIR too");
+    benchmarks = load_benchmarks(bench);
+  }
+  if (!report_dir.empty()) check_report_dir(report_dir);
 
   const HardwareInfo hw = probe_hardware(root / "reference/data/hardware/cpu-uarch.json");
   Capabilities caps(&hw);
@@ -537,19 +594,7 @@ int cmd_run(const Args& a) {
         strip(rep.records["config"]["expected_dir"]);
       }
     }
-    const std::string bench = one(a, "--benchmarks");
-    if (!bench.empty()) {
-      std::ifstream bin(bench);
-      if (!bin) throw InputError(bench + ": field '(file)': cannot be read");
-      try {
-        rep.benchmarks = json::parse(bin);
-      } catch (const std::exception& ex) {
-        throw InputError(bench + ": field '(json)': " + ex.what());
-      }
-      if (!rep.benchmarks.is_array()) throw InputError(bench + ": field '(json)': expected a list of benchmark ratios");
-    }
-    fs::remove_all(fs::path(report_dir) / "artifacts");  // the previous run's, whether or not this one kept any
-    if (fs::exists(staging)) fs::rename(staging, fs::path(report_dir) / "artifacts");
+    if (!benchmarks.is_null()) rep.benchmarks = benchmarks;
     // Links from report.html to the repository's files: relative, so that the page works wherever the two move
     // together.
     std::error_code ec;
@@ -571,7 +616,10 @@ int cmd_run(const Args& a) {
       }
     }
     write_report(report_dir, rep);
-    std::ofstream(fs::path(report_dir) / "run.log") << log.str();
+    write_files_atomically({{fs::path(report_dir) / "run.log", log.str()}});
+    // The report written, the previous run's artifacts give way to this one's (whether or not it kept any).
+    fs::remove_all(fs::path(report_dir) / "artifacts");
+    if (fs::exists(staging)) fs::rename(staging, fs::path(report_dir) / "artifacts");
     if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";
   }
   return exit_status(results);
@@ -584,6 +632,14 @@ int cmd_compare(const Args& a) {
   const json cmp = compare_reports(oldr, old_file, newr, new_file,
                                    {std::stod(one(a, "--margin", "0.05")), a.flags.count("--all") == 0});
   const std::string md = compare_markdown(cmp), json_file = one(a, "--json"), md_file = one(a, "--markdown");
+  // An output over an input would lose the report it compared.
+  for (const auto& [out, field] : {std::pair{json_file, "--json"}, std::pair{md_file, "--markdown"}}) {
+    std::error_code ec;
+    for (const std::string& in : {old_file, new_file})
+      if (!out.empty() && fs::equivalent(out, in, ec))
+        throw InputError(out + ": field '" + field + "': is the report " + (in == old_file ? "OLD" : "NEW") +
+                         " it compares");
+  }
   std::vector<std::pair<fs::path, std::string>> files;
   if (!json_file.empty()) files.emplace_back(json_file, cmp.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   if (!md_file.empty()) files.emplace_back(md_file, md);

@@ -51,6 +51,11 @@ int cmd_account(const Args& a) {
   const std::string qpath = one(a, "--quant", (root / "reference/data/quant/nf4-bnb-default.json").string());
   const ref::QuantFormat q = ref::parse_quant_format(read_all(qpath), qpath);
   const std::int64_t tokens = positive(a, "--tokens", 4096), batch = positive(a, "--batch", 1);
+  // As a config's sizes: a sequence or a batch beyond 2^31 is a typo, not a workload (its activations read 1e19 GiB).
+  for (const auto& [k, v] : {std::pair{"--tokens", tokens}, std::pair{"--batch", batch}})
+    if (v > std::numeric_limits<int>::max())
+      throw InputError(std::string(k) + ": " + std::to_string(v) +
+                       " is implausibly large (the ledger accepts up to 2^31)");
 
   const ref::ParamCount p = ref::count_params(c);
   const std::int64_t params = p.total(), active = p.active();  // equal for a dense model

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "claimcheck/base/json_depth.h"
 #include "errors.h"
 #include "outcome.h"
 #include "report.h"
@@ -113,20 +114,46 @@ json side(const json& r, const std::string& name) {
 
 }  // namespace
 
+void check_benchmark_rows(const json& b, const std::string& f, const std::string& field) {
+  if (!b.is_array()) input_error(f, field, "expected an array, got " + type_of(b));
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!b[i].is_object()) input_error(f, at, "expected an object, got " + type_of(b[i]));
+    need_string(f, at + ".", b[i], "name", true);
+    if (!names.insert(b[i]["name"].get<std::string>()).second)
+      input_error(f, at + ".name", "'" + b[i]["name"].get<std::string>() + "' appears twice");
+    if (!b[i].contains("ratio")) input_error(f, at + ".ratio", "missing");
+    if (!b[i]["ratio"].is_number()) input_error(f, at + ".ratio", "expected a number, got " + type_of(b[i]["ratio"]));
+    for (const char* k : {"cv", "spread"})
+      if (b[i].contains(k) && !b[i][k].is_number() && !b[i][k].is_null())
+        input_error(f, at + "." + k, "expected a number, got " + type_of(b[i][k]));
+    if (b[i].contains("samples")) {
+      if (!b[i]["samples"].is_array())
+        input_error(f, at + ".samples", "expected an array, got " + type_of(b[i]["samples"]));
+      for (std::size_t k = 0; k < b[i]["samples"].size(); ++k)
+        if (!b[i]["samples"][k].is_number())
+          input_error(f, at + ".samples[" + std::to_string(k) + "]",
+                      "expected a number, got " + type_of(b[i]["samples"][k]));
+    }
+    need_bool(f, at + ".", b[i], "higher_is_better");
+  }
+}
+
 json load_report_for_compare(const fs::path& p) {
   const std::string f = p.string();
   std::ifstream in(p, std::ios::binary);
   if (!in || fs::is_directory(p)) input_error(f, "(file)", "cannot be read");
   json j;
   try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
+    j = json::parse(in, depth_guard());
+  } catch (const std::exception& e) {  // parse_error, out_of_range beyond a double (1e400), JsonTooDeep
     input_error(f, "(json)", e.what());
   }
   if (!j.is_object()) input_error(f, "(json)", "expected an object, got " + type_of(j));
   if (!j.contains("schema")) input_error(f, "schema", "missing");
   if (j["schema"] != kReportSchema)
-    input_error(f, "schema", std::string("expected '") + kReportSchema + "', got " + j["schema"].dump());
+    input_error(f, "schema", std::string("expected '") + kReportSchema + "', got " + shown(j["schema"]));
   if (!j.contains("claims")) input_error(f, "claims", "missing");
   if (!j["claims"].is_array()) input_error(f, "claims", "expected an array, got " + type_of(j["claims"]));
   std::map<std::string, std::size_t> seen;
@@ -142,7 +169,7 @@ json load_report_for_compare(const fs::path& p) {
     need_string(f, at + ".", c, "status", true);
     Status s;
     if (!parse_status(c["status"].get<std::string>(), &s))
-      input_error(f, at + ".status", "unknown status " + c["status"].dump());
+      input_error(f, at + ".status", "unknown status " + shown(c["status"]));
     need_bool(f, at + ".", c, "not_implemented");
     need_string(f, at + ".", c, "reason", false);
     if (!c.contains("measured")) input_error(f, at + ".measured", "missing");
@@ -166,29 +193,7 @@ json load_report_for_compare(const fs::path& p) {
       need_bool(f, mat + ".", ms[k], "ok");
     }
   }
-  if (j.contains("benchmarks") && !j["benchmarks"].is_null()) {
-    const json& b = j["benchmarks"];
-    if (!b.is_array()) input_error(f, "benchmarks", "expected an array, got " + type_of(b));
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      const std::string at = "benchmarks[" + std::to_string(i) + "]";
-      if (!b[i].is_object()) input_error(f, at, "expected an object, got " + type_of(b[i]));
-      need_string(f, at + ".", b[i], "name", true);
-      if (!b[i].contains("ratio")) input_error(f, at + ".ratio", "missing");
-      if (!b[i]["ratio"].is_number()) input_error(f, at + ".ratio", "expected a number, got " + type_of(b[i]["ratio"]));
-      for (const char* k : {"cv", "spread"})
-        if (b[i].contains(k) && !b[i][k].is_number() && !b[i][k].is_null())
-          input_error(f, at + "." + k, "expected a number, got " + type_of(b[i][k]));
-      if (b[i].contains("samples")) {
-        if (!b[i]["samples"].is_array())
-          input_error(f, at + ".samples", "expected an array, got " + type_of(b[i]["samples"]));
-        for (std::size_t k = 0; k < b[i]["samples"].size(); ++k)
-          if (!b[i]["samples"][k].is_number())
-            input_error(f, at + ".samples[" + std::to_string(k) + "]",
-                        "expected a number, got " + type_of(b[i]["samples"][k]));
-      }
-      need_bool(f, at + ".", b[i], "higher_is_better");
-    }
-  }
+  if (j.contains("benchmarks") && !j["benchmarks"].is_null()) check_benchmark_rows(j["benchmarks"], f, "benchmarks");
   return j;
 }
 
@@ -538,19 +543,36 @@ std::string compare_markdown(const json& c) {
 }
 
 void write_files_atomically(const std::vector<std::pair<fs::path, std::string>>& files) {
+  // Everything that would stop a rename is refused before a byte is written: a folder in the way, one path named
+  // twice (the second write would replace the first).
+  std::set<fs::path> seen;
+  std::error_code ec;
   for (const auto& [path, text] : files) {
-    if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
+    if (fs::is_directory(path, ec)) input_error(path.string(), "(file)", "is a folder, not a file");
+    if (!seen.insert(fs::weakly_canonical(fs::absolute(path), ec)).second)
+      input_error(path.string(), "(file)", "named twice as an output");
+  }
+  std::vector<fs::path> tmps;
+  const auto fail = [&](const fs::path& path, const std::string& why) {
+    for (const auto& t : tmps) fs::remove(t, ec);  // nothing half-written left behind
+    input_error(path.string(), "(file)", why);
+  };
+  for (const auto& [path, text] : files) {
+    if (!path.parent_path().empty()) {
+      fs::create_directories(path.parent_path(), ec);
+      if (ec) fail(path, "its folder cannot be created (" + ec.message() + ")");
+    }
     fs::path tmp = path;
     tmp += ".tmp";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (out) tmps.push_back(tmp);
     out << text;
     out.close();
-    if (!out) throw InputError(path.string() + ": field '(file)': cannot be written");
+    if (!out) fail(path, "cannot be written");
   }
-  for (const auto& [path, text] : files) {
-    fs::path tmp = path;
-    tmp += ".tmp";
-    fs::rename(tmp, path);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    fs::rename(tmps[i], files[i].first, ec);
+    if (ec) fail(files[i].first, "cannot be written (" + ec.message() + ")");
   }
 }
 

@@ -39,7 +39,12 @@ nlohmann::json compare_reports(const nlohmann::json& old_report, const std::stri
                                const CompareOptions& opt);
 std::string compare_markdown(const nlohmann::json& cmp);
 
-// Writes every file to "<name>.tmp" first and renames them into place only when all are written.
+// The rows of a benchmarks list (ci/bench_ratios.py's output; a report's `benchmarks`): an InputError naming
+// file and field for a row that is not one (a name twice, a ratio that is not a number, ...).
+void check_benchmark_rows(const nlohmann::json& rows, const std::string& file, const std::string& field);
+// Writes every file to "<name>.tmp" first and renames them into place only when all are written: refused before
+// writing where a path is a folder or named twice, the .tmp files removed where a write fails; an InputError naming
+// the file.
 void write_files_atomically(const std::vector<std::pair<std::filesystem::path, std::string>>& files);
 
 }  // namespace claimcheck

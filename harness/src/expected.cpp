@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "claimcheck/base/json_depth.h"
 #include "claimcheck/probe.h"
 #include "errors.h"
 #include "registry.h"
@@ -356,8 +357,8 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
     return true;
   };
   try {
-    j = json::parse(text, no_key_twice);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
+    j = json::parse(text, depth_guard(no_key_twice));
+  } catch (const std::exception& e) {  // parse_error, out_of_range beyond a double (1e400), JsonTooDeep
     input_error(file, "(json)", std::string("malformed JSON: ") + e.what());
   }
   if (!twice.empty()) input_error(file, twice, "appears twice in one object (a JSON parser keeps one silently)");
@@ -374,7 +375,7 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   // An integer (not get<int>: 2^32 + 1 is no 1), or 1.0: JSON Schema's "integer" takes a number with no fraction.
   const bool one = schema.is_number_integer() ? schema.get<std::int64_t>() == kExpectedSchema
                                               : schema.is_number_float() && schema.get<double>() == kExpectedSchema;
-  if (!one) input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + schema.dump());
+  if (!one) input_error(file, "schema", "expected " + std::to_string(kExpectedSchema) + ", got " + shown(schema));
   e.id = get_string(j, file, "", "id");
   static const std::regex id_re("^(ch0[1-9])\\.([a-z0-9_]+)$");
   std::smatch m;
@@ -548,8 +549,8 @@ std::map<std::string, Expected> load_expected_dir(const fs::path& dir) {
     buf << in.rdbuf();
     json j;
     try {
-      j = json::parse(buf.str());
-    } catch (const json::exception& e) {
+      j = json::parse(buf.str(), depth_guard());
+    } catch (const std::exception& e) {
       input_error(cf.string(), "(json)", std::string("malformed JSON: ") + e.what());
     }
     if (!j.is_object()) input_error(cf.string(), "(json)", "expected an object at the top level");

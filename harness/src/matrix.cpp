@@ -162,7 +162,13 @@ MatrixInput load_matrix_input(const fs::path& file, const fs::path& out_dir) {
     if (!c.contains("chapter") || !c["chapter"].is_string())
       input_error(f, "claims[" + std::to_string(i) + "].chapter", "missing");
   }
-  return {f, std::move(rep), report_link(file, out_dir)};
+  MatrixInput in{f, std::move(rep), report_link(file, out_dir)};
+  try {  // a field of the wrong type (a string for records.commit.dirty, ...) named with this file, not later
+    build_matrix({in});
+  } catch (const nlohmann::json::exception& e) {
+    input_error(f, "(report)", std::string("a field of the wrong type: ") + e.what());
+  }
+  return in;
 }
 
 std::string report_link(const fs::path& report_json, const fs::path& from_dir) {

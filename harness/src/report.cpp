@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compare.h"
 #include "report_writers.h"
 #include "tolerance.h"
 
@@ -172,20 +173,7 @@ std::vector<std::unique_ptr<ReportWriter>> all_writers() {
 void write_report(const fs::path& dir, const Report& r) {
   std::vector<std::pair<fs::path, std::string>> rendered;
   for (const auto& w : all_writers()) rendered.emplace_back(dir / w->filename(), w->render(r));
-  fs::create_directories(dir);
-  for (const auto& [path, text] : rendered) {
-    fs::path tmp = path;
-    tmp += ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot be written");
-  }
-  for (const auto& [path, text] : rendered) {
-    fs::path tmp = path;
-    tmp += ".tmp";
-    fs::rename(tmp, path);
-  }
+  write_files_atomically(rendered);
 }
 
 }  // namespace claimcheck

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/base/json_depth.h"
 #include "ledger_internal.h"
 
 namespace claimcheck::ref {
@@ -175,12 +176,12 @@ const Family& family_of(const json& j, const std::string& file) {
 std::int64_t int_field(const json& j, const std::string& file, const char* key, std::int64_t min, const char* cls) {
   const json& v = j.at(key);
   if (v.is_boolean() || !v.is_number_integer())
-    fail(file, key, std::string("expected an integer, got ") + v.dump() + " (" + cls + " accepts int only)");
+    fail(file, key, std::string("expected an integer, got ") + shown(v) + " (" + cls + " accepts int only)");
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxConfigInt))
-    fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+    fail(file, key, "implausibly large, got " + shown(v) + " (the ledger accepts up to 2^31)");
   const auto n = v.get<std::int64_t>();
-  if (n < min) fail(file, key, (min > 0 ? "must be positive, got " : "must be >= 0, got ") + v.dump());
-  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+  if (n < min) fail(file, key, (min > 0 ? "must be positive, got " : "must be >= 0, got ") + shown(v));
+  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + shown(v) + " (the ledger accepts up to 2^31)");
   return n;
 }
 bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
@@ -225,7 +226,7 @@ struct ConfigReader {
     if (!j.contains(key)) return dflt;
     if (!j.at(key).is_boolean())
       fail(file, key,
-           std::string("expected true or false, got ") + j.at(key).dump() + " (" + f.cls + " accepts bool only)");
+           std::string("expected true or false, got ") + shown(j.at(key)) + " (" + f.cls + " accepts bool only)");
     return j.at(key).get<bool>();
   }
 };
@@ -367,7 +368,7 @@ void read_activation(ConfigReader& r) {
   r.read.emplace_back(act);
   c.hidden_act = r.f.act_default;
   if (j.contains(act)) {
-    if (!j.at(act).is_string()) fail(file, act, "expected a string, got " + j.at(act).dump());
+    if (!j.at(act).is_string()) fail(file, act, "expected a string, got " + shown(j.at(act)));
     c.hidden_act = j.at(act).get<std::string>();
     static const std::vector<std::string> acts = {"gelu",
                                                   "gelu_10",
@@ -433,11 +434,11 @@ void check_pad_token(ConfigReader& r) {
   if (present(j, "pad_token_id")) {
     const json& v = j.at("pad_token_id");
     if (v.is_boolean() || !v.is_number_integer())
-      fail(file, "pad_token_id", "expected an integer or null, got " + v.dump() + " (" + cls + " accepts int only)");
+      fail(file, "pad_token_id", "expected an integer or null, got " + shown(v) + " (" + cls + " accepts int only)");
     if (v.is_number_unsigned() ? v.get<std::uint64_t>() >= static_cast<std::uint64_t>(c.vocab)
                                : (v.get<std::int64_t>() >= c.vocab || v.get<std::int64_t>() < -c.vocab))
       fail(file, "pad_token_id",
-           v.dump() + " is outside the embedding's " + std::to_string(c.vocab) +
+           shown(v) + " is outside the embedding's " + std::to_string(c.vocab) +
                " rows (nn.Embedding's padding_idx must lie in [-vocab_size, vocab_size))");
   } else if (!j.contains("pad_token_id") && r.f.pad_default >= c.vocab) {
     fail(file, "pad_token_id",
@@ -452,9 +453,9 @@ void check_typed_keys(const ConfigReader& r) {
     if (r.c.model_type != t.type || !r.j.contains(t.key)) continue;
     const json& v = r.j.at(t.key);
     if (t.kind == TypedKey::integer && (v.is_boolean() || !v.is_number_integer()))
-      fail(r.file, t.key, "expected an integer, got " + v.dump() + " (" + r.cls + " accepts int only)");
+      fail(r.file, t.key, "expected an integer, got " + shown(v) + " (" + r.cls + " accepts int only)");
     if (t.kind == TypedKey::float_or_null && !v.is_null() && !v.is_number_float())
-      fail(r.file, t.key, "expected a float or null, got " + v.dump() + " (" + r.cls + " accepts float or None only)");
+      fail(r.file, t.key, "expected a float or null, got " + shown(v) + " (" + r.cls + " accepts float or None only)");
   }
 }
 
@@ -482,7 +483,7 @@ void read_experts(ConfigReader& r) {
       if (!j.at("mlp_only_layers").is_array()) fail(file, "mlp_only_layers", "expected a list of layer indices");
       for (const auto& v : j.at("mlp_only_layers")) {
         if (v.is_boolean() || !v.is_number_integer())
-          fail(file, "mlp_only_layers", "expected integers, got " + v.dump());
+          fail(file, "mlp_only_layers", "expected integers, got " + shown(v));
         mlp_only.push_back(v.get<std::int64_t>());
       }
     }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "claimcheck/base/json_depth.h"
+
 #include "ledger_internal.h"
 
 namespace claimcheck::ref {
@@ -22,8 +24,8 @@ using nlohmann::json;
 
 json parse_text(const std::string& text, const std::string& file) {
   try {
-    return json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
+    return json::parse(text, depth_guard());
+  } catch (const std::exception& e) {  // parse_error, out_of_range beyond a double (1e400), JsonTooDeep
     fail(file, "(json)", std::string("malformed JSON: ") + e.what());
   }
 }
@@ -49,24 +51,24 @@ std::int64_t positive_int(const json& j, const std::string& file, const char* ke
     if (v.is_number_float()) {
       const double d = v.get<double>();
       if (!std::isfinite(d)) fail(file, key, "not a finite number");
-      if (d != std::floor(d)) fail(file, key, "expected an integer, got " + v.dump());
-      if (d <= 0) fail(file, key, "must be positive, got " + v.dump());
-      if (d > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+      if (d != std::floor(d)) fail(file, key, "expected an integer, got " + shown(v));
+      if (d <= 0) fail(file, key, "must be positive, got " + shown(v));
+      if (d > kMaxConfigInt) fail(file, key, "implausibly large, got " + shown(v) + " (the ledger accepts up to 2^31)");
       return static_cast<std::int64_t>(d);
     }
     fail(file, key, std::string("expected an integer, got ") + v.type_name());
   }
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxConfigInt))
-    fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+    fail(file, key, "implausibly large, got " + shown(v) + " (the ledger accepts up to 2^31)");
   const auto n = v.get<std::int64_t>();
-  if (n <= 0) fail(file, key, "must be positive, got " + v.dump());
-  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + v.dump() + " (the ledger accepts up to 2^31)");
+  if (n <= 0) fail(file, key, "must be positive, got " + shown(v));
+  if (n > kMaxConfigInt) fail(file, key, "implausibly large, got " + shown(v) + " (the ledger accepts up to 2^31)");
   return n;
 }
 
 bool get_bool(const json& j, const std::string& file, const char* key, bool dflt) {
   if (!j.contains(key) || j.at(key).is_null()) return dflt;
-  if (!j.at(key).is_boolean()) fail(file, key, std::string("expected true or false, got ") + j.at(key).dump());
+  if (!j.at(key).is_boolean()) fail(file, key, std::string("expected true or false, got ") + shown(j.at(key)));
   return j.at(key).get<bool>();
 }
 
@@ -75,7 +77,7 @@ double positive_number(const json& j, const std::string& file, const char* key) 
   const json& v = j.at(key);
   if (!v.is_number()) fail(file, key, std::string("expected a number, got ") + v.type_name());
   const double d = v.get<double>();
-  if (!std::isfinite(d) || d <= 0) fail(file, key, "must be a positive finite number, got " + v.dump());
+  if (!std::isfinite(d) || d <= 0) fail(file, key, "must be a positive finite number, got " + shown(v));
   return d;
 }
 
@@ -84,8 +86,8 @@ double positive_number(const json& j, const std::string& file, const char* key) 
 GptShape parse_gpt_shape(const std::string& json_text, const std::string& where) {
   json j;
   try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+    j = json::parse(json_text, depth_guard());
+  } catch (const std::exception& e) {
     fail(where, "(json)", std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) fail(where, "(json)", "expected an object");
@@ -101,10 +103,27 @@ GptShape parse_gpt_shape(const std::string& json_text, const std::string& where)
   return s;
 }
 
+// A key the format does not know is a typo that would otherwise read as its default ("keep_bf_16": every weight
+// quantised, the name still saying otherwise).
+void known_keys_only(const json& j, const std::string& file, std::initializer_list<const char*> known) {
+  for (const auto& [k, v] : j.items()) {
+    std::string list;
+    bool ok = false;
+    for (const char* n : known) {
+      ok = ok || k == n;
+      list += (list.empty() ? "" : ", ") + std::string(n);
+    }
+    if (!ok) fail(file, k, "unknown key (known: " + list + ")");
+  }
+}
+
 // ---- quantisation -------------------------------------------------------------
 QuantFormat parse_quant_format(const std::string& text, const std::string& where) {
   const json j = parse_text(text, where);
   if (!j.is_object()) fail(where, "(json)", "a quantisation format is an object");
+  known_keys_only(j, where,
+                  {"name", "why", "bits", "block_size", "scale_bytes", "double_quant", "dq_block_size", "keep_bf16",
+                   "levels_source", "levels"});
   QuantFormat q;
   if (j.contains("name") && !j.at("name").is_string())
     fail(where, "name", std::string("expected a string, got ") + j.at("name").type_name());
@@ -116,7 +135,7 @@ QuantFormat parse_quant_format(const std::string& text, const std::string& where
   if (q.block_size > 0) {
     const std::int64_t scale_bytes = positive_int(j, where, "scale_bytes");
     if (scale_bytes > std::numeric_limits<int>::max())
-      fail(where, "scale_bytes", "implausibly large, got " + j.at("scale_bytes").dump());
+      fail(where, "scale_bytes", "implausibly large, got " + shown(j.at("scale_bytes")));
     q.scale_bytes = static_cast<int>(scale_bytes);
   }
   q.double_quant = get_bool(j, where, "double_quant", false);
@@ -148,11 +167,14 @@ HardwareSpec parse_hardware_spec(const std::string& text, const std::string& fil
   HardwareSpec h;
   h.file = file;
   if (!j.contains("name") || !j.at("name").is_string()) fail(file, "name", "missing");
+  known_keys_only(j, file, {"name", "source", "why", "memory_bytes", "hbm_bandwidth_bytes_per_s", "bf16_dense_flops"});
   h.name = j.at("name").get<std::string>();
-  // A machine's sizes and rates lie far inside [1, 1e30]; beyond it the times and ratios derived overflow (1 / 5e-324).
+  // A machine's sizes and rates, in bytes, bytes per second and FLOP/s, lie far inside [1e6, 1e30]: below, a figure
+  // typed in another unit (3.35 for 3.35 TB/s); beyond, the times and ratios derived overflow (1 / 5e-324).
   auto plausible = [&](const char* key) {
     const double d = positive_number(j, file, key);
-    if (d < 1 || d > 1e30) fail(file, key, "implausible, got " + j.at(key).dump() + " (the ledger accepts 1 to 1e30)");
+    if (d < 1e6 || d > 1e30)
+      fail(file, key, "implausible, got " + shown(j.at(key)) + " (in base units, the ledger accepts 1e6 to 1e30)");
     return d;
   };
   h.memory_bytes = plausible("memory_bytes");

@@ -66,6 +66,50 @@ expect_error(["account", "--config", cfg, "--lora-r", "-3"], "--lora-r", what="n
 expect_error(["account", "--config", cfg, "--hardware", cfg], cfg, "field 'name'", what="config as hardware")
 expect_error(["account"], "--config", what="no config")
 
+# Careless values: a JSON nested 100,000 deep (its error message's dump crashed), a unit typed as a plain number,
+# a misspelt key of a format (read as its default), a sequence of 2^63 tokens, an empty or NaN option value.
+scratch = tempfile.mkdtemp(prefix="cc_careless_")
+deep = os.path.join(scratch, "deep.json")
+open(deep, "w").write('{"hidden_size": ' + "[" * 100000 + "]" * 100000 + "}")
+expect_error(["account", "--config", deep], deep, "field '(json)'", "nested deeper", what="a config nested 1e5 deep")
+hw_tb = os.path.join(scratch, "tb.json")
+save(hw_tb, dict(load(hw), hbm_bandwidth_bytes_per_s=3.35))
+expect_error(["account", "--config", cfg, "--hardware", hw_tb], hw_tb, "field 'hbm_bandwidth_bytes_per_s'",
+             what="a bandwidth typed in TB/s")
+quant = os.path.join(scratch, "q.json")
+qd = load(os.path.join(a.root, "reference", "data", "quant", "nf4-bnb-default.json"))
+qd["keep_bf_16"] = qd.pop("keep_bf16")
+save(quant, qd)
+expect_error(["account", "--config", cfg, "--quant", quant], quant, "field 'keep_bf_16'", what="a misspelt format key")
+expect_error(["account", "--config", cfg, "--tokens", str(2**63 - 1)], "--tokens", what="2^63 tokens")
+expect_error(["run", "--claim", "ch06.ridge", "--report", ""], "--report", "empty", what="an empty --report")
+expect_error(["run", "--claim", "ch06.ridge", "--timeout", "nan"], "--timeout", what="a NaN timeout")
+# What a run writes at its end is tried before its claims run; compare never writes over what it compares.
+bench = os.path.join(scratch, "bench.json")
+save(bench, [{"name": "x", "ratio": "fast", "higher_is_better": True}])
+expect_error(["run", "--claim", "ch06.ridge", "--benchmarks", bench, "--report", os.path.join(scratch, "r")], bench,
+             "field 'rows[0].ratio'", what="a benchmark ratio that is not a number")
+afile = os.path.join(scratch, "afile")
+open(afile, "w").write("x")
+expect_error(["run", "--claim", "ch06.ridge", "--report", afile], afile, "field '--report'", what="--report a file")
+rep = os.path.join(scratch, "rep")
+r = run(cc, "run", "--claim", "ch06.ridge", "--report", rep, "--quiet")
+t.check(r.returncode == 0, f"a report to compare: {r.returncode} {r.stderr.strip()}")
+before = open(os.path.join(rep, "report.json"), "rb").read()
+expect_error(["compare", os.path.join(rep, "report.json"), os.path.join(rep, "report.json"), "--json",
+              os.path.join(rep, "report.json")], "field '--json'", what="compare's output over its input")
+out = os.path.join(scratch, "out")
+expect_error(["compare", os.path.join(rep, "report.json"), os.path.join(rep, "report.json"), "--json", out,
+              "--markdown", out], out, "named twice", what="compare's two outputs one file")
+t.check(open(os.path.join(rep, "report.json"), "rb").read() == before and not os.path.exists(out)
+        and not os.path.exists(out + ".tmp"), "compare wrote nothing")
+broken = os.path.join(scratch, "dirty.json")
+rd = load(os.path.join(rep, "report.json"))
+rd["records"]["commit"]["dirty"] = "yes"
+save(broken, rd)
+expect_error(["matrix", broken, "--out", os.path.join(scratch, "m")], broken, what="a report field of the wrong type")
+shutil.rmtree(scratch)
+
 # Expected files: malformed, truncated, missing unit, NaN-like value, missing why.
 tmp, exp = copy_expected(a.root)
 target = os.path.join(exp, "ch04", "full_finetune_gb.json")
