@@ -5,11 +5,19 @@
 #include <cstdio>
 #include <vector>
 #include "../tiny_shape.h"
+#include "claimcheck/base/sha256.h"
 #include "claimcheck/check.h"
 #include "claimcheck/io.h"
 #include "claimcheck/train/experiments.h"
 
 #include <nlohmann/json.hpp>
+
+// The characters a run trained on, hashed for the answer key's split.
+static std::string train_sha256(const std::vector<std::uint8_t>& text) {
+  claimcheck::Sha256 h;
+  h.update(text.data(), text.size());
+  return h.hex();
+}
 
 static void ppl_one_minute(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
@@ -24,6 +32,7 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   o.steps = ctx.input("steps").get<long>();
   o.batch = ctx.input("batch").get<int>();
   o.schedule = {ctx.input("lr").get<double>(), ctx.input("lr").get<double>() / 10, o.steps / 10, o.steps};
+  o.eval_batches = ctx.input("eval_batches").get<int>();
   o.seed = ctx.seed();
   o.fault = ctx.planted_fault();
   o.checkpoint = ctx.keep_file("tiny-gpt.pt").string();  // the run's checkpoint: hashed into the logs record
@@ -40,22 +49,24 @@ static void ppl_one_minute(claimcheck::Context& ctx) {
   char lr[160];
   std::snprintf(lr, sizeof lr, "%.17g:%.17g:%ld:%ld", o.schedule.base_lr, o.schedule.min_lr, o.schedule.warmup_steps,
                 o.schedule.total_steps);
-  const nlohmann::json ref = claimcheck::run_python_driver(ctx, "reference/python/char_reference.py",
-                                                           {"--dir",          dir.path().string(),
-                                                            "--corpus",       ctx.input_path("corpus").string(),
-                                                            "--heads",        std::to_string(series.n_head),
-                                                            "--vocab",        std::to_string(series.vocab),
-                                                            "--context",      std::to_string(series.context),
-                                                            "--d-model",      std::to_string(series.d_model),
-                                                            "--d-ff",         std::to_string(series.d_ff),
-                                                            "--layers",       std::to_string(series.n_layer),
-                                                            "--weight-decay", std::to_string(weight_decay),
-                                                            "--clip",         std::to_string(clip),
-                                                            "--eval-batch",   std::to_string(o.batch),
-                                                            "--batch",        std::to_string(o.batch),
-                                                            "--checkpoint",   o.checkpoint,
-                                                            "--lr",           lr,
-                                                            "--train-chars",  std::to_string(corpus.train.size())});
+  const nlohmann::json ref = claimcheck::run_python_driver(
+      ctx, "reference/python/char_reference.py", {"--dir",          dir.path().string(),
+                                                  "--corpus",       ctx.input_path("corpus").string(),
+                                                  "--heads",        std::to_string(series.n_head),
+                                                  "--vocab",        std::to_string(series.vocab),
+                                                  "--context",      std::to_string(series.context),
+                                                  "--d-model",      std::to_string(series.d_model),
+                                                  "--d-ff",         std::to_string(series.d_ff),
+                                                  "--layers",       std::to_string(series.n_layer),
+                                                  "--weight-decay", std::to_string(weight_decay),
+                                                  "--clip",         std::to_string(clip),
+                                                  "--eval-batch",   std::to_string(o.batch),
+                                                  "--batch",        std::to_string(o.batch),
+                                                  "--checkpoint",   o.checkpoint,
+                                                  "--lr",           lr,
+                                                  "--train-chars",  std::to_string(corpus.train.size()),
+                                                  "--train-sha256", train_sha256(corpus.train),
+                                                  "--eval-rows",    std::to_string(o.eval_batches * o.batch)});
   // Verify.
   ctx.measure(r.eval_ppl.back(), "ppl");
   ctx.measure("start", r.eval_ppl.front(), "ppl");

@@ -105,7 +105,7 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   ctx.measure("answers_wrong", static_cast<double>(wrong), "count");
   if (!ctx.wants_any({"value", "first_over_ln_v", "prompt_sensitivity", "uses_the_prompt", "learns_answer_shape",
                       "sft_batches_mismatch", "sft_loop_vs_pytorch", "sft_weights_vs_pytorch_over_lr",
-                      "sft_optimizer_mismatch"}))
+                      "sft_optimizer_mismatch", "other_seed_init_differs"}))
     return;  // (a planted-fault run that judges the data alone)
   T::SftOptions o;
   o.steps = ctx.input("steps").get<int>();
@@ -132,6 +132,16 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
   claimcheck::ScratchDir dir("sft_vs_pytorch");
   o.export_dir = dir.path() / "run";
   const auto r = T::sft_train(train, {}, o);
+  {  // the model as the next seed draws it (no step): another seed, other weights
+    T::SftOptions next = o;
+    next.seed = o.seed + 1;
+    next.steps = 0;
+    next.evaluate.clear();
+    next.generate = 0;
+    next.export_dir.clear();
+    const auto r2 = T::sft_train(train, {}, next);
+    ctx.measure_bool("other_seed_init_differs", r2.init_sha256 != r.init_sha256 && !r.init_sha256.empty());
+  }
   {
     const auto file = dir.path() / "conversations.jsonl";
     std::ofstream out(file);

@@ -219,7 +219,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
          path + " (activations at bf16 ties)");
     poison(yt);
     K::gemv_bf16(Wt.data(), Nt, Kt, xt.data(), yt.data(), o);
-    keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data()),
+    keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data(), Nt),
          path + " (61 rows, K = " + std::to_string(Kt) + ")");
     // The batched GEMM on the same tail matrix, at batches that run each of the direct tiles (4 tokens, then a
     // remainder of 2, 1 and 3) and one of the packed panels.
@@ -228,7 +228,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
       for (std::size_t i = 0; i < X.size(); ++i) X[i] = xt[i % xt.size()] * (1.0f + static_cast<float>(i / Kt) / 8);
       poison(Y);
       K::gemm_bf16(Wt.data(), Nt, Kt, X.data(), B, Y.data(), o);
-      keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, X.data(), B, Y.data()),
+      keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, X.data(), B, Y.data(), Nt),  // every row and token
            path + " (GEMM, 61 rows, K = " + std::to_string(Kt) + ", B = " + std::to_string(B) + ")");
     }
     poison(yo);

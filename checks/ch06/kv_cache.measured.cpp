@@ -60,7 +60,9 @@ static void kv_cache_allocated(claimcheck::Context& ctx) {
   // transformers' own cache (past_key_values) on the same weights, on the config scaled by inputs.reference_overrides;
   // the bytes its cache holds per token against transformers' and against the ledger's formula (fp32 here). Not in a
   // planted-fault run that judges none of them (run --statement).
-  if (!ctx.wants_any({"cache_bytes_vs_ledger", "cached_decode_vs_transformers", "cache_bytes_vs_transformers"})) return;
+  if (!ctx.wants_any({"cache_bytes_vs_ledger", "cached_decode_vs_transformers", "cache_bytes_vs_transformers",
+                      "greedy_vs_transformers"}))
+    return;
   claimcheck::ScratchDir dir("kv_vs_transformers");
   const auto scaled = checks::scaled_config(ctx, "config", "reference_overrides", dir.path()).first;
   const int prompt = ctx.input("reference_prompt").get<int>(), steps = ctx.input("reference_steps").get<int>();

@@ -68,9 +68,7 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
-    if (ctx.planted_fault() == "seed_ignored" || ctx.planted_fault() == "seed_model_constant" ||
-        ctx.planted_fault() == "deterministic_off")
-      argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
+    if (!ctx.planted_fault().empty()) argv.insert(argv.end(), {"--fault", ctx.planted_fault()});
     return argv;
   };
   const auto seed = std::to_string(ctx.seed());

@@ -160,7 +160,9 @@ GenerationExport export_decoder_generation(const std::filesystem::path& config, 
   std::vector<torch::Tensor> logits{chunk_logits[-1]};
   std::vector<std::int64_t> fed;
   for (int s = 0; s < steps; ++s) {
-    const std::int64_t next = logits.back().argmax().item<std::int64_t>();
+    // greedy: the most likely token (planted: "kv_greedy_from_first_logits", the prompt's first row's argmax instead)
+    const torch::Tensor& row = fault == "kv_greedy_from_first_logits" ? logits.front() : logits.back();
+    const std::int64_t next = row.argmax().item<std::int64_t>();
     fed.push_back(next);
     logits.push_back(model->forward_cached(torch::tensor({{next}}, torch::kLong), cache)[0][-1]);
   }

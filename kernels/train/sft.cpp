@@ -81,7 +81,7 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o) {
-  torch::manual_seed(o.seed);
+  torch::manual_seed(o.fault == "sft_seed_ignored" ? 1 : o.seed);
   TinyConfig c = sft_model_config();
   if (o.fault == "sft_large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform at the start
   TinyGPT model(c);
@@ -104,6 +104,7 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
     write_safetensors(o.export_dir / "model.safetensors", before);
   }
   SftResult r;
+  r.init_sha256 = parameters_sha256(model->parameters());
   const auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
     // Batch s holds conversations s * batch .. s * batch + batch - 1 (wrapping around); a planted fault repeats the
@@ -159,12 +160,13 @@ SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Co
       ids.push_back(next);
       if (next == kImEnd) {
         stop = true;
-        break;
+        if (o.fault != "generation_past_end") break;  // (planted: generation goes on past the end token)
       }
     }
     // A planted fault: a generation that ran out of new tokens is counted as stopped too ("finished" for "stopped").
     if (o.fault == "length_limit_counts_as_stop") stop = true;
     stopped += stop;
+    r.generations.emplace_back(ids.begin() + static_cast<long>(prompt_len), ids.end());
     if (r.samples.size() < 3)
       r.samples.push_back(
           decode_bytes(std::vector<std::int64_t>(ids.begin() + static_cast<long>(prompt_len), ids.end())));

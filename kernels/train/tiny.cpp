@@ -38,7 +38,8 @@ Corpus load_fortunes_corpus(const fs::path& dir, const std::string& fault) {
   c.sha256 = sha256_hex(text);
   std::vector<std::uint8_t> all;
   all.reserve(text.size());
-  for (unsigned char ch : text) all.push_back(ch < 128 ? ch : '?');  // V = 128: fold to ASCII
+  // V = 128: fold to ASCII (planted: "fold_non_ascii_low_bits", a byte's low 7 bits instead of '?')
+  for (unsigned char ch : text) all.push_back(ch < 128 ? ch : (fault == "fold_non_ascii_low_bits" ? ch & 0x7F : '?'));
   const std::size_t cut = all.size() * (fault == "split_96" ? 96 : 95) / 100;
   c.train.assign(all.begin(), all.begin() + static_cast<long>(cut));
   c.val.assign(all.begin() + static_cast<long>(cut), all.end());
@@ -108,7 +109,9 @@ double eval_ppl(TinyGPT& model, const Corpus& data, const TinyConfig& c, int bat
   for (int b = 0; b < batches; ++b) {
     std::vector<torch::Tensor> xs, ys;
     for (int i = 0; i < batch; ++i) {
-      auto ex = val.get(static_cast<std::size_t>((b * batch + i) * 7919 % n));  // a fixed, spread-out set
+      // a fixed, spread-out set (planted: "eval_same_batch", every batch the first batch's windows)
+      const int at = fault == "eval_same_batch" ? i : b * batch + i;
+      auto ex = val.get(static_cast<std::size_t>(at * 7919 % n));
       xs.push_back(ex.data);
       ys.push_back(ex.target);
     }
@@ -194,6 +197,9 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   const bool zero_grad = o.fault != "no_zero_grad";
 
   TrainResult r;
+  // LibTorch's setting as the training starts: errors on a nondeterministic kernel, not a warning.
+  r.deterministic_algorithms =
+      at::globalContext().deterministicAlgorithms() && !at::globalContext().deterministicAlgorithmsWarnOnly();
   r.init_weights_sha256 = parameters_sha256(model->parameters());
   // (A planted fault writes the checkpoint before the first step: a file of the untrained model.)
   if (o.fault == "checkpoint_before_training" && !o.checkpoint.empty()) torch::save(model, o.checkpoint);
@@ -288,8 +294,10 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
 }
 
 TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const std::string& fault) {
-  // A planted fault: the run leaves LibTorch's algorithms as they are (the series says they must be deterministic).
-  if (fault != "deterministic_off") at::globalContext().setDeterministicAlgorithms(true, false);
+  // Planted faults: the run leaves LibTorch's algorithms as they are (the series says they must be deterministic),
+  // or asks only for a warning on a nondeterministic kernel.
+  if (fault != "deterministic_off")
+    at::globalContext().setDeterministicAlgorithms(true, fault == "deterministic_warn_only");
   TinyConfig c;
   c.n_layer = 2;
   c.context = 64;
@@ -300,9 +308,7 @@ TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const
   o.eval_every = 0;
   o.schedule = {1e-3, 1e-4, 5, steps};
   if (fault == "frozen" || fault == "seed_model_constant") o.fault = fault;  // planted faults (tests): train_tiny's own
-  TrainResult r = train_tiny(c, data, o);
-  r.deterministic_algorithms = at::globalContext().deterministicAlgorithms();
-  return r;
+  return train_tiny(c, data, o);
 }
 
 // ---- autograd and memory ------------------------------------------------------------

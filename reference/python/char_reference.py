@@ -26,6 +26,7 @@ last exported step (after.<name>). Here:
                its log: the mean of the batches' mean losses, --eval-batch rows each)
 Prints one JSON object (the pydriver protocol); a missing torch or safetensors is a "skip" with the reason."""
 import argparse
+import hashlib
 import math
 import os
 import sys
@@ -180,6 +181,9 @@ def main(argv):
                                         "final parameters the evaluation exported")
     p.add_argument("--train-chars", type=int, required=True,
                    help="the characters the run's side trained on (its split of the corpus), held to this side's")
+    p.add_argument("--train-sha256", required=True, help="the SHA-256 of the characters the run's side trained on")
+    p.add_argument("--eval-rows", type=int, required=True,
+                   help="the windows the run's last evaluation reads (its batches x rows, as the series sets them)")
     p.add_argument("--lr", required=True, help="BASE:MIN:WARMUP:TOTAL")
     a = p.parse_args(argv)
     try:
@@ -266,7 +270,7 @@ def main(argv):
     loop = max(*per_step.values(), after)
     # The run's perplexity: its last evaluation's windows against this side's held-out text (the last 5 %), and the
     # model here on the final parameters over those windows: exp of the mean of the batches' mean losses.
-    held_bad = eval_units = math.inf  # no export of the evaluation: nothing to hold it to
+    held_bad = eval_units = rows_off = math.inf  # no export of the evaluation: nothing to hold it to
     eval_file = os.path.join(a.dir, "eval.safetensors")
     if os.path.exists(eval_file):
         ev = load_file(eval_file)
@@ -275,6 +279,9 @@ def main(argv):
         model_f.eval()
         ex, ey, B = ev["eval.x"], ev["eval.y"], a.eval_batch
         held_bad = not_windows(held_out, window_index(held_out, T), T, ex.tolist(), ey.tolist())
+        # as many windows as the evaluation was set to read, each once (a perplexity over one batch read again is
+        # still a held-out perplexity)
+        rows_off = abs(ex.shape[0] - a.eval_rows) + (ex.shape[0] - len({bytes(r) for r in ex.tolist()}))
         with torch.no_grad():
             losses = [torch.nn.functional.cross_entropy(model_f(ex[i:i + B]).reshape(-1, a.vocab).float(),
                                                         ey[i:i + B].reshape(-1), ignore_index=-100).item()
@@ -285,6 +292,10 @@ def main(argv):
         details["eval"] = {"rows": ex.shape[0], "not_held_out_windows": held_bad, "ppl": ev["eval.ppl"].item(),
                            "reference_ppl": math.exp(ref_log_ppl), "units": figure(eval_units)}
     details["train_chars"] = {"run": a.train_chars, "reference": len(text)}
+    # the characters themselves: as many, and the same (a folding of the non-ASCII bytes apart moves none of the count)
+    split_off = a.train_chars - len(text) + 0.0
+    if split_off == 0 and hashlib.sha256(text).hexdigest() != a.train_sha256:
+        split_off = 1.0
     checkpoint = []
     if a.checkpoint:
         checkpoint = checkpoint_mismatch(torch, a.checkpoint, final if os.path.exists(eval_file) else {})
@@ -292,11 +303,12 @@ def main(argv):
     emit([{"name": "windows_not_from_corpus", "value": bad_rows + 0.0, "unit": "count"},
           {"name": "optimizer_mismatch", "value": optimizer, "unit": "count"},
           {"name": "batch_shape_mismatch", "value": batch_off + 0.0, "unit": "count"},
-          {"name": "train_split_vs_reference", "value": a.train_chars - len(text) + 0.0, "unit": "count"},
+          {"name": "train_split_vs_reference", "value": split_off, "unit": "count"},
           {"name": "windows_in_corpus_order", "value": in_order + 0.0, "unit": "count"},
           {"name": "windows_span_corpus", "value": span, "unit": "ratio"},
           {"name": "eval_windows_not_held_out", "value": held_bad + 0.0, "unit": "count"},
           {"name": "eval_vs_pytorch", "value": figure(eval_units), "unit": "ratio"},
+          {"name": "eval_rows_mismatch", "value": figure(rows_off), "unit": "count"},
           *([{"name": "checkpoint_mismatch", "value": len(checkpoint) + 0.0, "unit": "count"}] if a.checkpoint else []),
           {"name": "parameters_mismatch", "value": len(mismatch) + 0.0, "unit": "count"},
           {"name": "step0_vs_pytorch", "value": figure(max(first.values())), "unit": "ratio"},

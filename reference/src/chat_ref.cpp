@@ -14,7 +14,7 @@ namespace claimcheck::ref {
 
 namespace {
 const std::string kStart = "<|im_start|>", kEnd = "<|im_end|>";
-constexpr std::int64_t kStartId = 256, kEndId = 257, kIgnore = -100;
+constexpr std::int64_t kStartId = kChatStartId, kEndId = kChatEndId, kIgnore = -100;
 
 // Renders one conversation, remembering the assistant contents' character spans; tokenises by scanning the string
 // and labels by offset.

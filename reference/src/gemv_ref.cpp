@@ -64,14 +64,18 @@ void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, doubl
   }
 }
 
-double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y) {
+double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y,
+                               int samples) {
   double worst = 0;
   std::vector<double> xd(static_cast<std::size_t>(K));
-  const auto spread = [](int i, int n) { return n <= 8 ? i : static_cast<int>(static_cast<long>(i) * (n - 1) / 7); };
-  for (int bi = 0; bi < std::min(B, 8); ++bi) {
+  const int s = std::max(samples, 2);
+  const auto spread = [s](int i, int n) {
+    return n <= s ? i : static_cast<int>(static_cast<long>(i) * (n - 1) / (s - 1));
+  };
+  for (int bi = 0; bi < std::min(B, s); ++bi) {
     const int b = spread(bi, B);
     for (int k = 0; k < K; ++k) xd[static_cast<std::size_t>(k)] = X[static_cast<std::size_t>(b) * K + k];
-    for (int ni = 0; ni < std::min(N, 8); ++ni) {
+    for (int ni = 0; ni < std::min(N, s); ++ni) {
       const int n = spread(ni, N);
       double y = 0, absdot = 0;
       gemv_bf16_fp64(W + static_cast<std::size_t>(n) * K, 1, K, xd.data(), &y, &absdot);

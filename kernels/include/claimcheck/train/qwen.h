@@ -138,7 +138,9 @@ struct SftResult {
   std::vector<double> losses;
   double stop_rate = 0;              // share of greedy generations that emit <|im_end|>
   std::vector<std::string> samples;  // a few generations, decoded
+  std::vector<std::vector<std::int64_t>> generations;  // every generation's new tokens, as generated
   std::vector<double> evaluated;     // after training: the mean answer loss of each set of SftOptions::evaluate
+  std::string init_sha256;           // the parameters as drawn, before step 0
   double seconds = 0;
 };
 struct SftOptions {
@@ -154,7 +156,8 @@ struct SftOptions {
   // planted by tests: "frozen" (the optimizer's rate is 0: nothing learns), "mask_inputs" (the loss mask applied to
   // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt),
   // "sft_no_clip" (the gradient never clipped), "sft_pad_learned" (padding's labels are the pad token, not -100),
-  // "sft_batch_repeats" (every step trains on the first batch), "sft_large_init" (weights drawn with std 1, not 0.02)
+  // "sft_batch_repeats" (every step trains on the first batch), "sft_large_init" (weights drawn with std 1, not 0.02),
+  // "sft_seed_ignored" (the model drawn under seed 1 whatever the seed)
   std::string fault;
   // For the answer key's reference (reference/python/sft_reference.py): export_dir/model.safetensors (the parameters
   // before step 0) and export_dir/run.safetensors (each step's x.s and y.s, its loss and pre-clip gradient norm, and

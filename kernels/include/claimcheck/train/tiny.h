@@ -65,7 +65,7 @@ struct TrainResult {
   std::vector<double> lrs;                // per step: the learning rate read from the optimizer before its step
   std::string weights_sha256;             // of every parameter's bytes after training
   std::string init_weights_sha256;        // the same before the first step (the seed's draw)
-  bool deterministic_algorithms = false;  // LibTorch's setting as the run ended (seeded_run sets it)
+  bool deterministic_algorithms = false;  // LibTorch's deterministic algorithms on (not warn-only) as training starts
 };
 struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step

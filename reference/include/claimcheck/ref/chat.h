@@ -15,6 +15,7 @@ namespace claimcheck::ref {
 
 // The byte-level stand-in's vocabulary: 256 bytes and the two ChatML markers <|im_start|> (256) and <|im_end|> (257).
 inline constexpr std::int64_t kChatVocab = 256 + 2;
+inline constexpr std::int64_t kChatStartId = 256, kChatEndId = 257;
 
 struct ChatTargets {
   std::vector<std::int64_t> tokens;

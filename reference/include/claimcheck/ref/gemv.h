@@ -27,9 +27,11 @@ std::uint16_t bf16_nearest(float x);
 void gemv_bf16_fp64(const std::uint16_t* W, int N, int K, const double* x, double* y, double* absdot = nullptr);
 
 // What a timed batched GEMM wrote (Y [B, N] = X [B, K] W^T, W raw bf16 [N, K]) against gemv_bf16_fp64 on sampled
-// outputs: 8 tokens spread over the batch (the last among them) x 8 rows spread over N; the largest error over the
-// dot product's sum of |w x| (the scale an fp32 accumulation's rounding grows with). About 1e-8 for fp32 work.
-double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y);
+// outputs: `samples` tokens spread over the batch x `samples` rows spread over N, both ends among them (all of
+// them where there are no more); the largest error over the dot product's sum of |w x| (the scale an fp32
+// accumulation's rounding grows with). About 1e-8 for fp32 work.
+double gemm_bf16_sampled_error(const std::uint16_t* W, int N, int K, const float* X, int B, const float* Y,
+                               int samples = 8);
 
 // What a timed square matmul wrote (C = A B, all n x n row-major, C widened to fp32) against fp64 dot products on
 // 8 x 8 outputs spread over C (the last row and column among them), A and B first rounded to bf16 where bf16_inputs
