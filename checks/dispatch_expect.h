@@ -84,6 +84,15 @@ inline std::vector<std::string> expected_gemv_paths(const HardwareInfo& hw) {
   return p;
 }
 
+// The row kernels a GEMV of each format should run here (the widest of gemv_paths' first, by format): the bf16
+// GEMV converts to fp32 and runs FMAs (no dot-product kernel: it is bound by its reads), so its widest is the widest
+// fp32 path; NF4 runs the widest path itself, but on AArch64, where its kernel is the portable one.
+inline std::string expected_gemv_rows(const HardwareInfo& hw, const std::string& format) {
+  const std::string widest = expected_gemv_paths(hw).front();
+  if (format == "nf4") return widest == "neon" ? "portable" : widest;
+  return widest == "avx512_bf16" ? "avx512" : widest;
+}
+
 // The bf16 matmul's engine: the AMX tiles where the record has them and Linux grants this process their state, else
 // vdpbf16ps where the record has it, else fp32 FMAs.
 inline std::string expected_matmul_engine(const HardwareInfo& hw) {

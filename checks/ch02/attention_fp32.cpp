@@ -1,6 +1,9 @@
 // ch02.attention_fp32 — 「30 行手写 attention 与 PyTorch 对到 2.65 × 10⁻⁷：float32 约 1e-6 才叫「对了」」
 // Every version of the custom causal attention (fp32) against LibTorch's scaled-dot-product attention on
 // several shapes, and FlashAttention's rule: error vs an fp64 reference <= 2 x the library's own error.
+#include <set>
+#include <string>
+
 #include "../dispatch_expect.h"
 #include "attention_common.h"
 #include "claimcheck/probe.h"
@@ -11,6 +14,7 @@ static void attention_fp32(claimcheck::Context& ctx) {
   const auto opts = ch02::kernel_options(ctx, ctx.hardware().usable_cpus);
   double worst_vs_lib = 0, worst_ratio = 0;
   long nonfinite = 0;
+  std::set<std::string> v3_ran;  // the register tiles v3 reported running, unforced
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : ch02::cases_from(ctx)) {
     // Prepare: seeded inputs; the fp64 reference and the library on the same fp32 values.
@@ -31,6 +35,7 @@ static void attention_fp32(claimcheck::Context& ctx) {
       std::vector<float> out(c.shape.elements());
       K::attention_forward(version, in.qf.data(), in.kf.data(), in.vf.data(), out.data(), ch02::kshape(c.shape), opts);
       K::attention_v3_force_path("");
+      if (version == K::kAttentionRegister && path.empty()) v3_ran.insert(K::attention_v3_last_tile());
       // Verify: against the library, and against fp64 relative to the library's own error.
       const auto vs_lib = ch02::max_error(out, lib), vs_ref = ch02::max_error(out, ref64);
       const double ratio = lib_err > 0 ? vs_ref.max_abs / lib_err : (vs_ref.max_abs == 0 ? 0 : INFINITY);
@@ -56,10 +61,13 @@ static void attention_fp32(claimcheck::Context& ctx) {
   ctx.measure("nonfinite", static_cast<double>(nonfinite), "count");
   // v3, as every version, runs on the widest register tile this machine has (the harness's hardware record, not the
   // kernels' CPUID): a narrower one computes the same values more slowly, which only the benchmark table would show.
+  // Both as the dispatch names it and as the tile that ran reports itself, on every case.
   const std::string v3_path = K::attention_v3_path(opts.faults),
                     v3_widest = claimcheck::checks::expected_attention_v3_path(ctx.hardware());
-  ctx.measure_bool("v3_path_is_widest", claimcheck::checks::at_least_as_wide(v3_path, v3_widest));
-  ctx.detail("v3_path", {{"ran", v3_path}, {"widest_here", v3_widest}});
+  bool tiles_widest = !v3_ran.empty();
+  for (const auto& t : v3_ran) tiles_widest = tiles_widest && claimcheck::checks::at_least_as_wide(t, v3_widest);
+  ctx.measure_bool("v3_path_is_widest", claimcheck::checks::at_least_as_wide(v3_path, v3_widest) && tiles_widest);
+  ctx.detail("v3_path", {{"dispatch", v3_path}, {"tiles_ran", v3_ran}, {"widest_here", v3_widest}});
   ctx.detail("per_shape", rows);
   ctx.detail("library", ref::torch_attention_api());
   ctx.detail("simd_path", K::attention_simd_path());

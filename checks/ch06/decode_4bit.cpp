@@ -62,10 +62,29 @@ static void decode_4bit_cpu(claimcheck::Context& ctx, ch06::Testbed& tb, const c
                                    have = ch06::K::gemv_paths_here(opts.faults);
     const std::string timed = ch06::K::gemv_simd_path(opts.faults),
                       missing = claimcheck::checks::missing_names(want, have);
-    ctx.measure_bool("gemv_path_is_widest", claimcheck::checks::at_least_as_wide(timed, want.front()));
+    // What the row kernels themselves say they ran, on one small GEMV of each format on the timed path: a dispatch
+    // that names a path and runs another (a fallback to the portable loop) computes the same values.
+    const int n = 64, k = 1024;
+    const auto w = ch06::K::decode_weights_bf16(n, k, ctx.seed(), 1, opts.faults);
+    const auto q = ch06::K::quantize_nf4(w.data(), n, k, opts.threads);
+    const auto x = ch06::random_activations(static_cast<std::size_t>(k), ctx.seed());
+    std::vector<float> y(static_cast<std::size_t>(n));
+    ch06::K::gemv_bf16(w.data(), n, k, x.data(), y.data(), opts);
+    const std::string bf16_ran = ch06::K::gemv_last_rows("bf16");
+    ch06::K::gemv_nf4(q, x.data(), y.data(), opts);
+    const std::string nf4_ran = ch06::K::gemv_last_rows("nf4");
+    const std::string bf16_want = claimcheck::checks::expected_gemv_rows(ctx.hardware(), "bf16"),
+                      nf4_want = claimcheck::checks::expected_gemv_rows(ctx.hardware(), "nf4");
+    ctx.measure_bool("gemv_path_is_widest", claimcheck::checks::at_least_as_wide(timed, want.front()) &&
+                                                claimcheck::checks::at_least_as_wide(bf16_ran, bf16_want) &&
+                                                claimcheck::checks::at_least_as_wide(nf4_ran, nf4_want));
     ctx.measure_bool("gemv_paths_complete", missing.empty());
-    ctx.detail("gemv_paths",
-               {{"timed", timed}, {"widest_here", want.front()}, {"checked", have}, {"missing", missing}});
+    ctx.detail("gemv_paths", {{"timed", timed},
+                              {"widest_here", want.front()},
+                              {"rows_ran", {{"bf16", bf16_ran}, {"nf4", nf4_ran}}},
+                              {"rows_widest_here", {{"bf16", bf16_want}, {"nf4", nf4_want}}},
+                              {"checked", have},
+                              {"missing", missing}});
   }
   if (ctx.wants_only({"gemv_path_is_widest", "gemv_paths_complete"})) return;  // (a planted-fault test's run)
   const ch06::K::DecodeStack s16(shape, "bf16", ctx.seed(), opts.faults), s4(shape, "nf4", ctx.seed(), opts.faults);

@@ -206,6 +206,8 @@ void tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
 // Keys past a group's last visible key are never computed (per 16-query group, so the causal triangle wastes at
 // most a 16 x 16 half block per group and tile); the mask is applied only where a group straddles the diagonal.
 // Machines without AVX2+FMA run v2's code; AVX-512 machines run the same tile on zmm, 12 rows per micro-kernel.
+// The register tile the last v3 call ran, as the tile itself reports it (attention_v3_last_tile).
+std::atomic<const char*> g_v3_tile{""};
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CC_HAVE_AVX2_PATH 1
 constexpr int kV3Q = 128;  // queries per task, a multiple of 16
@@ -254,6 +256,7 @@ CC_AVX2_INLINE void transpose8(__m256 r[8]) {
 
 // The vector operations of v3's tile (attention_v3.inc), per width.
 struct V256 {  // AVX2: 16 queries in two ymm, 6 rows per micro-kernel (12 accumulators)
+  static constexpr const char* kName = "avx2";
   using Reg = __m256;
   static constexpr int kLanes = 8, kRows = 6;
   static CC_AVX2_INLINE Reg zero() { return _mm256_setzero_ps(); }
@@ -276,6 +279,7 @@ struct V256 {  // AVX2: 16 queries in two ymm, 6 rows per micro-kernel (12 accum
   }
 };
 struct V512 {  // AVX-512: 16 queries in one zmm, 12 rows per micro-kernel (12 accumulators, enough for two FMA units)
+  static constexpr const char* kName = "avx512";
   using Reg = __m512;
   static constexpr int kLanes = 16, kRows = 12;
   static CC_AVX512_INLINE Reg zero() { return _mm512_setzero_ps(); }
@@ -312,6 +316,7 @@ struct V512 {  // AVX-512: 16 queries in one zmm, 12 rows per micro-kernel (12 a
 };
 // AVX-512's 16 lanes and 12 rows on two ymm (tests only): V512's indexing on any AVX2 machine.
 struct VEmulated512 {
+  static constexpr const char* kName = "avx512_emulated";
   struct Reg {
     __m256 lo, hi;
   };
@@ -392,8 +397,8 @@ long v3_tiles(const AttentionShape& s, bool fp32) {
 void register_tile(const Args<float>& a, long bh, int qt) {
 #ifdef CC_HAVE_AVX2_PATH
   switch (v3_path(a.f)) {
-    case kV3Avx512:
-      return v3_avx512::tile(a, bh, qt);
+    case kV3Avx512:  // (a planted fault runs the emulation of the same tile instead)
+      return a.f.v3_tile_emulated ? v3_emulated512::tile(a, bh, qt) : v3_avx512::tile(a, bh, qt);
     case kV3Emulated512:
       return v3_emulated512::tile(a, bh, qt);
     case kV3Avx2:
@@ -402,6 +407,7 @@ void register_tile(const Args<float>& a, long bh, int qt) {
       break;
   }
 #endif
+  g_v3_tile.store("portable", std::memory_order_relaxed);  // v2's code
   tiled_tile_f32(a, bh, qt);
 }
 void register_tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
@@ -479,6 +485,8 @@ std::string attention_v3_path(const AttentionFaults& faults) {
   return "portable";
 }
 
+std::string attention_v3_last_tile() { return g_v3_tile.load(std::memory_order_relaxed); }
+
 bool attention_v3_force_path(const std::string& name) {
 #ifdef CC_HAVE_AVX2_PATH
   const V3Path have = v3_detected();
@@ -518,6 +526,8 @@ bool parse_attention_fault(const std::string& name, AttentionFaults* f) {
     f->mask_off_by_one = true;
   else if (name == "v3_narrow_first")
     f->v3_narrow_first = true;
+  else if (name == "v3_tile_emulated")
+    f->v3_tile_emulated = true;
   else
     return false;
   return true;

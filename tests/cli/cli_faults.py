@@ -54,9 +54,12 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              # the narrowest path first differs from the widest only where the CPU has two: AVX-512 and AVX2
              ("probe_prefers_avx2", "ch06.ridge_measured"): ("avx512bw",),
              ("v3_narrow_first", "ch02.attention_fp32"): ("avx512bw",),
+             ("v3_tile_emulated", "ch02.attention_fp32"): ("avx512bw",),
              ("matmul_fma_first", "ch06.prefill_ms"): ("avx512_bf16", "amx_bf16"),
              ("gemv_narrow_first", "ch06.decode_4bit"): ("avx512bw",),
              ("gemv_paths_drop_avx2", "ch06.decode_4bit"): ("avx2",),
+             # a SIMD row kernel to fall back from
+             ("gemv_rows_portable", "ch06.decode_4bit"): ("avx2",),
              ("probe_bf16_as_fma", "ch06.ridge_measured"): ("avx512_bf16",),
              ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",),
              ("matmul_one_thread", "ch06.prefill_ms"): ("avx512_bf16",),
@@ -93,6 +96,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("tiny_step_no_zero_grad", "ch06.mfu"), ("tiny_attention_flops_by_heads", "ch06.mfu"),
                  ("ledger_gpt_flops_by_heads", "ch06.mfu"), ("matmul_fma_first", "ch06.prefill_ms"),
                  ("gemv_narrow_first", "ch06.decode_4bit"), ("gemv_paths_drop_avx2", "ch06.decode_4bit"),
+                 ("gemv_rows_portable", "ch06.decode_4bit"),
                  ("weights_over_k", "ch06.decode_4bit"), ("block_step_no_decay", "ch06.mfu"),
                  ("block_step_no_decay", "ch06.backward_2x"), ("probe_threads_twice", "ch06.mfu"),
                  ("probe_threads_twice", "ch06.ridge_measured"), ("probe_fill_floor", "ch06.ridge_measured"),

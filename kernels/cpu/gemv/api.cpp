@@ -73,6 +73,8 @@ bool parse_gemv_fault(const std::string& name, GemvFaults* out) {
     out->weights_over_k = true;
   else if (name == "gemv_narrow_first")
     out->narrow_first = true;
+  else if (name == "gemv_rows_portable")
+    out->rows_portable = true;
   else if (name == "gemv_paths_drop_avx2")
     out->paths_drop_avx2 = true;
   else
@@ -91,6 +93,11 @@ const float* nf4_levels() { return kNf4; }
 std::string gemv_simd_path(const GemvFaults& faults) { return path_name(path(faults)); }
 std::string gemv_detected_path() { return path_name(kDetected); }
 std::string gemm_bf16_last_tile() { return gemm_last_tile(); }
+std::string gemv_last_rows(const std::string& format) {
+  if (format == "bf16") return rows_ran(kBf16Rows);
+  if (format == "nf4") return rows_ran(kNf4Rows);
+  throw std::invalid_argument("gemv_last_rows: format '" + format + "' (bf16, nf4)");
+}
 
 bool gemv_force_path(const std::string& name) {
   int want;
@@ -127,7 +134,7 @@ void gemv_bf16(const bf16_t* W, int N, int K, const float* x, float* y, const Ge
   if (N < 0 || K < 0) throw std::invalid_argument("gemv_bf16: negative shape");
   if (N == 0) return;
   const Path pth = path(o.faults);
-  bf16_pass(pth, W, N, K, x, y, o.threads);
+  bf16_pass(o.faults.rows_portable ? kPortable : pth, W, N, K, x, y, o.threads);
   if (o.faults.read_weights_twice) {
     float* y2 = scratch_floats(1, N);
     bf16_pass(pth, W, N, K, x, y2, o.threads);

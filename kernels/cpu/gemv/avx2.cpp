@@ -73,6 +73,7 @@ CC_AVX2_F16C CC_INLINE void bf16_block_avx2(const bf16_t* W, long K, const float
 }
 }  // namespace
 CC_AVX2_F16C void bf16_rows_avx2(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
+  note_rows_ran(kBf16Rows, "avx2");
   const int q = (r1 - r0) / 4;
   for (int r = r0; r < r0 + q; ++r) bf16_block_avx2<4>(W, K, xs, x, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_avx2<1>(W, K, xs, x, r, 0, y);
@@ -143,6 +144,7 @@ CC_AVX2_F16C CC_INLINE void nf4_block_avx2(const std::uint8_t* P, const float* S
 }  // namespace
 CC_AVX2_F16C void nf4_rows_avx2(const std::uint8_t* P, const float* S, long K, const float* xp, int r0, int r1,
                                 float* y) {
+  note_rows_ran(kNf4Rows, "avx2");
   // One row at a time: the decode, not the activation loads, is the bottleneck, and a second row's registers
   // only add pressure (measured: 2 rows per pass ran ~20 % slower per block on Zen 3).
   for (int r = r0; r < r1; ++r) nf4_block_avx2<1>(P, S, K, xp, r, y);

@@ -51,6 +51,7 @@ CC_AVX512_F16C CC_INLINE void bf16_block_avx512(const bf16_t* W, long K, const f
 }  // namespace
 CC_AVX512_F16C void bf16_rows_avx512(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1,
                                      float* y) {
+  note_rows_ran(kBf16Rows, "avx512");
   const int q = (r1 - r0) / 4;
   for (int r = r0; r < r0 + q; ++r) bf16_block_avx512<4>(W, K, xs, x, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_avx512<1>(W, K, xs, x, r, 0, y);
@@ -117,6 +118,7 @@ CC_AVX512_F16C CC_INLINE void nf4_block_avx512(const std::uint8_t* P, const floa
 }  // namespace
 CC_AVX512_F16C void nf4_rows_avx512(const std::uint8_t* P, const float* S, long K, const float* xs, int r0, int r1,
                                     float* y) {
+  note_rows_ran(kNf4Rows, "avx512");
   const int q = (r1 - r0) / 4;
   for (int r = r0; r < r0 + q; ++r) nf4_block_avx512<4>(P, S, K, xs, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) nf4_block_avx512<1>(P, S, K, xs, r, 0, y);

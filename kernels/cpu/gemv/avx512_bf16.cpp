@@ -116,6 +116,7 @@ CC_AVX512_BF16 CC_INLINE void nf4_block_bf16(const std::uint8_t* P, const float*
 
 CC_AVX512_BF16 void nf4_rows_avx512bf16(const std::uint8_t* P, const float* S, long K, const bf16_t* xb, int r0, int r1,
                                         float* y) {
+  note_rows_ran(kNf4Rows, "avx512_bf16");
   const int q = (r1 - r0) / 4;
   for (int r = r0; r < r0 + q; ++r) nf4_block_bf16<4>(P, S, K, xb, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) nf4_block_bf16<1>(P, S, K, xb, r, 0, y);

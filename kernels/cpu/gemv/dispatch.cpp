@@ -100,6 +100,12 @@ bf16_t* scratch_bf16(std::size_t n) {
   return s.data();
 }
 
+namespace {
+std::atomic<const char*> g_rows_ran[2] = {"", ""};
+}  // namespace
+void note_rows_ran(RowsFamily family, const char* name) { g_rows_ran[family].store(name, std::memory_order_relaxed); }
+const char* rows_ran(RowsFamily family) { return g_rows_ran[family].load(std::memory_order_relaxed); }
+
 // ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------
 void bf16_pass(Path pth, const bf16_t* W, int N, int K, const float* x, float* y, int threads) {
   pth = bf16_kernels_path(pth);

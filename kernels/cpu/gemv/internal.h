@@ -103,6 +103,10 @@ float* scratch_floats(int which, std::size_t n);
 bf16_t* scratch_bf16(std::size_t n);  // one per thread (the NF4 dot-product kernel's activations)
 
 // ---- the GEMV row kernels: y[r] for rows [r0, r1) -----------------------------------------------------------------
+// Each row kernel says it ran (its path's name), so that what ran is read apart from what the dispatch meant to run.
+enum RowsFamily { kBf16Rows = 0, kNf4Rows = 1 };
+void note_rows_ran(RowsFamily family, const char* name);
+const char* rows_ran(RowsFamily family);
 void bf16_rows_portable(const bf16_t* W, long K, const float* x, int r0, int r1, float* y);  // (CC_CLONES)
 void nf4_rows_portable(const std::uint8_t* P, const float* S, long K, const float* x, int r0, int r1,
                        float* y);  // (CC_CLONES)

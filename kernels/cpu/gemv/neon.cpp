@@ -47,6 +47,7 @@ CC_INLINE void bf16_block_neon(const bf16_t* W, long K, const float* xs, const f
 }
 }  // namespace
 void bf16_rows_neon(const bf16_t* W, long K, const float* xs, const float* x, int r0, int r1, float* y) {
+  note_rows_ran(kBf16Rows, "neon");
   const int q = (r1 - r0) / 4;
   for (int r = r0; r < r0 + q; ++r) bf16_block_neon<4>(W, K, xs, x, r, q, y);
   for (int r = r0 + 4 * q; r < r1; ++r) bf16_block_neon<1>(W, K, xs, x, r, 0, y);

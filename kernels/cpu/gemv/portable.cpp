@@ -9,6 +9,7 @@ namespace claimcheck::kernels::gemv_detail {
 
 // ---- portable kernels -----------------------------------------------------------------------------------------
 CC_CLONES void bf16_rows_portable(const bf16_t* W, long K, const float* x, int r0, int r1, float* y) {
+  note_rows_ran(kBf16Rows, "portable");
   for (int r = r0; r < r1; ++r) {
     const bf16_t* w = W + r * K;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -23,6 +24,7 @@ CC_CLONES void bf16_rows_portable(const bf16_t* W, long K, const float* x, int r
 
 CC_CLONES void nf4_rows_portable(const std::uint8_t* P, const float* S, long K, const float* x, int r0, int r1,
                                  float* y) {
+  note_rows_ran(kNf4Rows, "portable");
   for (int r = r0; r < r1; ++r) {
     const std::uint8_t* p = P + r * K / 2;
     const float* s = S + r * K / 64;

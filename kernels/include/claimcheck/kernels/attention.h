@@ -21,6 +21,7 @@ struct AttentionFaults {
   bool scale_by_d = false;          // 1/D instead of 1/sqrt(D)
   bool mask_off_by_one = false;     // lets query i see key i + 1
   bool v3_narrow_first = false;     // v3 dispatched to the AVX2 tile where the AVX-512 one runs
+  bool v3_tile_emulated = false;    // v3 reports the AVX-512 tile and runs its emulation on AVX2 registers
 };
 
 struct AttentionOptions {
@@ -46,6 +47,8 @@ std::string attention_simd_path();
 // (v2's code), or "avx512_emulated" where a test forced it (the AVX-512 tile's source on two ymm per register): the
 // path a call with these faults runs.
 std::string attention_v3_path(const AttentionFaults& faults = {});
+// The register tile the last fp32 v3 call ran, as the tile reports itself (the names above; "" before any).
+std::string attention_v3_last_tile();
 // Forces v3's path for the calls that follow ("" = the detected one). False for an unknown name or a path this CPU
 // cannot run.
 bool attention_v3_force_path(const std::string& name);

@@ -43,12 +43,13 @@ struct GemvFaults {
   // Dispatch (right values, another path):
   bool narrow_first = false;     // the GEMV kernels run the AVX2 path where the AVX-512 one runs
   bool paths_drop_avx2 = false;  // gemv_paths_here leaves out the AVX2 paths (which a test then never runs)
+  bool rows_portable = false;    // the bf16 GEMV runs the portable row loop whatever path it reports
 };
 // Parses "gemv_reads_twice" / "nf4_dequant_first" / "gemm_per_token" / "stack_bytes_as_elements" /
 // "gemm_first_tile_only" / "matmul_drop_last_k" / "matmul_accumulates" / "matmul_fma_first" / "nf4_half_rows" /
 // "stack_no_residual" / "nf4_wrong_sign" / "gemm_accumulates" / "nf4_scales_uncounted" / "nf4_nibbles_swapped" /
 // "stack_flops_fma_as_one" / "stack_input_bf16" / "nf4_dequant_high_first" / "stack_q_skipped" /
-// "gemv_narrow_first" / "gemv_paths_drop_avx2" / "weights_over_k";
+// "gemv_narrow_first" / "gemv_paths_drop_avx2" / "weights_over_k" / "gemv_rows_portable";
 // "" = none. Returns false for a name that is not a GEMV fault (which leaves *out cleared).
 bool parse_gemv_fault(const std::string& name, GemvFaults* out);
 
@@ -109,6 +110,9 @@ std::string gemv_detected_path();
 // The register tiles the last gemm_bf16 call of B > 1 ran ("avx512", "avx2", "avx512_emulated", "neon", "portable";
 // "" before any): its direct tiles up to 16 tokens, its packed panels beyond.
 std::string gemm_bf16_last_tile();
+// The row kernel the last GEMV of a format ran ("bf16" or "nf4"): its path's name, reported by the kernel itself
+// ("avx512_bf16", "avx512", "avx2", "neon", "portable"; "" before any).
+std::string gemv_last_rows(const std::string& format);
 // Forces a path for the calls that follow ("portable", "avx2", "avx512", "avx512_bf16", "neon"; "" = back to the
 // detected one), for tests that run every path the CPU has. Returns false for an unknown name or a path this CPU
 // cannot run.
