@@ -227,8 +227,17 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   const ch06::K::Bandwidth odd = ch06::K::measure_bandwidth(
       roof.threads, (static_cast<std::size_t>(std::max(1, roof.threads)) * (std::size_t{1} << 18) + 64) * sizeof(float),
       1, roof.faults);
+  // And the read of a caller's buffer (the yardstick of each kernel's own bytes): 2^19 + 37 floats filled here with
+  // 1 + i mod 7 (no element 0, no period that a block's start aligns with), so that its last block is shorter than
+  // one pass of the four streams and every element of every tail counts.
+  std::vector<float> own((std::size_t{1} << 19) + 37);
+  double own_want = 0;
+  for (std::size_t i = 0; i < own.size(); ++i) own_want += own[i] = static_cast<float>(1 + i % 7);
+  double own_sum = -1;
+  ch06::K::measure_read_seconds({{own.data(), own.size() * sizeof(float)}}, roof.threads, 1, roof.faults, &own_sum);
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == fill_sum(roof.bw.array_bytes) &&
-                                              odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0);
+                                              odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0 &&
+                                              own_sum == own_want);
   ctx.measure("output_matches_reference", ch06::error_figure(output_error), "ratio");
   if (pair_ratio > 0)
     ctx.measure("read_vs_libtorch", pair_ratio, "ratio");

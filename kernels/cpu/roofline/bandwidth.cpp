@@ -172,12 +172,13 @@ void cut_blocks(const float* x, std::size_t n, std::vector<ReadBlock>* out) {
 }  // namespace
 
 double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t>>& buffers, int threads, int passes,
-                            const RooflineFaults& f) {
+                            const RooflineFaults& f, double* checksum) {
   threads = std::max(1, threads);
   std::vector<ReadBlock> blocks;  // every buffer cut into blocks (a tail of under 4 bytes left out)
   for (const auto& [ptr, bytes] : buffers) cut_blocks(static_cast<const float*>(ptr), bytes / sizeof(float), &blocks);
   std::vector<double> times;
-  for (int pass = 0; pass < std::max(1, passes); ++pass) times.push_back(read_pass(blocks, threads, f.read_skips));
+  for (int pass = 0; pass < std::max(1, passes); ++pass)
+    times.push_back(read_pass(blocks, threads, f.read_skips, checksum));
   return base::median(std::move(times));
 }
 

@@ -106,8 +106,9 @@ class BandwidthArraysKept {
 // Seconds to read every byte of `buffers` once the probe's way (1 MiB blocks pulled from a shared counter, each read
 // as four streams) on `threads` pinned threads, the median of `passes`: the yardstick of a kernel that must read those
 // very bytes (the same pages and caches; a stack that fits in a large last-level cache is read from it by both).
+// `checksum` (optional): the sum of the floats read, the buffers read as floats (a tail of under 4 bytes left out).
 double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t>>& buffers, int threads,
-                            int passes = 3, const RooflineFaults& f = {});
+                            int passes = 3, const RooflineFaults& f = {}, double* checksum = nullptr);
 
 // The last-level cache size from sysfs (bytes; 0 when unknown).
 std::size_t last_level_cache_bytes();
