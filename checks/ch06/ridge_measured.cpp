@@ -78,14 +78,98 @@ static void ridge_measured_gpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
                  spec.name);
 }
 
+// The probes themselves, which this claim judges rather than validates: each engine against its theoretical peak,
+// the clock chains, the read's checksum. A planted-fault run that judges these alone stops after them.
+static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
+  // The probe itself: one thread against one core's theoretical peak (all threads can deliver fewer cores' worth where
+  // a VM's vCPUs share a host core: cores_delivered, reported).
+  const ch06::Engine& fma = roof.engines.front();
+  if (fma.theory > 0)
+    ctx.measure("peak_vs_theoretical", fma.share(), "ratio");
+  else
+    ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
+  ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
+  // Per thread it ran on: at most one thread's rate each (a rate of several threads counted twice reads 2).
+  ctx.measure("fma_cores_per_thread", roof.threads > 0 ? fma.cores_delivered() / roof.threads : 0.0, "ratio");
+  // The probe ran the widest fp32 vector path the machine has (its hardware record): a probe dispatched to a narrower
+  // one reads a lower roof where the narrower path is slower, and hides that where it is not.
+  ctx.measure_bool("probe_isa_is_widest", roof.peak.isa == ch06::widest_fp32_isa(ctx.hardware()));
+  ctx.detail("probe_isa", roof.peak.isa);
+  // The probe on every vector path this CPU runs (a CPU without AVX-512 dispatches to the AVX2 one), one thread each
+  // against its own table figure at the same clock: the share farthest from 1, and its path.
+  const double clock1 = fma.flop_per_cycle > 0 ? fma.theory_one / fma.flop_per_cycle : 0;
+  if (clock1 > 0) {
+    double worst = 1;
+    std::string worst_path, why_not;
+    for (const std::string& path : ch06::K::fma_peak_paths_here()) {
+      const auto fig = roof.uarch.fp32_flop_per_cycle.find(path);
+      if (fig == roof.uarch.fp32_flop_per_cycle.end()) {
+        why_not += (why_not.empty() ? "" : "; ") + path + ": no table figure";
+        continue;
+      }
+      const double one = ch06::K::measure_fma_peak_on(path, 1, roof.faults, 3).flops_per_s;
+      const double share =
+          one / ch06::ref::theoretical_peak_flops(1, clock1, ch06::ref::nearest_figure(fig->second, one / clock1));
+      if (!(std::fabs(share - 1) <= std::fabs(worst - 1))) worst = share, worst_path = path;
+    }
+    ctx.measure("probe_paths_vs_theoretical", worst, "ratio");
+    ctx.detail("probe_paths_worst", worst_path.empty() ? why_not : worst_path);
+  }
+  // The two clock chains (different instructions of known latency) against each other, under load: the theoretical
+  // peak rests on their clock, and the testbed accepts them 10% apart (a moment's load); a chain that counts its
+  // operations wrong sits apart from the other on every reading.
+  const double clock_lo = std::min(roof.clock.hz[0], roof.clock.hz[1]),
+               clock_hi = std::max(roof.clock.hz[0], roof.clock.hz[1]);
+  ctx.measure("clock_chains_apart", clock_lo > 0 ? clock_hi / clock_lo - 1 : INFINITY, "ratio");
+  // Every other engine of this CPU against its own theoretical figure.
+  for (std::size_t i = 1; i < roof.engines.size(); ++i) {
+    const ch06::Engine& e = roof.engines[i];
+    const std::string key = e.isa == "amx_bf16" ? "amx" : "bf16_dot";
+    // Against the table's figure; where the table gives only a floor (a core faster than it is no miscount), the
+    // share is judged up to 1.
+    if (e.peak_one > 0 && e.theory > 0)
+      ctx.measure(key + "_vs_theoretical", e.lower_bound ? std::min(e.share(), 1.0) : e.share(), "ratio");
+    else
+      ctx.pending("the " + e.name + " probe against its theoretical peak: " +
+                  (e.why_not.empty() ? "the microarchitecture table has no figure for it" : e.why_not));
+  }
+  // The read's sum against the closed form of its fill (element i holds i mod 8), here and not the probe's own: on
+  // the timed array, and on a small one whose 64-element groups do not split evenly among the threads and whose
+  // last 1 MiB read block is short (a first touch or a block loop that drops a tail shows there).
+  const auto fill_sum = [](std::size_t bytes) {
+    const std::size_t n = bytes / sizeof(float);
+    return static_cast<double>(n / 8) * 28.0 + static_cast<double>((n % 8) * (n % 8 - 1) / 2 * (n % 8 > 0));
+  };
+  const ch06::K::Bandwidth odd = ch06::K::measure_bandwidth(
+      roof.threads, (static_cast<std::size_t>(std::max(1, roof.threads)) * (std::size_t{1} << 18) + 64) * sizeof(float),
+      1, roof.faults);
+  // And the read of a caller's buffer (the yardstick of each kernel's own bytes): 2^19 + 37 floats filled here with
+  // 1 + i mod 7 (no element 0, no period that a block's start aligns with), so that its last block is shorter than
+  // one pass of the four streams and every element of every tail counts.
+  std::vector<float> own((std::size_t{1} << 19) + 37);
+  double own_want = 0;
+  for (std::size_t i = 0; i < own.size(); ++i) own_want += own[i] = static_cast<float>(1 + i % 7);
+  double own_sum = -1;
+  ch06::K::measure_read_seconds({{own.data(), own.size() * sizeof(float)}}, roof.threads, 1, roof.faults, &own_sum);
+  ctx.measure_bool("read_checksum_exact", roof.bw.checksum == fill_sum(roof.bw.array_bytes) &&
+                                              odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0 &&
+                                              own_sum == own_want);
+}
+
 // On this CPU: one Llama-3-8B up_proj-shaped bf16 matrix swept over the batch on the FMA probe's roofs.
 static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
   // batches; the ridge is the peak over the bandwidth of batch 1's moment. The probe is this claim's figure: judged
   // below, not validated before.
-  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1, {.validate = false, .engines = true});
-  const int N = run.N, Kd = run.Kd;
+  tb.measure({.validate = false, .engines = true});
   const ch06::Roof& roof = tb.cpu_roof();
+  probe_statements(ctx, roof);
+  if (ctx.wants_only({"peak_vs_theoretical", "fma_cores_delivered", "fma_cores_per_thread", "probe_isa_is_widest",
+                      "probe_paths_vs_theoretical", "clock_chains_apart", "bf16_dot_vs_theoretical",
+                      "amx_vs_theoretical", "read_checksum_exact"}))
+    return;
+  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1, {}, false, /*measured=*/true);
+  const int N = run.N, Kd = run.Kd;
   const auto& sweep = run.points;
   // Batch 1 timed right after the probe's reader read the same matrix, 15 times (the median pair): the memory floor
   // against the bandwidth those very bytes are read at that moment (the ridge's bandwidth). Against the probe's array
@@ -164,80 +248,12 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   // Verify.
   ctx.derive("measured_ridge", roof_pair.peak / b1.read, "FLOP/byte");
   ctx.measure(knee_intensity, "FLOP/byte");
-  // The probe itself: one thread against one core's theoretical peak (all threads can deliver fewer cores' worth where
-  // a VM's vCPUs share a host core: cores_delivered, reported).
-  const ch06::Engine& fma = roof.engines.front();
-  if (fma.theory > 0)
-    ctx.measure("peak_vs_theoretical", fma.share(), "ratio");
-  else
-    ctx.pending("the FMA probe against its theoretical peak: " + fma.why_not);
-  ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
-  // Per thread it ran on: at most one thread's rate each (a rate of several threads counted twice reads 2).
-  ctx.measure("fma_cores_per_thread", roof.threads > 0 ? fma.cores_delivered() / roof.threads : 0.0, "ratio");
-  // The probe ran the widest fp32 vector path the machine has (its hardware record): a probe dispatched to a narrower
-  // one reads a lower roof where the narrower path is slower, and hides that where it is not.
-  ctx.measure_bool("probe_isa_is_widest", roof.peak.isa == ch06::widest_fp32_isa(ctx.hardware()));
-  ctx.detail("probe_isa", roof.peak.isa);
-  // The probe on every vector path this CPU runs (a CPU without AVX-512 dispatches to the AVX2 one), one thread each
-  // against its own table figure at the same clock: the share farthest from 1, and its path.
-  const double clock1 = fma.flop_per_cycle > 0 ? fma.theory_one / fma.flop_per_cycle : 0;
-  if (clock1 > 0) {
-    double worst = 1;
-    std::string worst_path, why_not;
-    for (const std::string& path : ch06::K::fma_peak_paths_here()) {
-      const auto fig = roof.uarch.fp32_flop_per_cycle.find(path);
-      if (fig == roof.uarch.fp32_flop_per_cycle.end()) {
-        why_not += (why_not.empty() ? "" : "; ") + path + ": no table figure";
-        continue;
-      }
-      const double one = ch06::K::measure_fma_peak_on(path, 1, roof.faults, 3).flops_per_s;
-      const double share =
-          one / ch06::ref::theoretical_peak_flops(1, clock1, ch06::ref::nearest_figure(fig->second, one / clock1));
-      if (!(std::fabs(share - 1) <= std::fabs(worst - 1))) worst = share, worst_path = path;
-    }
-    ctx.measure("probe_paths_vs_theoretical", worst, "ratio");
-    ctx.detail("probe_paths_worst", worst_path.empty() ? why_not : worst_path);
-  }
-  // The two clock chains (different instructions of known latency) against each other, under load: the theoretical
-  // peak rests on their clock, and the testbed accepts them 10% apart (a moment's load); a chain that counts its
-  // operations wrong sits apart from the other on every reading.
-  const double clock_lo = std::min(roof.clock.hz[0], roof.clock.hz[1]),
-               clock_hi = std::max(roof.clock.hz[0], roof.clock.hz[1]);
-  ctx.measure("clock_chains_apart", clock_lo > 0 ? clock_hi / clock_lo - 1 : INFINITY, "ratio");
-  // Every other engine of this CPU against its own theoretical figure, and its ridge over the same bandwidth.
+  // Every other engine of this CPU: its ridge over the same bandwidth (against its theoretical figure above).
   for (std::size_t i = 1; i < roof.engines.size(); ++i) {
     const ch06::Engine& e = roof.engines[i];
     const std::string key = e.isa == "amx_bf16" ? "amx" : "bf16_dot";
-    // Against the table's figure; where the table gives only a floor (a core faster than it is no miscount), the
-    // share is judged up to 1.
-    if (e.peak_one > 0 && e.theory > 0)
-      ctx.measure(key + "_vs_theoretical", e.lower_bound ? std::min(e.share(), 1.0) : e.share(), "ratio");
-    else
-      ctx.pending("the " + e.name + " probe against its theoretical peak: " +
-                  (e.why_not.empty() ? "the microarchitecture table has no figure for it" : e.why_not));
     if (e.peak > 0) ctx.measure(key + "_ridge", e.peak / b1.read, "FLOP/byte");
   }
-  // The read's sum against the closed form of its fill (element i holds i mod 8), here and not the probe's own: on
-  // the timed array, and on a small one whose 64-element groups do not split evenly among the threads and whose
-  // last 1 MiB read block is short (a first touch or a block loop that drops a tail shows there).
-  const auto fill_sum = [](std::size_t bytes) {
-    const std::size_t n = bytes / sizeof(float);
-    return static_cast<double>(n / 8) * 28.0 + static_cast<double>((n % 8) * (n % 8 - 1) / 2 * (n % 8 > 0));
-  };
-  const ch06::K::Bandwidth odd = ch06::K::measure_bandwidth(
-      roof.threads, (static_cast<std::size_t>(std::max(1, roof.threads)) * (std::size_t{1} << 18) + 64) * sizeof(float),
-      1, roof.faults);
-  // And the read of a caller's buffer (the yardstick of each kernel's own bytes): 2^19 + 37 floats filled here with
-  // 1 + i mod 7 (no element 0, no period that a block's start aligns with), so that its last block is shorter than
-  // one pass of the four streams and every element of every tail counts.
-  std::vector<float> own((std::size_t{1} << 19) + 37);
-  double own_want = 0;
-  for (std::size_t i = 0; i < own.size(); ++i) own_want += own[i] = static_cast<float>(1 + i % 7);
-  double own_sum = -1;
-  ch06::K::measure_read_seconds({{own.data(), own.size() * sizeof(float)}}, roof.threads, 1, roof.faults, &own_sum);
-  ctx.measure_bool("read_checksum_exact", roof.bw.checksum == fill_sum(roof.bw.array_bytes) &&
-                                              odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0 &&
-                                              own_sum == own_want);
   ctx.measure("output_matches_reference", ch06::error_figure(output_error), "ratio");
   if (pair_ratio > 0)
     ctx.measure("read_vs_libtorch", pair_ratio, "ratio");

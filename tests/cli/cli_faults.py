@@ -126,15 +126,26 @@ def untimed_only(fault, claim):
     return bool(names) and all(n != "value" and also.get(n, {}).get("untimed") for n in names)
 
 
+# Timed claims that judge their probes (not validate them) before their other work, and stop there when a run judges
+# the probes' statements alone (checks/ch06/ridge_measured.cpp, probe_statements): a probe's fault that must turn
+# only those is judged on them (run --statement), alone, in a second of probing rather than the whole sweep.
+PROBES_FIRST = ("ch06.ridge_measured",)
+
+
+def on_probe_statements(fault, claim):
+    return claim in PROBES_FIRST and "value" not in PLANTED[(fault, claim)] and not untimed_only(fault, claim)
+
+
 def judged_whole(fault, claim):
     """A timed claim's fault that must turn a timed figure: run alone, the claim judged whole."""
-    return claim.startswith(TIMED) and not untimed_only(fault, claim)
+    return claim.startswith(TIMED) and not untimed_only(fault, claim) and not on_probe_statements(fault, claim)
 
 
 if a.list_pairs:  # for CMake: one ctest per pair
     for fault, claim in PLANTED:
         # Alone too: a probe's refusal (it validates the machine) and a count of busy threads (a neighbour takes one).
-        alone = judged_whole(fault, claim) or (fault, claim) in PROBE_REFUSED or (fault, claim) in NEEDS_CPUS
+        alone = (judged_whole(fault, claim) or on_probe_statements(fault, claim) or (fault, claim) in PROBE_REFUSED
+                 or (fault, claim) in NEEDS_CPUS)
         print(fault, claim, "timed" if alone else "untimed")
     sys.exit(0)
 
@@ -214,7 +225,7 @@ def plant(fault, claim):
         return
     # A time's planted fault gets a second run: this VM's memory bandwidth swings by up to a third between moments,
     # which can hide a factor 2 in one run of the ratios that are judged against a probe (seen once in a fresh clone).
-    for attempt in range(2 if timed else 1):
+    for attempt in range(2 if timed or on_probe_statements(fault, claim) else 1):
         r, claims = flips.run(a.claimcheck, "run", "--claim", claim, *only, "--expected", exp,
                               env={"CLAIMCHECK_FAULT": fault}, origin=f"fault {fault}")
         c = claims.get(claim, {})

@@ -228,13 +228,14 @@ struct SweepRun {
   claimcheck::base::aligned_vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
+// `measured`: the check measured the roofs already (tb.measure), `needs` unused.
 inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {},
-                          bool beyond_llc = false) {
+                          bool beyond_llc = false, bool measured = false) {
   SweepRun s;
   s.rows = positive_int(ctx, "rows", 65536);
   s.Kd = positive_int(ctx, "cols", 65536);
   s.batches = batch_list(ctx, "batches", must_batch);
-  tb.measure(needs);
+  if (!measured) tb.measure(needs);
   const std::size_t one = static_cast<std::size_t>(s.rows) * s.Kd;
   if (beyond_llc) {
     const double target = static_cast<double>(tb.cpu_roof().bw.array_bytes);
