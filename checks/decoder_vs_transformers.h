@@ -22,20 +22,21 @@ namespace checks {
 // inputs.<config> with the keys of inputs.<overrides> replaced (e.g. fewer layers, a smaller vocabulary), then those
 // of `more` (an object named by its field, e.g. "inputs.reference_long.overrides"), written as dir/config.json;
 // returns that path and the JSON.
+// A config.json as the check reads it itself (not through the code under test).
+inline nlohmann::json read_config_json(const std::filesystem::path& src) {
+  std::ifstream in(src);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(src.string() + ": field '(json)': malformed JSON: " + e.what());
+  }
+}
+
 inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
     const claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
     const std::filesystem::path& dir, const nlohmann::json& more = nlohmann::json::object(),
     const std::string& more_field = "") {
-  const std::filesystem::path src = ctx.input_path(config);
-  nlohmann::json c;
-  {
-    std::ifstream in(src);
-    try {
-      c = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument(src.string() + ": field '(json)': malformed JSON: " + e.what());
-    }
-  }
+  nlohmann::json c = read_config_json(ctx.input_path(config));
   const nlohmann::json& o = ctx.input(overrides);
   if (!o.is_object())
     throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides + "': expected an object");

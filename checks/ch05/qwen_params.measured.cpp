@@ -16,7 +16,8 @@ namespace ref = claimcheck::ref;
 
 static void qwen_params_built(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
-  if (ctx.wants_any({"built", "built_exact", "built_minus_config"})) {  // all but a planted-fault run's subset
+  if (ctx.wants_any({"built", "built_exact", "built_minus_config", "init_as_transformers",
+                     "init_std_vs_config"})) {  // all but a planted-fault run's subset
     const std::int64_t ledger = ref::count_params(ref::load_model_config(ctx.input_path("config"))).total();
     const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, {"q_proj"}}, ctx.seed(), 8,
                                                         ctx.planted_fault());
@@ -24,6 +25,15 @@ static void qwen_params_built(claimcheck::Context& ctx) {
     ctx.measure("built_exact", static_cast<double>(m.params), "params");
     ctx.measure("built_minus_config", static_cast<double>(m.params - ledger), "params");
     ctx.detail("build_seconds", m.build_seconds);
+    // The model as drawn against transformers' _init_weights for this config (read here from config.json): norm
+    // gains 1 and biases 0 (their largest departure), matrices N(0, initializer_range) (their standard deviation
+    // over initializer_range; transformers' Qwen2Config defaults it to 0.02).
+    const nlohmann::json cfg = checks::read_config_json(ctx.input_path("config"));
+    const double range = cfg.contains("initializer_range") && cfg["initializer_range"].is_number()
+                             ? cfg["initializer_range"].get<double>()
+                             : 0.02;
+    ctx.measure("init_as_transformers", std::max(m.init_norm_max_dev, m.init_bias_max_abs), "abs error");
+    ctx.measure("init_std_vs_config", m.init_matrix_std / range, "ratio");
   }
   // The same count where the heads' width is set apart from the hidden size (inputs.wide_heads_overrides: head_dim
   // 32 on the scaled config, so q_proj is 14 x 32 = 448 wide for a hidden of 224): Qwen2.5's own heads x head_dim is

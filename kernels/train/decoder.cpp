@@ -52,6 +52,8 @@ DecoderConfig read_decoder_config(const std::filesystem::path& file) {
   if (c.head_dim % 2) bad("head_dim", "RoPE needs an even head dimension, got " + std::to_string(c.head_dim));
   c.tie = j.value("tie_word_embeddings", false);
   c.rms_eps = j.value("rms_norm_eps", 1e-6);
+  if (j.contains("initializer_range") && j["initializer_range"].is_number())
+    c.init_std = j["initializer_range"].get<double>();
   if (j.contains("rope_theta") && !j["rope_theta"].is_null()) {
     if (!j["rope_theta"].is_number()) bad("rope_theta", "expected a number, got " + j["rope_theta"].dump());
     c.rope_theta = j["rope_theta"].get<double>();

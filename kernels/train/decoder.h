@@ -23,6 +23,7 @@ struct DecoderConfig {
   std::int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool tie = false, qkv_bias = false, o_bias = false, mlp_bias = false;
   double rms_eps = 1e-6, rope_theta = 10000.0;
+  double init_std = 0.02;  // initializer_range: the matrices' normal draw, as transformers' _init_weights
   // rope_scaling (rope_parameters in transformers 5's files): "default" (none), "linear" (every frequency / factor) or
   // "llama3" (Llama-3.1's: long wavelengths / factor, short ones kept, those between interpolated).
   std::string rope_type = "default";
@@ -341,9 +342,18 @@ struct DecoderImpl : torch::nn::Module {
     norm = register_module("norm", RMSNorm(c.hidden, c.rms_eps, c.fault));
     if (!c.tie)
       lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.vocab).bias(false)));
+    // As transformers' _init_weights: every matrix (projections, embeddings, lm_head) from N(0, initializer_range),
+    // biases 0, norm gains 1 (as built).
     torch::NoGradGuard ng;
-    for (auto& p : parameters())
-      if (p.dim() == 2) p.normal_(0.0, 0.02);
+    // (Planted: "decoder_init_std_tenfold", ten times initializer_range; "decoder_norms_drawn", the gains drawn too.)
+    for (auto& p : named_parameters()) {
+      const bool drawn = p.value().dim() == 2 || (c.fault == "decoder_norms_drawn" && p.value().dim() == 1 &&
+                                                  p.key().find("norm") != std::string::npos);
+      if (drawn)
+        p.value().normal_(0.0, c.fault == "decoder_init_std_tenfold" ? 10 * c.init_std : c.init_std);
+      else if (p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0)
+        p.value().zero_();
+    }
   }
   // ids [B, T]; attention_mask [B, T] (1: a token, 0: padding; undefined: none) and position_ids [B, T] (undefined:
   // 0 .. T - 1) as transformers' forward takes them.

@@ -34,6 +34,23 @@ QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const Lor
   Decoder model(c);
   m.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m.params = count(model->parameters(), false);
+  {
+    torch::NoGradGuard ng;
+    double sq = 0, n = 0;
+    for (const auto& p : model->named_parameters()) {
+      const auto& t = p.value();
+      const std::string& name = p.key();
+      if (t.dim() == 2) {
+        const auto s = t.flatten().narrow(0, 0, std::min<std::int64_t>(t.numel(), 65536)).to(torch::kDouble);
+        sq += s.square().sum().item<double>(), n += static_cast<double>(s.numel());
+      } else if (name.find("norm") != std::string::npos) {
+        m.init_norm_max_dev = std::max(m.init_norm_max_dev, (t - 1).abs().max().item<double>());
+      } else if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+        m.init_bias_max_abs = std::max(m.init_bias_max_abs, t.abs().max().item<double>());
+      }
+    }
+    m.init_matrix_std = n > 0 ? std::sqrt(sq / n) : 0;
+  }
   for (auto& p : model->parameters()) p.requires_grad_(false);
   const auto base_live = live_bytes();
   // A planted fault: an off-by-one that leaves the last layer without adapters.

@@ -24,6 +24,9 @@ struct QwenLoraMeasure {
   std::int64_t state_bytes = 0;  // allocator: live bytes added by LoRA params, grads and AdamW state
   std::int64_t grad_bytes = 0, optimizer_bytes = 0, lora_param_bytes = 0;
   double build_seconds = 0, step_seconds = 0;
+  // The model as drawn, before LoRA: the largest |gain - 1| of its norms, the standard deviation of its matrices
+  // (the first 65,536 entries of each), the largest |bias|.
+  double init_norm_max_dev = 0, init_matrix_std = 0, init_bias_max_abs = 0;
 };
 // Builds the decoder from config.json (read here, as Hugging Face's modeling code reads it) with random
 // initialisation (no weights), wraps `targets` with LoRA, runs one AdamW step on a short random sequence, and
