@@ -67,14 +67,60 @@ fs::path repo_root(const Args& a) {
   return fs::absolute(r);
 }
 
+Selection selection_of(const Args& a) {
+  Selection s;
+  auto get = [&](const char* k) { return a.opts.count(k) ? a.opts.at(k) : std::vector<std::string>{}; };
+  s.chapters = get("--chapter");
+  s.claims = get("--claim");
+  s.labels = get("--label");
+  return s;
+}
+
+// Loads expected files and checks that every registered check has one.
+std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
+  validate_registry();
+  auto cat = load_expected_dir(dir);
+  register_drivers(cat);  // the claims whose check is a Python driver named in their expected file
+  for (const auto& c : registry())
+    if (!cat.count(c.id))
+      throw InputError(location(c) + ": check '" + c.id + "' has no expected file in " + dir.string());
+  require_from_expected(cat);
+  refuse_selectors_under_test(cat);
+  return cat;
+}
+
+fs::path expected_dir_of(const Args& a, const fs::path& root) {
+  const std::string e = one(a, "--expected");
+  return e.empty() ? root / "expected" : fs::absolute(e);
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string upper(Status s, bool not_impl) {
+  if (not_impl) return "TODO ";
+  std::string u = to_string(s);
+  for (auto& c : u) c = static_cast<char>(std::toupper(c));
+  while (u.size() < 5) u += ' ';
+  return u;
+}
+
 }  // namespace cli
 
 namespace {
 
 using cli::Args;
 using cli::cmd_account;
+using cli::cmd_run;
+using cli::expected_dir_of;
+using cli::load_catalogue;
 using cli::one;
 using cli::repo_root;
+using cli::selection_of;
 
 const char* kExit =
     "exit: 0 ok; 1 a claim failed or passed unexpectedly; 2 bad input or a check error; 77 everything skipped";
@@ -226,48 +272,6 @@ struct CommandLine {
   }
 };
 
-Selection selection_of(const Args& a) {
-  Selection s;
-  auto get = [&](const char* k) { return a.opts.count(k) ? a.opts.at(k) : std::vector<std::string>{}; };
-  s.chapters = get("--chapter");
-  s.claims = get("--claim");
-  s.labels = get("--label");
-  return s;
-}
-
-// Loads expected files and checks that every registered check has one.
-std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
-  validate_registry();
-  auto cat = load_expected_dir(dir);
-  register_drivers(cat);  // the claims whose check is a Python driver named in their expected file
-  for (const auto& c : registry())
-    if (!cat.count(c.id))
-      throw InputError(location(c) + ": check '" + c.id + "' has no expected file in " + dir.string());
-  require_from_expected(cat);
-  refuse_selectors_under_test(cat);
-  return cat;
-}
-
-fs::path expected_dir_of(const Args& a, const fs::path& root) {
-  const std::string e = one(a, "--expected");
-  return e.empty() ? root / "expected" : fs::absolute(e);
-}
-
-std::string now_utc() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-std::string upper(Status s, bool not_impl) {
-  if (not_impl) return "TODO ";
-  std::string u = to_string(s);
-  for (auto& c : u) c = static_cast<char>(std::toupper(c));
-  while (u.size() < 5) u += ' ';
-  return u;
-}
-
 // ---- list ---------------------------------------------------------------------
 int cmd_list(const Args& a) {
   const fs::path root = repo_root(a);
@@ -320,309 +324,6 @@ int cmd_list(const Args& a) {
   }
   std::printf("%zu claims\n", out.size());
   return 0;
-}
-
-// ---- run ----------------------------------------------------------------------
-// A benchmarks file (ci/bench_ratios.py's list of ratios), every row checked as compare reads it.
-json load_benchmarks(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in || fs::is_directory(file)) throw InputError(file + ": field '(file)': cannot be read");
-  json rows;
-  try {
-    rows = json::parse(in, depth_guard());
-  } catch (const std::exception& ex) {
-    throw InputError(file + ": field '(json)': " + ex.what());
-  }
-  if (!rows.is_array()) throw InputError(file + ": field '(json)': expected a list of benchmark ratios");
-  check_benchmark_rows(rows, file, "rows");
-  return rows;
-}
-
-// The report's folder, tried before any claim runs: a file in its place, a folder that cannot be made or written,
-// a report file that is a folder found after an hour of claims would cost the hour.
-void check_report_dir(const fs::path& dir) {
-  const std::string d = dir.string();
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw InputError(d + ": field '--report': is a file, not a folder");
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError(d + ": field '--report': cannot be created (" + ec.message() + ")");
-  for (const auto& w : all_writers())
-    if (fs::is_directory(dir / w->filename(), ec))
-      throw InputError((dir / w->filename()).string() + ": field '--report': is a folder, not a file");
-  const fs::path probe = dir / ".claimcheck-write-test";
-  std::ofstream(probe) << "x";
-  const bool wrote = fs::exists(probe, ec);
-  fs::remove(probe, ec);
-  if (!wrote) throw InputError(d + ": field '--report': cannot be written");
-}
-
-int cmd_run(const Args& a) {
-  const fs::path root = repo_root(a);
-  const fs::path expected_dir = expected_dir_of(a, root);
-  const auto cat = load_catalogue(expected_dir);
-  const Selection sel = selection_of(a);
-  const auto ids = select_claims(cat, sel);
-  if (ids.empty()) throw InputError("the selection (--chapter, --claim and --label together) matches no claim");
-  const unsigned long long seed = std::stoull(one(a, "--seed", "20260929"));  // CLI11 has checked it
-  const std::string report_dir = one(a, "--report");
-  const bool quiet = a.flags.count("--quiet") > 0;
-  json benchmarks;
-  if (const std::string bench = one(a, "--benchmarks"); !bench.empty()) {
-    if (report_dir.empty()) throw InputError("--benchmarks: " + bench + " goes into the report: give --report DIR too");
-    benchmarks = load_benchmarks(bench);
-  }
-  if (!report_dir.empty()) check_report_dir(report_dir);
-
-  const HardwareInfo hw = probe_hardware(root / "reference/data/hardware/cpu-uarch.json");
-  Capabilities caps(&hw);
-  // The LibTorch checks module is loaded before anything runs, and only when a check in it will run here.
-  for (const auto& id : ids) {
-    if (!cat.at(id).pending && needs_module(id, sel.labels, caps)) {
-      load_module(id);
-      refuse_selectors_under_test(cat);  // the module's checks declare their derived values now
-      break;
-    }
-  }
-  json run_config = {{"command", "run"},
-                     {"chapters", sel.chapters},
-                     {"claims", sel.claims},
-                     {"labels", sel.labels},
-                     {"expected_dir", expected_dir.string()},
-                     {"report_dir", report_dir},
-                     {"seed", seed},
-                     {"selected", ids.size()}};
-  // Each check's own configuration: its expected file and the inputs it ran with (the run's config.json).
-  json checks = json::object();
-  for (const auto& id : ids) {
-    const Expected& e = cat.at(id);
-    const std::string rel = e.file.lexically_relative(root).generic_string();
-    std::ifstream f(e.file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    Sha256 h;
-    h.update(bytes);
-    checks[id] = {{"expected_file", rel.empty() || rel.rfind("..", 0) == 0 ? e.file.generic_string() : rel},
-                  {"expected_sha256", h.hex()},  // what `claimcheck matrix` tells apart across commits
-                  {"inputs", e.inputs}};
-  }
-  run_config["checks"] = checks;
-  json logs = report_dir.empty() ? json{{"run_log", "stdout"}, {"checkpoints", json::array()}}
-                                 : json{{"run_log", "run.log"}, {"checkpoints", json::array()}};
-  // Files the checks keep (checkpoints) are staged beside the report and moved to artifacts/ with it, so that a
-  // run that stops half-way leaves the previous report's artifacts whole.
-  const fs::path staging = report_dir.empty() ? fs::path() : fs::path(report_dir) / ".artifacts.tmp";
-  if (!staging.empty()) fs::remove_all(staging);
-  const char* fault = std::getenv("CLAIMCHECK_FAULT");
-  if (fault && *fault) run_config["planted_fault"] = fault;
-  const std::vector<std::string> statements =
-      a.opts.count("--statement") ? a.opts.at("--statement") : std::vector<std::string>{};
-  if (!statements.empty()) {
-    if (ids.size() != 1)
-      throw InputError("--statement: names statements of one claim; the selection picks " + std::to_string(ids.size()));
-    const Expected& e = cat.at(ids.front());
-    std::vector<std::string> names;
-    for (const auto& st : e.statements) names.push_back(st.name);
-    for (const auto& n : statements)
-      if (std::find(names.begin(), names.end(), n) == names.end())
-        throw InputError("--statement " + n + ": " + e.file.string() + " states no '" + n + "'" +
-                         did_you_mean(n, names) + " (its value and its also names)");
-    run_config["statements"] = statements;
-  }
-  json records_cache;
-  RecordInputs rin{root, expected_dir, run_config, seed, &hw, logs};
-  RunContextInputs in{root,
-                      seed,
-                      &hw,
-                      [&]() {
-                        if (records_cache.is_null()) records_cache = build_records(rin);
-                        return records_cache;
-                      },
-                      fault ? fault : "",
-                      sel.labels,
-                      statements,
-                      staging};
-
-  std::vector<ClaimResult> results;
-  std::ostringstream log;
-  // Progress on stderr (stdout keeps one line per claim that ended): on a terminal one line that says which claim
-  // runs and for how long, updated each second; elsewhere (make, tee, CI) a line as each claim starts. A watchdog
-  // gives up on a check that runs past --timeout: it stops the check's children, writes the report of the claims
-  // that ended with this one as an error, and exits 2 (a hung driver or kernel does not hang the run).
-  const double timeout_s = std::stod(one(a, "--timeout", "900"));
-  const bool live = !quiet && ::isatty(STDERR_FILENO);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool finished = false;
-  std::string running;  // the claim that runs now
-  std::size_t index = 0;
-  auto started = std::chrono::steady_clock::now();
-  auto give_up = [&](const std::string& id, std::size_t at) {
-    const int n = stop_children(SIGKILL);
-    std::fprintf(stderr,
-                 "%sclaimcheck: %s did not end within --timeout %g s: stopped%s; %zu claim(s) after it not run\n",
-                 live ? "\r\033[K" : "", id.c_str(), timeout_s,
-                 n ? (" with " + std::to_string(n) + " child process group(s)").c_str() : "", ids.size() - at - 1);
-    std::cout << "ERROR " << id << "  did not end within --timeout " << fmt(timeout_s) << " s\n" << std::flush;
-    if (!report_dir.empty()) {
-      Report rep;
-      rep.generated_at = now_utc();
-      try {
-        rep.records = in.records();
-      } catch (const std::exception& ex) {
-        rep.records = {{"error", std::string("the records could not be built: ") + ex.what()}};
-      }
-      rep.claims = results;
-      ClaimResult hung;
-      const Expected& e = cat.at(id);
-      hung.id = id;
-      hung.chapter = e.chapter;
-      hung.chapter_title = e.chapter_title;
-      hung.title = e.title;
-      hung.source = e.source;
-      hung.status = Status::error;
-      hung.reason = "did not end within --timeout " + fmt(timeout_s) + " s: stopped, with its children";
-      rep.claims.push_back(hung);
-      try {
-        write_report(report_dir, rep);
-        std::fprintf(stderr, "claimcheck: the report of the %zu claim(s) before it and this error written to %s/\n",
-                     results.size(), report_dir.c_str());
-      } catch (const std::exception& ex) {
-        std::fprintf(stderr, "claimcheck: the report could not be written: %s\n", ex.what());
-      }
-    }
-    std::fflush(nullptr);
-    std::_Exit(2);
-  };
-  // Interrupted (Ctrl-C, a CI job's cancel): the checks' children lead their own process groups, so they are
-  // stopped here, then the signal does what it would have done.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP})
-    std::signal(sig, [](int sig) {
-      stop_children(SIGKILL);
-      std::signal(sig, SIG_DFL);
-      std::raise(sig);
-    });
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> l(mu);
-    while (!finished) {
-      cv.wait_for(l, std::chrono::seconds(1));
-      if (finished || running.empty()) continue;
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (el > timeout_s) give_up(running, index);  // does not return
-      if (live) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s … %.0f s", index + 1, ids.size(), running.c_str(), el);
-    }
-  });
-  struct Join {
-    std::thread& t;
-    std::mutex& m;
-    std::condition_variable& c;
-    bool& f;
-    ~Join() {
-      {
-        std::lock_guard<std::mutex> l(m);
-        f = true;
-      }
-      c.notify_all();
-      t.join();
-    }
-  } join{watchdog, mu, cv, finished};
-  for (const auto& id : ids) {
-    {
-      std::lock_guard<std::mutex> l(mu);
-      running = id;
-      started = std::chrono::steady_clock::now();
-      if (live)
-        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s …", index + 1, ids.size(), id.c_str());
-      else if (!quiet)
-        std::fprintf(stderr, "[%zu/%zu] %s started\n", index + 1, ids.size(), id.c_str());
-    }
-    ClaimResult done = run_claim_watched(cat.at(id), in, caps);
-    {
-      std::lock_guard<std::mutex> l(mu);
-      results.push_back(std::move(done));
-      running.clear();
-      ++index;
-      if (live) std::fprintf(stderr, "\r\033[K");
-    }
-    auto& r = results.back();
-    if (r.details.contains("kept_files")) {
-      for (auto& k : r.details["kept_files"]) {
-        if (!staging.empty())  // where it will be once the report is written, relative to the report
-          k["path"] =
-              ("artifacts" / fs::path(k["path"].get<std::string>()).lexically_relative(staging)).generic_string();
-        json entry = k;
-        entry["claim"] = r.id;
-        rin.logs["checkpoints"].push_back(entry);
-        if (!records_cache.is_null()) records_cache["logs"]["checkpoints"].push_back(entry);
-      }
-    }
-    std::string line = upper(r.status, r.not_implemented) + " " + r.id + "  " + r.reason;
-    // a headline no bug in a model or kernel can move says so
-    if (const std::string b = headline_basis(r); !b.empty()) line += "  [" + basis_label(b) + "]";
-    log << line << "\n" << std::flush;
-    const bool bad = r.status == Status::fail || r.status == Status::error || r.status == Status::xpass;
-    // Flushed as each claim ends: a pipe (make, tee, CI) sees it then, not when the buffer fills.
-    if (!quiet || bad || ids.size() == 1) std::cout << line << "\n" << std::flush;
-  }
-  const Summary s = summarize(results);
-  const std::string sum = summary_line(s, false);
-  log << sum << "\n";
-  if (!quiet || ids.size() > 1) std::cout << sum << "\n";
-
-  if (!report_dir.empty()) {
-    Report rep;
-    rep.generated_at = now_utc();
-    rep.records = in.records();
-    rep.claims = results;
-    // Paths inside the checkout, relative to it (a report names no absolute path of the clone it ran in: two
-    // machines' reports merge, and their links work where the repository is served): each check's source line and
-    // details, the expected folder.
-    {
-      std::error_code ec;
-      const std::string prefix = fs::weakly_canonical(root, ec).generic_string() + "/";
-      std::function<void(json&)> strip = [&](json& j) {
-        if (j.is_string() && j.get<std::string>().rfind(prefix, 0) == 0) j = j.get<std::string>().substr(prefix.size());
-        if (j.is_structured())
-          for (auto& x : j) strip(x);
-      };
-      if (!ec && prefix.size() > 1) {
-        for (auto& c : rep.claims) {
-          json loc = c.check_location;
-          strip(loc);
-          c.check_location = loc.get<std::string>();
-          strip(c.details);
-        }
-        strip(rep.records["config"]["expected_dir"]);
-      }
-    }
-    if (!benchmarks.is_null()) rep.benchmarks = benchmarks;
-    // Links from report.html to the repository's files: relative, so that the page works wherever the two move
-    // together.
-    std::error_code ec;
-    const fs::path abs_root = fs::weakly_canonical(root, ec);
-    const fs::path abs_report = fs::weakly_canonical(fs::absolute(report_dir), ec);
-    const fs::path up = abs_root.lexically_relative(abs_report);
-    if (!abs_root.empty() && !up.empty()) {
-      rep.source_root = abs_root.generic_string();
-      rep.root_link = up == "." ? "" : up.generic_string() + "/";
-      if (rep.root_link.empty()) rep.root_link = "./";
-    }
-    // A previous report that cannot be read does not cost this run its report: one line says why.
-    if (const std::string prev = one(a, "--previous"); !prev.empty()) {
-      try {
-        rep.comparison = compare_reports(load_report_for_compare(prev), prev, report_to_json(rep),
-                                         (fs::path(report_dir) / "report.json").string(), {});
-      } catch (const std::exception& ex) {
-        std::cerr << "claimcheck: --previous: not compared: " << ex.what() << "\n";
-      }
-    }
-    write_report(report_dir, rep);
-    write_files_atomically({{fs::path(report_dir) / "run.log", log.str()}});
-    // The report written, the previous run's artifacts give way to this one's (whether or not it kept any).
-    fs::remove_all(fs::path(report_dir) / "artifacts");
-    if (fs::exists(staging)) fs::rename(staging, fs::path(report_dir) / "artifacts");
-    if (!quiet) std::cout << "report written to " << fs::absolute(report_dir).string() << "/\n";
-  }
-  return exit_status(results);
 }
 
 // ---- compare ------------------------------------------------------------------

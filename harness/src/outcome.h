@@ -66,7 +66,7 @@ struct Summary {
   int not_implemented = 0;                               // among skip: checks not arrived yet
   int operator[](Status v) const { return by_status[static_cast<std::size_t>(v)]; }
   int skipped() const { return (*this)[Status::skip] - not_implemented; }  // skips that are not checks to come
-  int pending_parts = 0;                 // parts of claims listed as pending
+  int pending_parts = 0;                                                   // parts of claims listed as pending
   int total = 0;
 };
 Summary summarize(const std::vector<ClaimResult>& results);

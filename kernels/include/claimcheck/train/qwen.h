@@ -139,11 +139,11 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 
 struct SftResult {
   std::vector<double> losses;
-  double stop_rate = 0;              // share of greedy generations that emit <|im_end|>
-  std::vector<std::string> samples;  // a few generations, decoded
+  double stop_rate = 0;                                // share of greedy generations that emit <|im_end|>
+  std::vector<std::string> samples;                    // a few generations, decoded
   std::vector<std::vector<std::int64_t>> generations;  // every generation's new tokens, as generated
-  std::vector<double> evaluated;     // after training: the mean answer loss of each set of SftOptions::evaluate
-  std::string init_sha256;           // the parameters as drawn, before step 0
+  std::vector<double> evaluated;  // after training: the mean answer loss of each set of SftOptions::evaluate
+  std::string init_sha256;        // the parameters as drawn, before step 0
   double seconds = 0;
 };
 struct SftOptions {
