@@ -18,7 +18,9 @@ constexpr std::int64_t kStartId = kChatStartId, kEndId = kChatEndId, kIgnore = -
 
 // Renders one conversation, remembering the assistant contents' character spans; tokenises by scanning the string
 // and labels by offset.
-ChatTargets render(const std::vector<std::pair<std::string, std::string>>& messages) {
+ChatTargets render(std::vector<std::pair<std::string, std::string>> messages) {
+  if (messages.empty() || messages.front().first != "system")
+    messages.insert(messages.begin(), {"system", kQwenDefaultSystem});
   std::string text;
   std::vector<std::pair<std::size_t, std::size_t>> answers;
   for (const auto& [role, content] : messages) {

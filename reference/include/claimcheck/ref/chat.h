@@ -16,6 +16,10 @@ namespace claimcheck::ref {
 // The byte-level stand-in's vocabulary: 256 bytes and the two ChatML markers <|im_start|> (256) and <|im_end|> (257).
 inline constexpr std::int64_t kChatVocab = 256 + 2;
 inline constexpr std::int64_t kChatStartId = 256, kChatEndId = 257;
+// The system message Qwen2.5's template opens a conversation with where the conversation has none (the chat_template
+// of reference/data/chat/qwen2.5-instruct-tokenizer_config.json; a unit test holds the two equal).
+inline constexpr const char* kQwenDefaultSystem =
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 struct ChatTargets {
   std::vector<std::int64_t> tokens;
