@@ -106,11 +106,14 @@ static void decode_intensity(claimcheck::Context& ctx) {
   // Prepare.
   const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
   const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
-  const auto params = static_cast<double>(ref::count_params(cfg).total());
+  // The parameters a token meets (a mixture of experts routes it to a few; all of them in a dense model), and the
+  // bytes the step reads for them.
+  const ref::ParamCount count = ref::count_params(cfg);
+  const auto active = static_cast<double>(count.active());
 
   // Run: FLOP per token over bytes per token at batch 1, and the batch at which it meets the ridge.
   const double bytes = ref::decode_bytes_per_token(cfg, {});
-  const double intensity = 2.0 * params / bytes;
+  const double intensity = 2.0 * active / bytes;
 
   // Verify.
   ctx.measure(intensity, "FLOP/byte");
@@ -120,8 +123,8 @@ static void decode_intensity(claimcheck::Context& ctx) {
       "2 FLOP per parameter per token, every bf16 weight read once per step; a batch of B tokens "
       "reuses each weight B times, so intensity ~ B until the ridge");
   ctx.alternative("matmul FLOPs only (no embedding lookup FLOPs)",
-                  2.0 * static_cast<double>(ref::count_params(cfg).total() - ref::count_params(cfg).embedding) / bytes,
-                  "FLOP/byte", "the lookup moves bytes but does no multiply-adds");
+                  2.0 * (active - static_cast<double>(count.embedding)) / bytes, "FLOP/byte",
+                  "the lookup moves bytes but does no multiply-adds");
   if (!ctx.part_selected("measured")) {
     ctx.pending("batch 1 against the bandwidth roof, measured here (run with --label measured)");
     return;

@@ -185,10 +185,13 @@ static void prefill_ms(claimcheck::Context& ctx) {
   const ref::ModelConfig cfg = ref::load_model_config(ctx.input_path("config"));
   const ref::HardwareSpec hw = ref::load_hardware_spec(ctx.input_path("hardware"));
   const auto tokens = ctx.input("tokens").get<std::int64_t>();
-  const std::int64_t params = ref::count_params(cfg).total();
+  // FLOPs follow the parameters a token meets (a mixture of experts routes it to a few), the weights read every one
+  // held (a long prompt reaches every expert): equal for a dense model.
+  const ref::ParamCount count = ref::count_params(cfg);
+  const std::int64_t params = count.total();
 
-  // Run: 2 FLOP per parameter per token at peak; intensity against the ridge.
-  const double flops = ref::prefill_flops(params, tokens);
+  // Run: 2 FLOP per active parameter per token at peak; intensity against the ridge.
+  const double flops = ref::prefill_flops(count.active(), tokens);
   const double intensity = flops / (static_cast<double>(params) * ref::dtype_bytes("bf16"));
 
   // Verify.
