@@ -3,6 +3,8 @@
 // Measured part (activation_gib.measured.cpp): saved bytes per token per layer of the Llama-shaped decoder
 // (llama-scaled-ch04.json) under the counting allocator, per op, as k x hidden; k carried to Llama-3-8B's hidden size
 // and layers.
+#include <tuple>
+
 #include "claimcheck/check.h"
 #include "claimcheck/ref/ledger.h"
 
@@ -17,12 +19,19 @@ static void activation_gib(claimcheck::Context& ctx) {
   const auto tokens = ctx.input("tokens").get<std::int64_t>();
   constexpr double GiB = 1073741824.0;
 
-  // Run: the saved tensors of one layer, per token, times layers and tokens.
+  // Run: the saved tensors of one layer, per token, times layers and tokens (a mixture of experts' sparse layers
+  // keep their own list: the per-layer figure is the mean over the model's layers).
+  const std::int64_t sparse = cfg.sparse_layers(), dense = cfg.layers - sparse;
   nlohmann::json saved = nlohmann::json::object();
-  std::int64_t elems = 0;
-  for (const auto& t : ref::saved_per_layer(cfg)) {
-    saved[t.name] = t.elements_per_token;
-    elems += t.elements_per_token;
+  double elems = 0;
+  for (const auto& [list, n, kind] : {std::tuple{ref::saved_per_layer(cfg), dense, "dense_layers"},
+                                      std::tuple{ref::saved_per_sparse_layer(cfg), sparse, "sparse_layers"}}) {
+    if (n == 0) continue;
+    nlohmann::json& into = sparse > 0 ? saved[kind] : saved;
+    for (const auto& t : list) {
+      into[t.name] = t.elements_per_token;
+      elems += static_cast<double>(t.elements_per_token) * static_cast<double>(n) / static_cast<double>(cfg.layers);
+    }
   }
   const double bytes = ref::activation_bytes(cfg, batch, tokens, {});
 

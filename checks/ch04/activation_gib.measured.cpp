@@ -137,7 +137,10 @@ static void activation_gib_bytes(claimcheck::Context& ctx) {
                            return e;
                          }()) /
                          h;
-  const double extrapolated = k * static_cast<double>(cfg.hidden) * static_cast<double>(cfg.layers) *
+  // Carried to the stated model by the answer key's itemised bytes of each: the measured share of the scaled layer's
+  // list times the stated model's list (its FFN and KV widths over hidden may differ from the scaled config's).
+  const double extrapolated = f2.bytes_per_token_layer / itemised_plain_layer_bytes(sc) *
+                              itemised_plain_layer_bytes(cfg) * static_cast<double>(cfg.layers) *
                               static_cast<double>(batch) * static_cast<double>(tokens) / GiB;
   ctx.measure("measured_k", k, "count");
   // The same bytes, itemised by the answer key for the plain layer the decoder is (ref::plain_layer_extra_bytes):
