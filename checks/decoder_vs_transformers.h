@@ -51,15 +51,19 @@ inline std::pair<std::filesystem::path, nlohmann::json> scaled_config(
 
 // inputs.<config> with inputs.<overrides> (e.g. a head_dim) making heads x head_dim differ from the hidden size, where
 // the query and the attention output are not hidden-wide: the config written as dir/config.json, and read as the
-// answer key reads it. Overrides that leave them equal are refused in one line (nothing to tell apart).
+// answer key reads it. Where the overrides leave them equal (another config than the file was written for), the
+// head width doubled.
 inline std::pair<std::filesystem::path, claimcheck::ref::ModelConfig> wide_heads_config(
     const claimcheck::Context& ctx, const std::string& config, const std::string& overrides,
     const std::filesystem::path& dir) {
-  const auto path = scaled_config(ctx, config, overrides, dir).first;
-  const claimcheck::ref::ModelConfig c = claimcheck::ref::load_model_config(path);
-  if (c.heads * c.head_dim == c.hidden)
-    throw std::invalid_argument(ctx.claim_id() + ": field 'inputs." + overrides +
-                                "': heads x head_dim equals the hidden size; nothing to tell apart");
+  auto path = scaled_config(ctx, config, overrides, dir).first;
+  claimcheck::ref::ModelConfig c = claimcheck::ref::load_model_config(path);
+  // On a config whose heads x the override's head_dim is its hidden size (another model than the file names), twice
+  // that width: the point is a width apart from hidden / heads.
+  if (c.heads * c.head_dim == c.hidden) {
+    path = scaled_config(ctx, config, overrides, dir, {{"head_dim", 2 * c.head_dim}}, "inputs." + overrides).first;
+    c = claimcheck::ref::load_model_config(path);
+  }
   return {path, c};
 }
 
