@@ -79,6 +79,9 @@ static void loss_mask(claimcheck::Context& ctx) {
   const auto cut = claimcheck::train::loss_mask(convs, ctx.seed(), ctx.planted_fault(), context);
   ctx.measure_bool("truncated_to_context", cut.positions == context && cut.rows == r.rows);
   const auto cut_nll = claimcheck::ref::masked_mean_nll(cut.logits, cut.rows, cut.positions, cut.vocab, targets);
+  if (cut_nll.count == 0)
+    throw std::invalid_argument("ch05.loss_mask: field 'inputs.truncated_context': " + std::to_string(context) +
+                                " tokens keep no answer token of any conversation (the prompts alone are longer)");
   ctx.measure("truncated_loss", std::fabs(cut.loss - cut_nll.mean), "abs error");
   ctx.detail("truncated", {{"context", context}, {"positions", cut.positions}, {"targets", cut_nll.count}});
   ctx.detail("positions", positions);

@@ -10,6 +10,7 @@
 #if CLAIMCHECK_WITH_TORCH
 #include "../decoder_vs_transformers.h"
 #include "claimcheck/train/experiments.h"
+#include "qwen_lora.h"
 #endif
 
 namespace ref = claimcheck::ref;
@@ -18,6 +19,7 @@ static void qwen_params_built(claimcheck::Context& ctx) {
 #if CLAIMCHECK_WITH_TORCH
   if (ctx.wants_any({"built", "built_exact", "built_minus_config", "init_as_transformers",
                      "init_std_vs_config"})) {  // all but a planted-fault run's subset
+    ch05::refuse_beyond_memory(ctx, ctx.input_path("config"));
     const std::int64_t ledger = ref::count_params(ref::load_model_config(ctx.input_path("config"))).total();
     const auto m = claimcheck::train::qwen_lora_measure(ctx.input_path("config"), {16, 32, {"q_proj"}}, ctx.seed(), 8,
                                                         ctx.planted_fault());
