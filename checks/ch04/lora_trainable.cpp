@@ -13,15 +13,22 @@ static void lora_trainable(claimcheck::Context& ctx) {
   const int r = lora.at("r").get<int>();
   const auto targets = lora.at("targets").get<std::vector<std::string>>();
 
-  // Run: r x (in + out) per targeted linear, over all layers.
-  const double trainable = static_cast<double>(ref::lora_trainable(cfg, r, targets));
+  // Run: r x (in + out) per targeted linear, over all layers (the modules peft would adapt: a name that matches no
+  // module of this model, as gate/up/down in Mixtral's fused experts, adapts nothing, said below).
+  const ref::LoraCount count = ref::lora_count(cfg, r, ref::lora_targets_of(targets));
+  const double trainable = static_cast<double>(count.trainable);
   const double base = static_cast<double>(ref::count_params(cfg).total());
 
   // Verify.
   ctx.measure(trainable / 1e6, "M params");
   ctx.measure("fraction", 100.0 * trainable / base, "%");
-  ctx.assumption("LoRA on all seven linear projections of every layer (q, k, v, o, gate, up, down), r = " +
-                 std::to_string(r) + "; the percentage is of the base model's parameters");
+  std::string adapted, unmatched;
+  for (const auto& m : count.modules) adapted += (adapted.empty() ? "" : ", ") + m;
+  for (const auto& m : count.unmatched) unmatched += (unmatched.empty() ? "" : ", ") + m;
+  ctx.assumption("LoRA, r = " + std::to_string(r) + ", on " + std::to_string(count.adapted_modules) +
+                 " modules: " + adapted + " of every layer" +
+                 (unmatched.empty() ? "" : "; " + unmatched + " match no module of this model and adapt nothing") +
+                 "; the percentage is of the base model's parameters");
   ctx.alternative("attention only (q, k, v, o)",
                   static_cast<double>(ref::lora_trainable(cfg, r, {"q_proj", "k_proj", "v_proj", "o_proj"})) / 1e6,
                   "M params", "the original LoRA paper's choice");

@@ -195,14 +195,18 @@ LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& spec) {
   return out;
 }
 
-std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets) {
+LoraTargets lora_targets_of(const std::vector<std::string>& targets) {
   LoraTargets t;
   if (targets.size() == 1 && targets[0] == "all-linear")
     t.all_linear = true;
   else
     t.names = targets;
   if (!t.all_linear && t.names.empty()) throw SpecError("lora: field 'target_modules': empty");
-  return lora_count(c, rank, t).trainable;
+  return t;
+}
+
+std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets) {
+  return lora_count(c, rank, lora_targets_of(targets)).trainable;
 }
 
 }  // namespace claimcheck::ref

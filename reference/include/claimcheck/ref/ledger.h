@@ -149,6 +149,7 @@ struct LoraCount {
 LoraCount lora_count(const ModelConfig& c, int rank, const LoraTargets& targets);
 std::vector<std::string> all_linear_targets();  // the seven projections of a Llama layer (the series' "all linear")
 // A list of names, or {"all-linear"}.
+LoraTargets lora_targets_of(const std::vector<std::string>& targets);
 std::int64_t lora_trainable(const ModelConfig& c, int rank, const std::vector<std::string>& targets);
 
 // ---- training state -----------------------------------------------------------
