@@ -61,6 +61,7 @@ NEEDS_ISA = {("onednn_off", "ch03.cpu_bf16_autocast"): ("avx512_bf16", "amx_bf16
              # a SIMD row kernel to fall back from
              ("gemv_rows_portable", "ch06.decode_4bit"): ("avx2",),
              ("probe_bf16_as_fma", "ch06.ridge_measured"): ("avx512_bf16",),
+             ("probe_bf16_lanes_doubled", "ch06.ridge_measured"): ("avx512_bf16",),
              ("probe_amx_k16", "ch06.ridge_measured"): ("amx_bf16",),
              ("matmul_one_thread", "ch06.prefill_ms"): ("avx512_bf16",),
              ("gemm_panel_narrow", "ch06.prefill_ms"): ("avx512bw",)}
@@ -100,7 +101,8 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("weights_over_k", "ch06.decode_4bit"), ("block_step_no_decay", "ch06.mfu"),
                  ("block_step_no_decay", "ch06.backward_2x"), ("probe_threads_twice", "ch06.mfu"),
                  ("probe_threads_twice", "ch06.ridge_measured"), ("probe_fill_floor", "ch06.ridge_measured"),
-                 ("matmul_one_thread", "ch06.prefill_ms"), ("gemm_panel_narrow", "ch06.prefill_ms")}
+                 ("matmul_one_thread", "ch06.prefill_ms"), ("gemm_panel_narrow", "ch06.prefill_ms"),
+                 ("probe_bf16_lanes_doubled", "ch06.ridge_measured")}
 # A broken FMA probe in a claim that uses it as its roof: the probe reads below 0.8 of one core's theoretical peak
 # (or, counting work it did not do, above 1.1 of it), and the claim errors (exit 2) naming the probe, never judging a
 # figure against a roof that is not one (issue 23).

@@ -67,19 +67,30 @@ float fma_avx512(long iters) {
   for (int i = 1; i < C; ++i) s = _mm512_add_ps(s, acc[i]);
   return _mm512_reduce_add_ps(s);
 }
-// bf16 pairs dotted into fp32 lanes: 32 multiply-adds (64 FLOP) per vdpbf16ps.
+// bf16 pairs dotted into fp32 lanes: 32 multiply-adds (64 FLOP) per vdpbf16ps. The pairs hold 1.0 and 2^-10, so that
+// each instruction adds exactly 2^-9 to each of its 16 lanes: the kernel returns the sum of every lane over the
+// iterations, per iteration, which a caller holds to the work it says it did (C instructions of 16 lanes per
+// iteration: C x 16 x 2^-9). Each accumulator starts at its own index (accumulators alike from the start are one to
+// the compiler, which then runs one chain and copies it: GCC did). Exact: blocks of at most 2^14 iterations, so that
+// a lane stays below 15 + 32 and the sum of the block's 256 lanes below 2^14, with 9 bits below the point: 23 bits.
 CC_PROBE("avx512f,avx512bf16") float bf16_avx512(long iters) {
   constexpr int C = 16;
-  __m512 acc[C];
-  for (int i = 0; i < C; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-6f);
-  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3380);  // 1.0, ~6e-8
-  for (long it = 0; it < iters; ++it) {
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3a80);  // 1.0, 2^-10
+  double total = 0;
+  for (long done = 0; done < iters;) {
+    const long n = std::min(iters - done, 1L << 14);
+    __m512 acc[C];
+    for (int i = 0; i < C; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+    for (long it = 0; it < n; ++it) {
 #pragma GCC unroll 16
-    for (int i = 0; i < C; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+      for (int i = 0; i < C; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < C; ++i) s = _mm512_add_ps(s, acc[i]);
+    total += static_cast<double>(_mm512_reduce_add_ps(s)) - 16.0 * (C * (C - 1) / 2);  // less the starting values
+    done += n;
   }
-  __m512 s = acc[0];
-  for (int i = 1; i < C; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  return static_cast<float>(total / static_cast<double>(iters));  // per iteration: C x 16 x 2^-9 = 0.5
 }
 // AMX: four independent 16x16 fp32 accumulators (tmm0-3), each fed by one of two A tiles (16 x 32 bf16, tmm4-5)
 // and one of two B tiles (16 K-pairs x 16 columns, tmm6-7) loaded once; 16x16x32 multiply-adds (16384 FLOP) per
@@ -218,6 +229,7 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, flo
   best.threads = threads;
   best.chains = k.chains;
   best.lanes = k.lanes;
+  best.iterations = iters;
   for (int p = 0; p < std::max(1, passes); ++p) {
     Span span(threads);
     std::vector<float> sink(threads);
@@ -236,6 +248,8 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, flo
     (void)keep;
     if (min_result)
       for (float v : sink) *min_result = std::min(*min_result, v);
+    for (float v : sink)
+      best.result_min = std::min<double>(best.result_min, v), best.result_max = std::max<double>(best.result_max, v);
   }
   return best;
 }
@@ -258,6 +272,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
   }
   if (name == "probe_amx_k16") {
     out->amx_k16 = true;
+    return true;
+  }
+  if (name == "probe_bf16_lanes_doubled") {
+    out->bf16_lanes_doubled = true;
     return true;
   }
   if (name == "probe_bf16_as_fma") {
@@ -330,7 +348,8 @@ FlopsPeak measure_bf16_peak(int threads, int passes, double seconds, const Roofl
 #if defined(__x86_64__) && defined(__GNUC__)
   // Four FLOP per lane and instruction: two products and two adds (a planted fault counts two, an FMA's).
   if (isa::cpu().avx512_bf16)
-    return run_peak(Kernel{bf16_avx512, 16, 16, f.bf16_as_fma ? 2 : 4, "avx512_bf16"}, threads, passes, seconds);
+    return run_peak(Kernel{bf16_avx512, 16, f.bf16_lanes_doubled ? 32 : 16, f.bf16_as_fma ? 2 : 4, "avx512_bf16"},
+                    threads, passes, seconds);
 #endif
   (void)threads, (void)passes, (void)seconds, (void)f;
   return {};

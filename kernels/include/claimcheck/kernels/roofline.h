@@ -31,11 +31,12 @@ struct RooflineFaults {
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
   bool bf16_as_fma = false;     // the bf16 dot-product probe counts a lane's pair of products as one FMA (half)
+  bool bf16_lanes_doubled = false;  // the bf16 dot-product probe counts 32 lanes of the zmm's 16 (twice)
   bool amx_k16 = false;         // the AMX probe counts 16 pairs per tile product where a bf16 tile holds 32 (half)
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
 // "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice" /
-// "probe_fill_floor" / "probe_bf16_as_fma" / "probe_amx_k16";
+// "probe_fill_floor" / "probe_bf16_as_fma" / "probe_bf16_lanes_doubled" / "probe_amx_k16";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
 
@@ -46,6 +47,10 @@ struct FlopsPeak {
   int chains = 0;      // independent accumulators per thread
   int lanes = 0;       // fp32 lanes per vector
   double seconds = 0;  // wall time of the best pass
+  long iterations = 0;  // of the kernel's loop, per thread and pass
+  // What the kernel returned, smallest and largest over threads and passes: the bf16 probe's sum of its lanes per
+  // iteration (measure_bf16_peak), for a caller to recount its work.
+  double result_min = 1e300, result_max = -1e300;
 };
 // fp32 FMA peak on `threads` pinned threads, best of `passes`, each about `seconds` long.
 FlopsPeak measure_fma_peak(int threads, const RooflineFaults& f = {}, int passes = 3, double seconds = 0.05);
