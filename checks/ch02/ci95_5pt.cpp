@@ -15,7 +15,9 @@ static void ci95_5pt(claimcheck::Context& ctx) {
   const auto n = ctx.input("n").get<std::int64_t>();
   const double p = ctx.input("p").get<double>();
   const double diff = ctx.input("difference_points").get<double>() / 100.0;
-  if (!(p > 0 && p < 1 && p + diff > 0 && p + diff < 1))
+  if (!(p > 0 && p < 1))
+    throw std::invalid_argument("ch02.ci95_5pt: field 'inputs.p': " + std::to_string(p) + " is no rate in (0, 1)");
+  if (!(p + diff > 0 && p + diff < 1))
     throw std::invalid_argument("ch02.ci95_5pt: field 'inputs.difference_points': p + difference (" +
                                 std::to_string(p + diff) + ") is no rate in (0, 1)");
 

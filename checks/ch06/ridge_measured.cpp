@@ -179,6 +179,7 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   // Prepare and run: one Llama-3-8B up_proj-shaped matrix (bf16), well beyond the last-level cache, swept over the
   // batches; the ridge is the peak over the bandwidth of batch 1's moment. The probe is this claim's figure: judged
   // below, not validated before.
+  ch06::sweep_inputs(ctx, 1);  // (read before the probes)
   tb.measure({.validate = false, .engines = true});
   const ch06::Roof& roof = tb.cpu_roof();
   probe_statements(ctx, roof);
@@ -186,7 +187,7 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
                       "probe_paths_vs_theoretical", "clock_chains_apart", "bf16_dot_vs_theoretical",
                       "bf16_dot_flops_recount", "amx_vs_theoretical", "read_checksum_exact"}))
     return;
-  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1, {}, false, /*measured=*/true);
+  const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1);
   const int N = run.N, Kd = run.Kd;
   const auto& sweep = run.points;
   // Batch 1 timed right after the probe's reader read the same matrix, 15 times (the median pair): the memory floor

@@ -1,41 +1,23 @@
-// claimcheck list | run | account | compare | matrix | site — the command line (design.md): its declaration, list,
-// run, compare, matrix, site
-// and the dispatch; account is in cli_account.cpp (what they share: cli_internal.h). One file past 500 lines: every
-// subcommand's options are declared together (CLI11), so that their names, checks and help are read in one place.
-#include <unistd.h>
-
+// claimcheck list | run | account | compare | matrix | site — the command line (design.md): its declaration (every
+// subcommand's options together, CLI11, so that their names, checks and help are read in one place), list, compare,
+// matrix, site and the dispatch; run is in cli_run.cpp, account in cli_account.cpp (what they share: cli_internal.h).
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <fstream>
-#include <functional>
 #include <iostream>
 #include <map>
-#include <mutex>
-#include <set>
-#include <sstream>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 
-#include "claimcheck/base/json_depth.h"
-#include "claimcheck/base/process.h"
-#include "claimcheck/base/sha256.h"
 #include "cli_internal.h"
 #include "compare.h"
 #include "errors.h"
 #include "expected.h"
 #include "matrix.h"
-#include "module.h"
 #include "outcome.h"
 #include "probe.h"
-#include "records.h"
 #include "registry.h"
 #include "report.h"
 #include "runner.h"
@@ -92,21 +74,6 @@ std::map<std::string, Expected> load_catalogue(const fs::path& dir) {
 fs::path expected_dir_of(const Args& a, const fs::path& root) {
   const std::string e = one(a, "--expected");
   return e.empty() ? root / "expected" : fs::absolute(e);
-}
-
-std::string now_utc() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-std::string upper(Status s, bool not_impl) {
-  if (not_impl) return "TODO ";
-  std::string u = to_string(s);
-  for (auto& c : u) c = static_cast<char>(std::toupper(c));
-  while (u.size() < 5) u += ' ';
-  return u;
 }
 
 }  // namespace cli

@@ -21,9 +21,14 @@ using nlohmann::json;
 namespace cli {
 namespace {
 
-std::int64_t positive(const Args& a, const std::string& k, std::int64_t dflt) {
+// As a config's sizes: a rank, a sequence or a batch beyond an int is a typo, not a workload (2^63 tokens' activations
+// read 1e19 GiB).
+int positive(const Args& a, const std::string& k, int dflt) {
   const std::string s = one(a, k);
-  return s.empty() ? dflt : std::stoll(s);  // CLI11 has checked it is a positive integer
+  const long long v = s.empty() ? dflt : std::stoll(s);  // CLI11 has checked it is a positive integer
+  if (v > std::numeric_limits<int>::max())
+    throw InputError(k + ": " + s + " is implausibly large (the ledger accepts up to 2^31 - 1)");
+  return static_cast<int>(v);
 }
 
 std::string read_all(const fs::path& p) {
@@ -42,20 +47,13 @@ int cmd_account(const Args& a) {
   const ref::ModelConfig c = ref::load_model_config(config);
   const ref::HardwareSpec hw =
       ref::load_hardware_spec(one(a, "--hardware", (root / "reference/data/hardware/h100-sxm.json").string()));
-  const std::int64_t r64 = positive(a, "--lora-r", 16);
-  if (r64 > std::numeric_limits<int>::max()) throw InputError("--lora-r: " + std::to_string(r64) + " is too large");
-  const int r = static_cast<int>(r64);
+  const int r = positive(a, "--lora-r", 16);
   // Default: peft's "all-linear" (for a dense model, the seven projections of every layer).
   const std::string spelling = one(a, "--lora-targets", "all-linear");
   const ref::LoraTargets targets = ref::parse_lora_targets(spelling);
   const std::string qpath = one(a, "--quant", (root / "reference/data/quant/nf4-bnb-default.json").string());
   const ref::QuantFormat q = ref::parse_quant_format(read_all(qpath), qpath);
   const std::int64_t tokens = positive(a, "--tokens", 4096), batch = positive(a, "--batch", 1);
-  // As a config's sizes: a sequence or a batch beyond 2^31 is a typo, not a workload (its activations read 1e19 GiB).
-  for (const auto& [k, v] : {std::pair{"--tokens", tokens}, std::pair{"--batch", batch}})
-    if (v > std::numeric_limits<int>::max())
-      throw InputError(std::string(k) + ": " + std::to_string(v) +
-                       " is implausibly large (the ledger accepts up to 2^31)");
 
   const ref::ParamCount p = ref::count_params(c);
   const std::int64_t params = p.total(), active = p.active();  // equal for a dense model

@@ -33,8 +33,6 @@ Selection selection_of(const Args& a);
 std::map<std::string, Expected> load_catalogue(const std::filesystem::path& dir);
 // --expected, else the checkout's expected/.
 std::filesystem::path expected_dir_of(const Args& a, const std::filesystem::path& root);
-std::string now_utc();                       // "2026-12-07T21:00:00Z"
-std::string upper(Status s, bool not_impl);  // a status as the console prints it ("PASS ", "TODO ")
 
 // claimcheck run (cli_run.cpp): plans the run, runs the claims, writes the report. Returns the exit status.
 int cmd_run(const Args& a);

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -39,6 +41,22 @@ using nlohmann::json;
 
 namespace {
 
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// A status as the console prints it ("PASS ", "TODO ").
+std::string upper(Status s, bool not_impl) {
+  if (not_impl) return "TODO ";
+  std::string u = to_string(s);
+  for (auto& c : u) c = static_cast<char>(std::toupper(c));
+  while (u.size() < 5) u += ' ';
+  return u;
+}
+
 // A benchmarks file (ci/bench_ratios.py's list of ratios), every row checked as compare reads it.
 json load_benchmarks(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -49,8 +67,7 @@ json load_benchmarks(const std::string& file) {
   } catch (const std::exception& ex) {
     throw InputError(file + ": field '(json)': " + ex.what());
   }
-  if (!rows.is_array()) throw InputError(file + ": field '(json)': expected a list of benchmark ratios");
-  check_benchmark_rows(rows, file, "rows");
+  check_benchmark_rows(rows, file, "rows");  // (a list of them)
   return rows;
 }
 

@@ -208,6 +208,7 @@ void tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }
 // Machines without AVX2+FMA run v2's code; AVX-512 machines run the same tile on zmm, 12 rows per micro-kernel.
 // The register tile the last v3 call ran, as the tile itself reports it (attention_v3_last_tile).
 std::atomic<const char*> g_v3_tile{""};
+constexpr const char* kV2Name = "portable";
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CC_HAVE_AVX2_PATH 1
 constexpr int kV3Q = 128;  // queries per task, a multiple of 16
@@ -407,7 +408,8 @@ void register_tile(const Args<float>& a, long bh, int qt) {
       break;
   }
 #endif
-  g_v3_tile.store("portable", std::memory_order_relaxed);  // v2's code
+  if (g_v3_tile.load(std::memory_order_relaxed) != kV2Name)
+    g_v3_tile.store(kV2Name, std::memory_order_relaxed);  // v2's code
   tiled_tile_f32(a, bh, qt);
 }
 void register_tile(const Args<double>& a, long bh, int qt) { tiled_tile_f64(a, bh, qt); }

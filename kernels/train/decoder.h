@@ -351,7 +351,7 @@ struct DecoderImpl : torch::nn::Module {
                                                   p.key().find("norm") != std::string::npos);
       if (drawn)
         p.value().normal_(0.0, c.fault == "decoder_init_std_tenfold" ? 10 * c.init_std : c.init_std);
-      else if (p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0)
+      else if (p.key().ends_with(".bias"))
         p.value().zero_();
     }
   }

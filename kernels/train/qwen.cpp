@@ -45,7 +45,7 @@ QwenLoraMeasure qwen_lora_measure(const std::filesystem::path& config, const Lor
         sq += s.square().sum().item<double>(), n += static_cast<double>(s.numel());
       } else if (name.find("norm") != std::string::npos) {
         m.init_norm_max_dev = std::max(m.init_norm_max_dev, (t - 1).abs().max().item<double>());
-      } else if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+      } else if (name.ends_with(".bias")) {
         m.init_bias_max_abs = std::max(m.init_bias_max_abs, t.abs().max().item<double>());
       }
     }

@@ -3,6 +3,7 @@
 // JSON, and the SpecError naming the file and field.
 #include "claimcheck/ref/ledger.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -84,12 +85,7 @@ double positive_number(const json& j, const std::string& file, const char* key) 
 }  // namespace
 
 GptShape parse_gpt_shape(const std::string& json_text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(json_text, depth_guard());
-  } catch (const std::exception& e) {
-    fail(where, "(json)", std::string("malformed JSON: ") + e.what());
-  }
+  const json j = parse_text(json_text, where);
   if (!j.is_object()) fail(where, "(json)", "expected an object");
   GptShape s;
   s.vocab = positive_int(j, where, "vocab");
@@ -106,14 +102,12 @@ GptShape parse_gpt_shape(const std::string& json_text, const std::string& where)
 // A key the format does not know is a typo that would otherwise read as its default ("keep_bf_16": every weight
 // quantised, the name still saying otherwise).
 void known_keys_only(const json& j, const std::string& file, std::initializer_list<const char*> known) {
-  for (const auto& [k, v] : j.items()) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (std::any_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) continue;
     std::string list;
-    bool ok = false;
-    for (const char* n : known) {
-      ok = ok || k == n;
-      list += (list.empty() ? "" : ", ") + std::string(n);
-    }
-    if (!ok) fail(file, k, "unknown key (known: " + list + ")");
+    for (const char* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+    fail(file, k, "unknown key (known: " + list + ")");
   }
 }
 

@@ -99,6 +99,7 @@ class Testbed {
     return roofs_;
   }
   const Roofs& measure() { return measure(Needs{}); }
+  bool measured() const { return cpu_ || gpu_; }
 
   const Roofs& roofs() const { return roofs_; }
   const std::string& device() const { return roofs_.device; }
@@ -228,14 +229,19 @@ struct SweepRun {
   claimcheck::base::aligned_vector<K::bf16_t> W;  // the swept matrix, for a check that re-times a point
   K::GemvOptions opts;
 };
-// `measured`: the check measured the roofs already (tb.measure), `needs` unused.
-inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {},
-                          bool beyond_llc = false, bool measured = false) {
+// The sweep's inputs (rows, cols, batches), read before any probe: a bad one costs no probe time.
+inline SweepRun sweep_inputs(claimcheck::Context& ctx, int must_batch = 1) {
   SweepRun s;
   s.rows = positive_int(ctx, "rows", 65536);
   s.Kd = positive_int(ctx, "cols", 65536);
   s.batches = batch_list(ctx, "batches", must_batch);
-  if (!measured) tb.measure(needs);
+  return s;
+}
+// The roofs measured with `needs` (unless the check measured them already), then the sweep.
+inline SweepRun run_sweep(claimcheck::Context& ctx, Testbed& tb, int must_batch = 1, const Testbed::Needs& needs = {},
+                          bool beyond_llc = false) {
+  SweepRun s = sweep_inputs(ctx, must_batch);
+  if (!tb.measured()) tb.measure(needs);
   const std::size_t one = static_cast<std::size_t>(s.rows) * s.Kd;
   if (beyond_llc) {
     const double target = static_cast<double>(tb.cpu_roof().bw.array_bytes);

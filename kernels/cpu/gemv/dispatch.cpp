@@ -103,7 +103,11 @@ bf16_t* scratch_bf16(std::size_t n) {
 namespace {
 std::atomic<const char*> g_rows_ran[2] = {"", ""};
 }  // namespace
-void note_rows_ran(RowsFamily family, const char* name) { g_rows_ran[family].store(name, std::memory_order_relaxed); }
+void note_rows_ran(RowsFamily family, const char* name) {
+  // (read first: every row chunk of every call says so, and a store would bounce the line among the threads)
+  if (g_rows_ran[family].load(std::memory_order_relaxed) != name)
+    g_rows_ran[family].store(name, std::memory_order_relaxed);
+}
 const char* rows_ran(RowsFamily family) { return g_rows_ran[family].load(std::memory_order_relaxed); }
 
 // ---- dispatch: one GEMV pass ----------------------------------------------------------------------------------

@@ -87,7 +87,7 @@ CC_PROBE("avx512f,avx512bf16") float bf16_avx512(long iters) {
     }
     __m512 s = acc[0];
     for (int i = 1; i < C; ++i) s = _mm512_add_ps(s, acc[i]);
-    total += static_cast<double>(_mm512_reduce_add_ps(s)) - 16.0 * (C * (C - 1) / 2);  // less the starting values
+    total += static_cast<double>(_mm512_reduce_add_ps(s)) - 16.0 * C * (C - 1) / 2.0;  // less the starting values
     done += n;
   }
   return static_cast<float>(total / static_cast<double>(iters));  // per iteration: C x 16 x 2^-9 = 0.5
@@ -207,8 +207,9 @@ Kernel fp32_kernel(const RooflineFaults& f) {
   return path_kernel("portable", f);
 }
 
-// `min_result`, when given, receives the smallest value any run of the kernel returned (AMX's exactness flag).
-FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, float* min_result = nullptr) {
+// The smallest and largest value any run of the kernel returned go into result_min / result_max (the AMX and bf16
+// probes' closed forms).
+FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds) {
   threads = std::max(1, threads);
   const double flops_per_iter = static_cast<double>(k.chains) * k.lanes * k.flops_per_lane_op;
   // Calibrate on one thread: iterations for `seconds`.
@@ -246,8 +247,6 @@ FlopsPeak run_peak(const Kernel& k, int threads, int passes, double seconds, flo
     }
     volatile float keep = sink[0];
     (void)keep;
-    if (min_result)
-      for (float v : sink) *min_result = std::min(*min_result, v);
     for (float v : sink)
       best.result_min = std::min<double>(best.result_min, v), best.result_max = std::max<double>(best.result_max, v);
   }
@@ -388,11 +387,10 @@ AmxPeak measure_amx_peak(int threads, int passes, double seconds, const Roofline
       std::snprintf(m.why, sizeof m.why, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)",
                     std::strerror(errno));
     } else {
-      float min_result = 1;
       // 64 FLOP per output lane and tile product: 32 bf16 pairs, each a product and an add (planted: 16 pairs).
       const FlopsPeak p =
-          run_peak(Kernel{amx_kernel, 4, 256, f.amx_k16 ? 32 : 64, "amx_bf16"}, threads, passes, seconds, &min_result);
-      m.flops = p.flops_per_s, m.seconds = p.seconds, m.exact = min_result == 1.0f;
+          run_peak(Kernel{amx_kernel, 4, 256, f.amx_k16 ? 32 : 64, "amx_bf16"}, threads, passes, seconds);
+      m.flops = p.flops_per_s, m.seconds = p.seconds, m.exact = p.result_min == 1.0 && p.result_max == 1.0;
       m.chains = p.chains, m.lanes = p.lanes, m.threads = p.threads;
     }
     const ssize_t w = write(fds[1], &m, sizeof m);

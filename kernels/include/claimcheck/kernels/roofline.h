@@ -32,7 +32,7 @@ struct RooflineFaults {
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
   bool bf16_as_fma = false;     // the bf16 dot-product probe counts a lane's pair of products as one FMA (half)
   bool bf16_lanes_doubled = false;  // the bf16 dot-product probe counts 32 lanes of the zmm's 16 (twice)
-  bool amx_k16 = false;         // the AMX probe counts 16 pairs per tile product where a bf16 tile holds 32 (half)
+  bool amx_k16 = false;             // the AMX probe counts 16 pairs per tile product where a bf16 tile holds 32 (half)
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
 // "probe_clock_miscount" / "probe_avx2_overcount" / "probe_prefers_avx2" / "probe_threads_twice" /
@@ -44,9 +44,9 @@ struct FlopsPeak {
   double flops_per_s = 0;  // all threads together
   std::string isa;         // "avx512", "avx2", "neon" or "portable" (fp32), "avx512_bf16" (bf16 dot products)
   int threads = 0;
-  int chains = 0;      // independent accumulators per thread
-  int lanes = 0;       // fp32 lanes per vector
-  double seconds = 0;  // wall time of the best pass
+  int chains = 0;       // independent accumulators per thread
+  int lanes = 0;        // fp32 lanes per vector
+  double seconds = 0;   // wall time of the best pass
   long iterations = 0;  // of the kernel's loop, per thread and pass
   // What the kernel returned, smallest and largest over threads and passes: the bf16 probe's sum of its lanes per
   // iteration (measure_bf16_peak), for a caller to recount its work.
