@@ -156,26 +156,26 @@ inline double farther_from_one(double a, double b) { return std::fabs(a - 1) >= 
 // The GEMV kernels on every path this CPU can run (K::gemv_paths_here(); the detected one is the timed one), each
 // forced in turn, untimed, against the answer key: the bf16 GEMV and the NF4 GEMV (with the
 // products that path owes: bf16 on "avx512_bf16", fp32 elsewhere) on matrix W of the stacks' weights, and the NF4
-// GEMV again on 61 rows whose K holds an odd number of 64-blocks (the kernels' row and K tails), and on activations
-// that are all ties between two bf16 (their low 16 bits 0x8000), each signed as row 0's weight so that row 0's products
-// all add: a path that rounds activations to bf16 and breaks ties otherwise than to even (half up, toward zero) moves
-// that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 61 rows and K = 1053 (the row tails and a
-// K tail of every vector width: 5 past 8, 13 past 16, 29 past 32, each above half the width; and past the packed
-// panels' K block of 1024), and the batched GEMM on it at batches 6, 13 and 3 (each of the direct tiles) and 17 (the
-// packed panels, in two K blocks). The
-// worst sampled error over the reference's scale; the path it was on in *worst_path. A
-// path a CPU other than this one would run is checked here too: its code is the same code under test.
-// `scale`, when given, receives the weights_scale of the tail matrices this builds, the one farthest from 1.
+// GEMV again on 62 rows whose K holds an odd number of 64-blocks (the kernels' row and K tails: 2 rows past a chunk of
+// 4), and on activations that are all ties between two bf16 (their low 16 bits 0x8000), each signed as row 0's weight
+// so that row 0's products all add: a path that rounds activations to bf16 and breaks ties otherwise than to even (half
+// up, toward zero) moves that row by about 1e-3 of its scale. The bf16 GEMV also on a matrix of 63 rows and K = 1053 (3
+// rows past a chunk of 4, and a K tail of every vector width: 5 past 8, 13 past 16, 29 past 32, each above half the
+// width; and past the packed panels' K block of 1024), and the batched GEMM on it at batches 6, 13 and 3 (each of the
+// direct tiles) and 17 (the packed panels, in two K blocks). The worst sampled error over the reference's scale; the
+// path it was on in *worst_path. A path a CPU other than this one would run is checked here too: its code is the same
+// code under test. `scale`, when given, receives the weights_scale of the tail matrices this builds, the one farthest
+// from 1.
 inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const std::vector<double>& levels,
                                const K::GemvOptions& o, std::uint64_t seed, std::string* worst_path,
                                double* scale = nullptr) {
-  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 61, Nt = 61, Kt = 1053;
+  const int N = Q.N, Kd = Q.K, Ko = 64 * 65, No = 62, Nt = 63, Kt = 1053;
   const std::vector<K::bf16_t> Wo = K::decode_weights_bf16(No, Ko, seed ^ 0x9e3779b97f4a7c15ull, 1, o.faults),
                                Wt = K::decode_weights_bf16(Nt, Kt, seed ^ 0x2545f4914f6cdd1dull, 1, o.faults);
   if (scale) {
     *scale = farther_from_one(weights_scale(Wo.data(), No, Ko), weights_scale(Wt.data(), Nt, Kt));
   }
-  // Quantised on the run's threads (61 rows split unevenly among them), every row held to NF4's definition: an output
+  // Quantised on the run's threads (62 rows split unevenly among them), every row held to NF4's definition: an output
   // check cannot see rows the quantiser left empty, whose zero codes and scales the reference reads as well.
   const K::Nf4Matrix Qo = K::quantize_nf4(Wo.data(), No, Ko, o.threads);
   const std::vector<float> x = random_activations(static_cast<std::size_t>(Kd), seed + 1),
@@ -193,7 +193,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
   if (Qo.packed.size() != static_cast<std::size_t>(No) * Ko / 2 ||
       Qo.scales.size() != static_cast<std::size_t>(No) * Ko / 64 ||
       !ref::check_nf4_quantization(Wo.data(), No, Ko, Qo.packed.data(), Qo.scales.data(), levels).ok()) {
-    *worst_path = "the 61-row NF4 matrix's quantisation (codes or scales apart from NF4's definition)";
+    *worst_path = "the 62-row NF4 matrix's quantisation (codes or scales apart from NF4's definition)";
     return std::numeric_limits<double>::quiet_NaN();
   }
   // Each output NaN before its call: a row the kernel leaves unwritten reads NaN, not the last path's right answer.
@@ -220,7 +220,7 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
     poison(yt);
     K::gemv_bf16(Wt.data(), Nt, Kt, xt.data(), yt.data(), o);
     keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, xt.data(), 1, yt.data(), Nt),
-         path + " (61 rows, K = " + std::to_string(Kt) + ")");
+         path + " (" + std::to_string(Nt) + " rows, K = " + std::to_string(Kt) + ")");
     // The batched GEMM on the same tail matrix, at batches that run each of the direct tiles (4 tokens, then a
     // remainder of 2, 1 and 3) and one of the packed panels.
     for (const int B : {6, 13, 3, 17}) {
@@ -229,13 +229,14 @@ inline double gemv_paths_error(const K::bf16_t* W, const K::Nf4Matrix& Q, const 
       poison(Y);
       K::gemm_bf16(Wt.data(), Nt, Kt, X.data(), B, Y.data(), o);
       keep(ref::gemm_bf16_sampled_error(Wt.data(), Nt, Kt, X.data(), B, Y.data(), Nt),  // every row and token
-           path + " (GEMM, 61 rows, K = " + std::to_string(Kt) + ", B = " + std::to_string(B) + ")");
+           path + " (GEMM, " + std::to_string(Nt) + " rows, K = " + std::to_string(Kt) + ", B = " + std::to_string(B) +
+               ")");
     }
     poison(yo);
     K::gemv_nf4(Qo, xo.data(), yo.data(), o);
     keep(
         ref::gemv_nf4_sampled_error(Qo.packed.data(), Qo.scales.data(), No, Ko, levels, xo.data(), yo.data(), products),
-        path + " (61 rows, K of 65 blocks)");
+        path + " (" + std::to_string(No) + " rows, K of 65 blocks)");
   }
   K::gemv_force_path("");
   return worst;

@@ -90,11 +90,11 @@ static void prefill_ms_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   ctx.detail("gemm_tile", {{"ran", tile}, {"widest_here", widest}});
   // The project's bf16 matmul (kernels/cpu/matmul_bf16.cpp: a prefill's GEMM on the bf16 engines) on every engine this
   // CPU can run, forced in turn and untimed: 40 of the tokens (bf16) through 250 rows of q's weights, M and N off the
-  // tiles' multiples, then 40 random rows through 250 rows of a matrix whose K (10,000) is a multiple of no tile and
-  // spans several of any cache slice along K (each partial sum carried into the next), against the answer key's fp64
-  // dot products.
+  // tiles' multiples, then 40 random rows through 250 rows of a matrix whose K (10,001: odd, a pair of bf16 split at
+  // its end) is a multiple of no tile and spans several of any cache slice along K (each partial sum carried into the
+  // next), against the answer key's fp64 dot products.
   {
-    const int M = 40, N = 250, Kq = mats[0].K, Kl = 10000;
+    const int M = 40, N = 250, Kq = mats[0].K, Kl = 10001;
     const auto Wl = ch06::random_bf16(static_cast<std::size_t>(N) * Kl, Kl, ctx.seed() + 7);
     const auto Xl = ch06::random_activations(static_cast<std::size_t>(M) * Kl, ctx.seed() + 7);
     // The two problems, their activations rounded to bf16 once (the answer key's rounding) for every engine.
