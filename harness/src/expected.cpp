@@ -364,10 +364,10 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
   if (!twice.empty()) input_error(file, twice, "appears twice in one object (a JSON parser keeps one silently)");
   if (!j.is_object()) input_error(file, "(json)", "expected an object at the top level");
 
-  only_keys(j, file, "",
-            {"schema",   "id",           "title",          "source", "source_en", "establishes", "kind",     "requires",
-             "optional", "parts",        "setup_specific", "value",  "unit",      "compare",     "variants", "also",
-             "expect",   "xfail_reason", "pending",        "inputs", "timed",     "faults",      "driver"});
+  only_keys(j, file, "", {"schema",  "id",       "title",    "source", "source_en",      "establishes",
+                          "kind",    "requires", "optional", "parts",  "setup_specific", "value",
+                          "unit",    "compare",  "variants", "also",   "expect",         "xfail_reason",
+                          "pending", "inputs",   "timed",    "faults", "driver",         "untimed"});
   Expected e;
   e.file = path;
   e.raw = j;
@@ -437,10 +437,12 @@ Expected parse_expected_file(const std::string& text, const fs::path& path) {
         input_error(file, "also.value", "'value' names the claim's own statement: a second one would overwrite it");
       if (!v.is_object()) input_error(file, "also." + k, "expected an object");
       e.statements.push_back(parse_statement(v, file, k, "also." + k));
-      if (e.statements.back().untimed && !e.timed)
-        input_error(file, "also." + k + ".untimed", "only a statement of a timed claim (\"timed\": true) is untimed");
     }
   }
+  for (const Statement& s : e.statements)
+    if (s.untimed && !e.timed)
+      input_error(file, s.name == "value" ? "untimed" : "also." + s.name + ".untimed",
+                  "only a statement of a timed claim (\"timed\": true) is untimed");
   const std::string expect = j.contains("expect") ? get_string(j, file, "", "expect") : "pass";
   if (expect == "xfail") {
     // The claim's stated value is the expected failure; every other statement must still hold (a claim-wide

@@ -256,4 +256,16 @@ TEST(Expected, AnUntimedStatementFailsWhateverTheMachinesLoad) {
   expect_error("untimed_str", valid("untimed_str", R"(, "timed": true, "also": {"out": {"value": 0, "unit": "ratio",
     "untimed": "yes", "compare": {"rule": "bound", "max": 0.001, "why": "w"}}})"),
                "also.out.untimed");
+  // The claim's own value may be untimed too (an analytic figure of a timed claim), named by its own field.
+  expect_error("untimed_value", valid("untimed_value", R"(, "untimed": true)"), "untimed");
+  const Expected analytic =
+      load_expected_file(write("untimed_ok", valid("untimed_ok", R"(, "timed": true, "untimed": true)")));
+  EXPECT_TRUE(analytic.statements.front().untimed);
+  ClaimResult wrong;
+  wrong.status = Status::fail;
+  Measurement v{"value", 1.0, "GB"};
+  v.compared = true;
+  v.ok = false;
+  wrong.measurements = {v};
+  EXPECT_FALSE(interference_may_explain(analytic, wrong));  // an analytic figure no neighbour moves
 }
