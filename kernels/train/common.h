@@ -135,8 +135,9 @@ TORCH_MODULE(TinyGPT);
 // Tensors written as safetensors (kernels/train/hf_export.cpp): F32, BF16, F64, I64, U8; one file.
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 void write_safetensors(const std::filesystem::path& file, const NamedTensors& tensors);
-// For the answer key's loops: AdamW's settings as the run used them ("adamw": beta1, beta2, eps, weight decay,
-// amsgrad), and the total norm of the gradients as they are now (after clip_grad_norm_, what the step applies).
+// For the answer key's loops: AdamW's settings as the run used them ("adamw": a row per parameter group of beta1,
+// beta2, eps, weight decay, amsgrad and the group's elements), and the total norm of the gradients as they are now
+// (after clip_grad_norm_, what the step applies).
 void append_adamw_settings(NamedTensors& run, const torch::optim::AdamW& opt);
 double grads_norm(const std::vector<torch::Tensor>& parameters);
 

@@ -435,13 +435,19 @@ void export_lora_run(const LoraCase& k, std::uint64_t seed, const std::filesyste
   write_safetensors(file, t);
 }
 
-// The optimizer's settings as the run used them (betas, eps, weight decay, amsgrad): a first AdamW step is
-// lr * g / (|g| + eps) whatever the betas, so the answer key reads them against its own optimizer's.
+// The optimizer's settings as the run used them, one row per parameter group (betas, eps, weight decay, amsgrad, the
+// elements it holds): a first AdamW step is lr * g / (|g| + eps) whatever the betas, and a group that spares some
+// tensors the decay moves a few steps by less than their tolerance, so the answer key reads them against its own.
 void append_adamw_settings(NamedTensors& run, const torch::optim::AdamW& opt) {
-  const auto& o = static_cast<const torch::optim::AdamWOptions&>(opt.param_groups().front().options());
-  run.emplace_back("adamw", torch::tensor({std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
-                                           o.amsgrad() ? 1.0 : 0.0},
-                                          torch::kDouble));
+  std::vector<double> rows;
+  for (const auto& g : opt.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(g.options());
+    double elements = 0;
+    for (const auto& p : g.params()) elements += static_cast<double>(p.numel());
+    rows.insert(rows.end(), {std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
+                             o.amsgrad() ? 1.0 : 0.0, elements});
+  }
+  run.emplace_back("adamw", torch::tensor(rows, torch::kDouble).reshape({-1, 6}));
 }
 
 double grads_norm(const std::vector<torch::Tensor>& parameters) {

@@ -192,7 +192,20 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   torch::optim::AdamWOptions adamw(o.schedule.base_lr);
   adamw.weight_decay(o.fault == "weight_decay_tenth" ? o.weight_decay / 10 : o.weight_decay);
   if (o.fault == "adamw_beta2_099") adamw.betas({0.9, 0.99});  // a planted fault: beta2 0.99 (PyTorch's is 0.999)
-  torch::optim::AdamW opt(model->parameters(), adamw);
+  // (A planted fault splits the parameters as GPT-2's recipes do, inverted: the decay on the 1-D gains and biases
+  // only, the matrices and the embedding in a second group at weight decay 0.)
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (o.fault == "weight_decay_vectors_only") {
+    std::vector<torch::Tensor> vectors, matrices;
+    for (const auto& p : model->parameters()) (p.dim() == 1 ? vectors : matrices).push_back(p);
+    auto spared = std::make_unique<torch::optim::AdamWOptions>(adamw);
+    spared->weight_decay(0.0);
+    groups.emplace_back(vectors, std::make_unique<torch::optim::AdamWOptions>(adamw));
+    groups.emplace_back(matrices, std::move(spared));
+  } else {
+    groups.emplace_back(model->parameters());
+  }
+  torch::optim::AdamW opt(groups, adamw);
   WarmupCosine sched(o.schedule, o.fault == "schedule_off_by_one", o.fault == "schedule_unclamped");
   const bool zero_grad = o.fault != "no_zero_grad";
 

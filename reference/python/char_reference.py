@@ -263,7 +263,7 @@ def main(argv):
     details["units"] = {k: (v if math.isfinite(v) else None) for k, v in {**first, **per_step, "after": after}.items()}
     details["grad_norms"] = run["grad_norm"].tolist()
     # AdamW's settings (a step's size hides the betas) and the rows of every step: the loader's batch as the series'.
-    optimizer = adamw_mismatch(run, opt.param_groups[0])
+    optimizer = adamw_mismatch(run, opt.param_groups)
     batch_off = sum(tuple(run[f"x.{s}"].shape) != (a.batch, T) for s in range(steps))
     details["optimizer"] = run["adamw"].tolist() if "adamw" in run else None
     details["batch_shapes"] = [list(run[f"x.{s}"].shape) for s in range(steps)]

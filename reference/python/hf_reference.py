@@ -466,7 +466,7 @@ def peft_model(a):
     units["grads"] = grads
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr, weight_decay=a.weight_decay)
     opt.step()
-    optimizer_mismatch = adamw_mismatch(run, opt.param_groups[0])
+    optimizer_mismatch = adamw_mismatch(run, opt.param_groups)
     # The step: AdamW's first update is lr * g / (|g| + eps) per element (plus the decay), so where a gradient is near
     # eps, differences within the gradients' tolerance move it by up to lr. Judged in units of lr: the largest
     # difference of A and B after the step, over lr (a wrong rate, decay or bias correction moves it by about 1 or
@@ -503,15 +503,29 @@ def peft_model(a):
          {"peft_model": details})
 
 
-def adamw_mismatch(run, group):
-    """How many of AdamW's settings (beta1, beta2, eps, weight decay, amsgrad) the project's run (its "adamw" row)
-    used other than the answer key's optimizer (a parameter group of torch.optim.AdamW): a first step is
-    lr * g / (|g| + eps) whatever the betas, so a step alone cannot show them. A run without the row misses all five."""
-    theirs = [group["betas"][0], group["betas"][1], group["eps"], group["weight_decay"], float(group["amsgrad"])]
-    if "adamw" not in run or run["adamw"].numel() != len(theirs):
-        return float(len(theirs))
-    mine = run["adamw"].double().tolist()
-    return float(sum(not math.isclose(m, t, rel_tol=1e-9, abs_tol=0.0) for m, t in zip(mine, theirs)))
+def adamw_mismatch(run, groups):
+    """How many of AdamW's settings (beta1, beta2, eps, weight decay, amsgrad, and the elements each setting covers)
+    the project's run (its "adamw" rows, one per parameter group) used other than the answer key's optimizer (the
+    param_groups of a torch.optim.AdamW): a first step is lr * g / (|g| + eps) whatever the betas, and a group that
+    spares some tensors the decay moves a few steps by less than their tolerance, so steps alone cannot show them.
+    Groups of equal settings are one (transformers' Trainer splits decay from no-decay even at weight decay 0). A run
+    without the rows misses all six."""
+    def merged(rows):
+        out = {}
+        for r in rows:
+            key = tuple(float(f"{x:.12g}") for x in r[:5])
+            out[key] = out.get(key, 0.0) + r[5]
+        return out
+    theirs = merged([[g["betas"][0], g["betas"][1], g["eps"], g["weight_decay"], float(g["amsgrad"]),
+                      float(sum(p.numel() for p in g["params"]))] for g in groups])
+    if "adamw" not in run or run["adamw"].numel() % 6 != 0 or run["adamw"].numel() == 0:
+        return 6.0
+    mine = merged(run["adamw"].double().reshape(-1, 6).tolist())
+    if len(mine) == 1 and len(theirs) == 1:  # one setting each: which of the six differ
+        (m, mn), (t, tn) = next(iter(mine.items())), next(iter(theirs.items()))
+        return float(sum(not math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0) for x, y in zip(m, t)) + (mn != tn))
+    # Otherwise each setting whose elements differ (a tensor under another setting than the key's) counts once.
+    return float(sum(mine.get(k, 0.0) != theirs.get(k, 0.0) for k in set(mine) | set(theirs)))
 
 
 def six_lines(cfg, weights, adapters, a, ids, labels):
@@ -556,7 +570,7 @@ def six_lines(cfg, weights, adapters, a, ids, labels):
                                  dataloader_num_workers=0, disable_tqdm=True)
         trainer = InOrder(model=pm, args=args, train_dataset=rows)
         trainer.train()
-    return pm, losses, trainer.optimizer.param_groups[0]
+    return pm, losses, trainer.optimizer.param_groups
 
 
 def lora_sft(a):
@@ -593,7 +607,7 @@ def lora_sft(a):
     else:
         rows_mismatch = rows
     try:  # Trainer needs accelerate, and transformers' arguments changed over its versions
-        pm, losses, group = six_lines(cfg, weights, adapters, a, ids, labels)
+        pm, losses, groups = six_lines(cfg, weights, adapters, a, ids, labels)
     except (ImportError, TypeError) as e:
         emit(skip=f"transformers' Trainer with peft could not run here (transformers {transformers.__version__}, "
                   f"peft {peft.__version__}: {type(e).__name__}: {e})")
@@ -636,7 +650,7 @@ def lora_sft(a):
                "length": int(length), "losses": {"project": [finite(x) for x in mine.tolist()],
                                                   "trainer": [finite(x) for x in losses]}}
     emit([{"name": "lora_sft_rows_mismatch", "value": float(rows_mismatch), "unit": "count"},
-          {"name": "lora_sft_optimizer_mismatch", "value": adamw_mismatch(run, group), "unit": "count"},
+          {"name": "lora_sft_optimizer_mismatch", "value": adamw_mismatch(run, groups), "unit": "count"},
           {"name": "lora_sft_losses_vs_trainer", "value": figure_value(loss_units), "unit": "ratio"},
           {"name": "lora_sft_adapters_vs_trainer_over_lr", "value": figure_value(after), "unit": "ratio"},
           {"name": "lora_sft_saved_adapter", "value": figure_value(saved_units), "unit": "ratio"},

@@ -111,7 +111,7 @@ def main(argv):
     details["losses"] = {"project": run["loss"].tolist(), "pytorch": losses}
     details["optimizer"] = run["adamw"].tolist() if "adamw" in run else None
     emit([{"name": "sft_batches_mismatch", "value": bad_rows + len(mismatch) + 0.0, "unit": "count"},
-          {"name": "sft_optimizer_mismatch", "value": adamw_mismatch(run, opt.param_groups[0]), "unit": "count"},
+          {"name": "sft_optimizer_mismatch", "value": adamw_mismatch(run, opt.param_groups), "unit": "count"},
           {"name": "sft_loop_vs_pytorch", "value": figure(max(per_step.values())), "unit": "ratio"},
           {"name": "sft_weights_vs_pytorch_over_lr", "value": figure(after_lr), "unit": "ratio"}],
          {"pytorch": details})
