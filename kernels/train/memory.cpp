@@ -51,7 +51,9 @@ struct MasterAdamW {
         coupled_decay(fault == "adamw_coupled_decay"),
         no_bias_correction(fault == "adamw_no_bias_correction"),
         eps_inside_sqrt(fault == "adamw_eps_inside_sqrt"),
-        truncate_writeback(fault == "master_written_truncated") {
+        truncate_writeback(fault == "master_written_truncated"),
+        decay_vectors_only(fault == "master_decay_vectors_only") {
+    if (fault == "master_beta2_099") b2 = 0.99;  // a planted fault: beta2 0.99 (PyTorch's is 0.999)
     torch::NoGradGuard ng;
     for (const auto& p : params)
       master.push_back(fault == "master_copy_in_param_dtype" ? p.detach().clone() : p.detach().to(torch::kFloat));
@@ -71,10 +73,12 @@ struct MasterAdamW {
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (!params[i].grad().defined()) continue;
       auto g = params[i].grad().to(torch::kFloat);
+      // (A planted fault decays the 1-D tensors only, as GPT-2's recipes do, where the series' optimizer decays all.)
+      const double decay = decay_vectors_only && master[i].dim() != 1 ? 0.0 : wd;
       if (coupled_decay)
-        g = g + wd * master[i];
+        g = g + decay * master[i];
       else
-        master[i].mul_(1 - lr * wd);
+        master[i].mul_(1 - lr * decay);
       m[i].mul_(b1).add_(g, 1 - b1);
       v[i].mul_(b2).addcmul_(g, g, 1 - b2);
       if (eps_inside_sqrt)  // a planted fault: sqrt(v_hat + eps), as some Adam variants write it
@@ -93,7 +97,7 @@ struct MasterAdamW {
   double lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
   long t = 0;
   bool state_like_params = false, coupled_decay = false, no_bias_correction = false, eps_inside_sqrt = false,
-       truncate_writeback = false;
+       truncate_writeback = false, decay_vectors_only = false;
 };
 
 using Owners = std::unordered_map<const void*, std::string>;
@@ -213,20 +217,27 @@ torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& 
 MasterAdamWRun master_adamw_steps(const std::vector<float>& w0, const std::vector<std::vector<float>>& grads,
                                   const std::string& fault) {
   const auto n = static_cast<std::int64_t>(w0.size());
-  auto p =
-      torch::from_blob(const_cast<float*>(w0.data()), {n}, torch::kFloat).to(torch::kBFloat16).set_requires_grad(true);
-  MasterAdamW opt({p}, fault);
+  if (n < 128 || n % 128 != 0) throw std::invalid_argument("master_adamw_steps: a size that is a multiple of 128");
+  // Two parameters, as a model's are: the first half a matrix of rows of 64, the second a vector.
+  const auto all = torch::from_blob(const_cast<float*>(w0.data()), {n}, torch::kFloat).to(torch::kBFloat16);
+  std::vector<torch::Tensor> ps{all.slice(0, 0, n / 2).reshape({n / 128, 64}).clone().set_requires_grad(true),
+                                all.slice(0, n / 2).clone().set_requires_grad(true)};
+  MasterAdamW opt(ps, fault);
   for (const auto& g : grads) {
     if (static_cast<std::int64_t>(g.size()) != n) throw std::invalid_argument("master_adamw_steps: a gradient's size");
-    p.mutable_grad() = torch::from_blob(const_cast<float*>(g.data()), {n}, torch::kFloat).to(torch::kBFloat16);
+    const auto gb = torch::from_blob(const_cast<float*>(g.data()), {n}, torch::kFloat).to(torch::kBFloat16);
+    ps[0].mutable_grad() = gb.slice(0, 0, n / 2).reshape({n / 128, 64}).clone();
+    ps[1].mutable_grad() = gb.slice(0, n / 2).clone();
     opt.step();
   }
   MasterAdamWRun r;
-  const auto m = opt.master[0].to(torch::kFloat).contiguous();  // (a master planted in bf16 is widened to be read)
-  r.master.assign(m.data_ptr<float>(), m.data_ptr<float>() + n);
-  const auto b = p.detach().contiguous();
-  const auto* bits = reinterpret_cast<const std::uint16_t*>(b.data_ptr<at::BFloat16>());
-  r.weights_bf16.assign(bits, bits + n);
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const auto m = opt.master[i].to(torch::kFloat).contiguous();  // (a master planted in bf16 is widened to be read)
+    r.master.insert(r.master.end(), m.data_ptr<float>(), m.data_ptr<float>() + m.numel());
+    const auto b = ps[i].detach().contiguous();
+    const auto* bits = reinterpret_cast<const std::uint16_t*>(b.data_ptr<at::BFloat16>());
+    r.weights_bf16.insert(r.weights_bf16.end(), bits, bits + b.numel());
+  }
   return r;
 }
 

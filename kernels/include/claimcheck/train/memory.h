@@ -44,11 +44,13 @@ StepMemory measure_training_step(const std::filesystem::path& config, const std:
                                  int tokens, const std::string& fault = "");
 
 // The series-table optimizer alone (bf16 parameters, fp32 master, fp32 Adam m and v, the update applied in fp32):
-// a bf16 parameter made from w0 (rounded), then one step per entry of `grads` with that gradient (bf16, rounded).
-// Returns the fp32 master and the bf16 parameter's bits after the last step.
+// two bf16 parameters made from w0 (rounded; its first half a matrix of rows of 64, the rest a vector; the size a
+// multiple of 128), then one step per entry of `grads` with that gradient (bf16, rounded). Returns the fp32 masters
+// and the bf16 parameters' bits after the last step, in w0's order.
 // fault (tests): "adamw_coupled_decay" (the decay added to the gradient, Adam with L2, instead of decoupled),
 // "adamw_no_bias_correction" (m and v used without 1 - beta^t), "master_written_truncated" (the master written back
-// to the bf16 weights with its low 16 bits dropped, not rounded).
+// to the bf16 weights with its low 16 bits dropped, not rounded), "master_beta2_099", "master_decay_vectors_only"
+// (the decay on 1-D tensors only).
 struct MasterAdamWRun {
   std::vector<float> master;
   std::vector<std::uint16_t> weights_bf16;
