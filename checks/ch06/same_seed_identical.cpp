@@ -78,7 +78,7 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   // The series' recipe alone is reported, never judged: a run judging some statements only (a planted fault's) goes
   // without it.
   const bool whole = ctx.wants("value") && ctx.wants("other_seed_differs") && ctx.wants("other_seed_init_differs") &&
-                     ctx.wants("deterministic_algorithms_on");
+                     ctx.wants("other_seed_batches_differ") && ctx.wants("deterministic_algorithms_on");
   const nlohmann::json d = whole ? run_seeded(with({seed}), false) : nlohmann::json(),
                        e = whole ? run_seeded(with({seed}), false) : nlohmann::json();
   ctx.measure_bool("value", a == b);
@@ -88,6 +88,11 @@ static void same_seed_identical(claimcheck::Context& ctx) {
   ctx.measure_bool("other_seed_init_differs",
                    a.value("init_weights_sha256", "") != c.value("init_weights_sha256", "") &&
                        !a.value("init_weights_sha256", "").empty());
+  // And its data order: a run that drew the batches under a constant seed (the model under the run's) would differ
+  // in its weights alone.
+  ctx.measure_bool("other_seed_batches_differ",
+                   a.value("first_batches_sha256", "") != c.value("first_batches_sha256", "") &&
+                       !a.value("first_batches_sha256", "").empty());
   // The recipe the claim names: each judged run with LibTorch's deterministic algorithms on, as it reports them (a
   // CPU whose kernels happen to be deterministic without it would otherwise hide the recipe's absence).
   ctx.measure_bool("deterministic_algorithms_on", a.value("deterministic_algorithms", false) &&

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     std::cout << nlohmann::json{{"losses", r.losses},
                                 {"weights_sha256", r.weights_sha256},
                                 {"init_weights_sha256", r.init_weights_sha256},
+                                {"first_batches_sha256", r.first_batches_sha256},
                                 {"deterministic_algorithms", r.deterministic_algorithms}}
                      .dump()
               << "\n";

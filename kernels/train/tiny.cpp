@@ -232,6 +232,9 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   }
   r.eval_steps.push_back(0);
   r.eval_ppl.push_back(eval_ppl(model, data, c, o.eval_batches, o.batch, o.fault));
+  // (A planted fault draws the data order under a constant seed, the model under the run's.)
+  if (o.fault == "seed_data_constant") torch::manual_seed(0);
+  std::vector<torch::Tensor> first_batches;
   const auto t0 = std::chrono::steady_clock::now();
   long step = 0;
   while (step < o.steps) {
@@ -239,6 +242,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
       if (step >= o.steps) break;
       const double lr = o.fault == "frozen" ? 0.0 : sched.lr();  // a planted fault: nothing learns
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      if (step < 4) first_batches.push_back(batch.data);         // the seed's data order, hashed below
       auto logits = model->forward(batch.data);                  // [B, T, V]
       auto loss = lm_loss(logits, batch.target, /*fp32=*/true);  // loss in fp32, ignore_index=-100
       if (o.fault == "loss_label_smoothing")  // a planted fault: the loss smoothed (label_smoothing = 0.1)
@@ -302,6 +306,7 @@ TrainResult train_tiny(const TinyConfig& config, const Corpus& data, const Train
   r.tokens_per_s = static_cast<double>(o.steps) * o.batch * c.context / r.seconds;
   if (o.fault == "tokens_per_s_per_sequence") r.tokens_per_s /= c.context;  // planted: sequences per second
   r.weights_sha256 = parameters_sha256(model->parameters());
+  r.first_batches_sha256 = parameters_sha256(first_batches);
   if (!o.checkpoint.empty() && o.fault != "checkpoint_before_training") torch::save(model, o.checkpoint);
   return r;
 }
@@ -320,7 +325,8 @@ TrainResult seeded_run(const Corpus& data, std::uint64_t seed, long steps, const
   o.batch = 8;
   o.eval_every = 0;
   o.schedule = {1e-3, 1e-4, 5, steps};
-  if (fault == "frozen" || fault == "seed_model_constant") o.fault = fault;  // planted faults (tests): train_tiny's own
+  if (fault == "frozen" || fault == "seed_model_constant" || fault == "seed_data_constant")
+    o.fault = fault;  // planted faults (tests): train_tiny's own
   return train_tiny(c, data, o);
 }
 

@@ -65,6 +65,7 @@ struct TrainResult {
   std::vector<double> lrs;                // per step: the learning rate read from the optimizer before its step
   std::string weights_sha256;             // of every parameter's bytes after training
   std::string init_weights_sha256;        // the same before the first step (the seed's draw)
+  std::string first_batches_sha256;       // of the first four batches' input windows (the seed's data order)
   bool deterministic_algorithms = false;  // LibTorch's deterministic algorithms on (not warn-only) as training starts
 };
 struct FirstLoss {
