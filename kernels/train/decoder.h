@@ -30,9 +30,9 @@ struct DecoderConfig {
   double rope_factor = 1, rope_low_freq_factor = 1, rope_high_freq_factor = 4, rope_original_max = 0;
   // A fault planted in the model by a test (never from a config): "gqa_tiled" (k and v tiled over the query heads,
   // not interleaved), "rope_half_swapped" (the rotation's halves swapped: rotates the other way),
-  // "rope_theta_ignored" (10000 whatever the config says), "rope_scaling_ignored" (unscaled frequencies),
-  // "attention_mask_ignored" (padding keys attended to), "rmsnorm_eps_ignored", "rmsnorm_no_rsqrt" (divides by the
-  // mean square, not by its root).
+  // "rope_half_from_hidden" (the halves split at hidden / heads, not head_dim), "rope_theta_ignored" (10000 whatever
+  // the config says), "rope_scaling_ignored" (unscaled frequencies), "attention_mask_ignored" (padding keys attended
+  // to), "rmsnorm_eps_ignored", "rmsnorm_no_rsqrt" (divides by the mean square, not by its root).
   std::string fault;
 };
 // Throws std::invalid_argument "<file>: field '<key>': <why>" for a config this code cannot build.
@@ -231,7 +231,9 @@ struct DecoderLayerImpl : torch::nn::Module {
     note("q_proj output (matmul)", q);
     segment(2);
     auto rope = [&](const torch::Tensor& t) {  // rotate-half RoPE
-      auto t1 = t.slice(-1, 0, c.head_dim / 2), t2 = t.slice(-1, c.head_dim / 2);
+      // (A planted fault splits at the textbook hidden / heads, not the config's head width.)
+      const auto half = (c.fault == "rope_half_from_hidden" ? c.hidden / c.heads : c.head_dim) / 2;
+      auto t1 = t.slice(-1, 0, half), t2 = t.slice(-1, half);
       if (c.fault == "rope_half_swapped") return t * cos + torch::cat({t2, -t1}, -1) * sin;  // planted
       return t * cos + torch::cat({-t2, t1}, -1) * sin;
     };
@@ -297,7 +299,9 @@ struct DecoderLayerImpl : torch::nn::Module {
     auto k = projs.at("k_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
     auto v = projs.at("v_proj")(h).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
     auto rope = [&](const torch::Tensor& t) {
-      auto t1 = t.slice(-1, 0, c.head_dim / 2), t2 = t.slice(-1, c.head_dim / 2);
+      // (A planted fault splits at the textbook hidden / heads, not the config's head width.)
+      const auto half = (c.fault == "rope_half_from_hidden" ? c.hidden / c.heads : c.head_dim) / 2;
+      auto t1 = t.slice(-1, 0, half), t2 = t.slice(-1, half);
       return t * cos + torch::cat({-t2, t1}, -1) * sin;
     };
     q = rope(q);
