@@ -108,6 +108,21 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
                       "sft_optimizer_mismatch", "other_seed_init_differs"}))
     return;  // (a planted-fault run that judges the data alone)
   T::SftOptions o;
+  // The model's sizes from the inputs, handed to the code under test and, apart, to the answer key's reference (the
+  // vocabulary its own: the chat tokenizer's 258): a model built otherwise than asked shows as a parameter mismatch.
+  const nlohmann::json& model = ctx.input("model");
+  auto size = [&](const char* key) {
+    if (!model.is_object() || !model.contains(key) || !model[key].is_number_integer() || model[key].get<long>() < 1 ||
+        model[key].get<long>() > 65536)
+      throw std::invalid_argument(ctx.claim_id() + ": field 'inputs.model." + key +
+                                  "': expected an integer from 1 to 65536");
+    return model[key].get<int>();
+  };
+  o.model.n_layer = size("layers");
+  o.model.n_head = size("heads");
+  o.model.d_model = size("d_model");
+  o.model.d_ff = size("d_ff");
+  o.model.context = size("context");
   o.steps = ctx.input("steps").get<int>();
   o.lr = ctx.input("lr").get<double>();
   o.fault = ctx.planted_fault();
@@ -151,7 +166,6 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
       out << nlohmann::json{{"messages", msgs}}.dump() << "\n";
     }
     out.close();
-    const auto mc = T::sft_model_config();
     const nlohmann::json& loop = ctx.input("reference_loop");
     auto num = [&](const char* key) {
       if (!loop.is_object() || !loop.contains(key) || !loop[key].is_number())
@@ -175,17 +189,17 @@ static void sft_loss_drop(claimcheck::Context& ctx) {
                                                               "--clip",
                                                               num("clip"),
                                                               "--vocab",
-                                                              std::to_string(mc.vocab),
+                                                              std::to_string(claimcheck::ref::kChatVocab),
                                                               "--context",
-                                                              std::to_string(mc.context),
+                                                              std::to_string(size("context")),
                                                               "--d-model",
-                                                              std::to_string(mc.d_model),
+                                                              std::to_string(size("d_model")),
                                                               "--d-ff",
-                                                              std::to_string(mc.d_ff),
+                                                              std::to_string(size("d_ff")),
                                                               "--layers",
-                                                              std::to_string(mc.n_layer),
+                                                              std::to_string(size("layers")),
                                                               "--heads",
-                                                              std::to_string(mc.n_head)});
+                                                              std::to_string(size("heads"))});
     if (ref.contains("skip"))
       ctx.pending("the SFT loop against PyTorch: " + ref["skip"].get<std::string>());
     else

@@ -82,7 +82,9 @@ LossMaskResult loss_mask(const std::vector<Conversation>& convs, std::uint64_t s
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o) {
   torch::manual_seed(o.fault == "sft_seed_ignored" ? 1 : o.seed);
-  TinyConfig c = sft_model_config();
+  TinyConfig c = o.model;
+  c.vocab = kChatVocab;
+  if (o.fault == "sft_extra_layer") c.n_layer += 1;   // a planted fault: one block more than asked
   if (o.fault == "sft_large_init") c.init_std = 1.0;  // a planted fault: logits far from uniform at the start
   TinyGPT model(c);
   TemplateOptions t;

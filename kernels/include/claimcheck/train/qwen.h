@@ -146,7 +146,11 @@ struct SftResult {
   std::string init_sha256;        // the parameters as drawn, before step 0
   double seconds = 0;
 };
+// The model sft_train trains by default: chapter 3's character model on the chat vocabulary (258 tokens), a context
+// of 256, 2 layers.
+TinyConfig sft_model_config();
 struct SftOptions {
+  TinyConfig model = sft_model_config();  // its sizes (its vocabulary is the chat tokenizer's whatever this says)
   int steps = 20, batch = 8;
   double lr = 3e-3;
   bool eos_in_loss = true;
@@ -160,7 +164,7 @@ struct SftOptions {
   // the inputs too: every token that is not an answer's reaches the model as <|im_end|>, so it never sees a prompt),
   // "sft_no_clip" (the gradient never clipped), "sft_pad_learned" (padding's labels are the pad token, not -100),
   // "sft_batch_repeats" (every step trains on the first batch), "sft_large_init" (weights drawn with std 1, not 0.02),
-  // "sft_seed_ignored" (the model drawn under seed 1 whatever the seed)
+  // "sft_seed_ignored" (the model drawn under seed 1 whatever the seed), "sft_extra_layer" (a block more than asked)
   std::string fault;
   // For the answer key's reference (reference/python/sft_reference.py): export_dir/model.safetensors (the parameters
   // before step 0) and export_dir/run.safetensors (each step's x.s and y.s, its loss and pre-clip gradient norm, and
@@ -168,8 +172,6 @@ struct SftOptions {
   std::filesystem::path export_dir;
   int export_steps = 5;  // the first steps exported (fp32 rounding grows over a loop: the later ones drift apart)
 };
-// The model sft_train trains (its sizes, for the answer key's reference).
-TinyConfig sft_model_config();
 SftResult sft_train(const std::vector<Conversation>& train, const std::vector<Conversation>& held_out,
                     const SftOptions& o);
 
