@@ -32,6 +32,10 @@
       after the last step against the project's SFT loop (kernels/train/hf_export.cpp: export_lora_sft_run); the
       adapter the project saved after training, loaded by PeftModel.from_pretrained, its logits against the
       project's. (fp32 on both sides: the series loads the model in bf16.)
+  param_counts --config C [--config C2 ...] --r R --targets T1,T2
+      transformers' model for each config built on the meta device: its parameters, those a token meets (in each
+      sparse layer the experts it is not routed to left out, each expert's share measured on the modules), and peft's
+      trainable count of LoraConfig(r, target_modules) on it.
   lora --case NAME:r:alpha:rslora:lr:weight_decay:FILE ... [--seed S]
       peft's LoRA (get_peft_model on one nn.Linear, LoraConfig(r, lora_alpha, use_rslora)) given the project's base
       weight, A and B: the outputs at init and trained, the merged weight (base + get_delta_weight), and A, B and the
@@ -397,6 +401,34 @@ def peft_counts(a):
     emit([], {"peft_counts": counts})
 
 
+def param_counts(a):
+    """For each config: transformers' model built on the meta device (no memory), its parameters, those a token
+    meets (the model less, in each sparse layer, the experts it is not routed to: each expert's share of the layer's
+    experts, from the modules themselves), and peft's trainable count of LoraConfig(r, target_modules=TARGETS) on it."""
+    import torch
+    import transformers
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+    transformers.logging.set_verbosity_error()
+    counts = {}
+    for path in a.config:
+        cfg = hf_config(path)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(cfg)
+        params = sum(x.numel() for x in model.parameters())
+        inactive = 0
+        for layer in model.model.layers:
+            experts = getattr(layer.mlp, "experts", None)
+            if experts is not None:
+                e = cfg.num_local_experts if hasattr(cfg, "num_local_experts") else cfg.num_experts
+                inactive += sum(x.numel() for x in experts.parameters()) // e * (e - cfg.num_experts_per_tok)
+        with torch.device("meta"):
+            pm = get_peft_model(model, LoraConfig(r=a.r, target_modules=a.targets.split(",")), low_cpu_mem_usage=True)
+        lora = sum(x.numel() for x in pm.parameters() if x.requires_grad)
+        counts[path] = {"params": params, "params_active": params - inactive, "lora": lora}
+    emit([], {"param_counts": counts, "transformers": transformers.__version__})
+
+
 def peft_model(a):
     """peft's get_peft_model on transformers' model for the config (the project's base weights), LoraConfig(r,
     lora_alpha, target_modules, dropout 0): the modules it adapts and its trainable count against the project's; the
@@ -700,6 +732,10 @@ def main(argv):
     pc.add_argument("--config", required=True)
     pc.add_argument("--r", type=int, required=True)
     pc.add_argument("--spelling", action="append", required=True, help="all-linear, a regex, or module names")
+    pn = sub.add_parser("param_counts")
+    pn.add_argument("--config", action="append", required=True)
+    pn.add_argument("--r", type=int, required=True)
+    pn.add_argument("--targets", required=True)
     ls = lora_model_arguments(sub.add_parser("lora_sft"))
     ls.add_argument("--template", required=True)
     ls.add_argument("--conversations", required=True)
@@ -722,6 +758,8 @@ def main(argv):
         peft_model(a)
     elif a.what == "peft_counts":
         peft_counts(a)
+    elif a.what == "param_counts":
+        param_counts(a)
     elif a.what == "lora_sft":
         lora_sft(a)
     else:

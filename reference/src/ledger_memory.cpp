@@ -30,7 +30,8 @@ std::vector<Linear> layer_linears(const ModelConfig& c) {
       l.push_back({"up_proj", h, I, c.mlp_bias, "mlp"});
       break;
     case ModelConfig::Mlp::gated_fused:  // Phi3MLP: gate_up_proj (hidden -> 2 x intermediate), chunked in two
-      l.push_back({"gate_up_proj", h, 2 * I, c.mlp_bias, "mlp"});
+      // (A planted fault reads the fused width as the intermediate size alone.)
+      l.push_back({"gate_up_proj", h, (ledger_fault("ledger_phi3_gate_up_single") ? 1 : 2) * I, c.mlp_bias, "mlp"});
       break;
     case ModelConfig::Mlp::plain:  // Starcoder2MLP: c_fc, activation, c_proj
       l.push_back({"c_fc", h, I, c.mlp_bias, "mlp"});
@@ -66,7 +67,7 @@ ParamCount count_params(const ModelConfig& c) {
   for (const auto& l : layer_linears(c))
     (l.block == "self_attn" ? p.attention_per_layer : p.mlp_per_layer) += l.params();
   p.norms_per_layer = static_cast<std::int64_t>(c.layer_norms.size()) * c.norm_params_per_unit * c.hidden +
-                      (c.qk_norm ? 2 * c.head_dim : 0);
+                      (c.qk_norm && !ledger_fault("ledger_qk_norm_forgotten") ? 2 * c.head_dim : 0);  // (planted)
   p.final_norm = c.norm_params_per_unit * c.hidden;
   p.layers = c.layers;
   p.sparse_layers = c.sparse_layers();
