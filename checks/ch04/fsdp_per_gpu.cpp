@@ -24,6 +24,7 @@ static void fsdp_per_gpu(claimcheck::Context& ctx) {
   ctx.measure(ref::gigabytes(per_gpu), "GB");
   ctx.measure_bool("fits", per_gpu < gpu.memory_bytes);
   ctx.measure("headroom_for_activations", ref::gigabytes(gpu.memory_bytes - per_gpu), "GB");
+  ctx.measure("card_memory", static_cast<double>(gpu.memory_bytes), "B");  // the card the series names, as read
   ctx.assumption("weights, gradients and optimizer state all sharded evenly over " + std::to_string(shards) +
                  " GPUs; the gathered layer being computed and activations come on top");
   ctx.alternative("sharded over 4 GPUs", state / 4 / 1e9, "GB", "half the GPUs");

@@ -171,7 +171,8 @@ HardwareSpec parse_hardware_spec(const std::string& text, const std::string& fil
       fail(file, key, "implausible, got " + shown(j.at(key)) + " (in base units, the ledger accepts 1e6 to 1e30)");
     return d;
   };
-  h.memory_bytes = plausible("memory_bytes");
+  // (A planted fault reads the card's memory as GiB, as nvidia-smi prints it.)
+  h.memory_bytes = plausible("memory_bytes") * (ledger_fault("ledger_spec_memory_gib") ? 1.073741824 : 1);
   h.bandwidth = plausible("hbm_bandwidth_bytes_per_s");
   // (A planted fault takes the datasheet's sparsity figure, twice the dense one.)
   h.peak_flops = plausible("bf16_dense_flops") * (ledger_fault("ledger_spec_sparse_flops") ? 2 : 1);
