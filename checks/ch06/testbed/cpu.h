@@ -66,6 +66,7 @@ struct Roof {
   K::Bandwidth bw;
   K::ClockReading clock;  // the two clock chains, the higher of the readings before and after the peak probe
   double clock_hz = 0;    // measured under load (the two chains agreeing)
+  double clock_one_hz = 0;  // the same with one thread busy (the clock of the one-thread FMA rate)
   ref::CpuIdentity cpu;
   ref::Microarch uarch;
   double theory_system = 0;  // cores x the clock the system states x the fp32 FLOP per cycle of this microarchitecture
@@ -179,6 +180,7 @@ inline Roof measure_roof(claimcheck::Context& ctx, bool with_bandwidth = true, b
                                           K::measure_clock(1, 0.002, faults), 1, faults, judged && validate);
     a.clock_hz = agreed_clock(ctx.claim_id(), a.clock, before, K::measure_clock(r.threads, 0.002, faults), r.threads,
                               faults, judged && validate);
+    a.clock_one_hz = clock_one;
     Engine e{"fp32 FMA", a.peak.isa, a.peak.flops_per_s, one.flops_per_s};
     if (figs != r.uarch.fp32_flop_per_cycle.end()) {
       const double clock1 = std::max({clock_one, a.clock_hz, r.cpu.clock_hz});

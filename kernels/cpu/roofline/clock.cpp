@@ -103,11 +103,12 @@ ClockReading measure_clock(int threads, double seconds, const RooflineFaults& fa
     run_pinned(threads, [&](int t) {
       auto t0 = Clock::now();
       volatile std::uint64_t sink = a.fn(na);
-      ha[t] = (faults.clock_miscount ? 34.0 : 32.0) * a.cycles_per_op * static_cast<double>(na) / seconds_since(t0);
+      const double ops = faults.clock_halved ? 16.0 : 32.0;  // (a planted fault: half the operations counted)
+      ha[t] = (faults.clock_miscount ? 34.0 : ops) * a.cycles_per_op * static_cast<double>(na) / seconds_since(t0);
       t0 = Clock::now();
       sink = b.fn(nb);
       (void)sink;
-      hb[t] = 32.0 * b.cycles_per_op * static_cast<double>(nb) / seconds_since(t0);
+      hb[t] = ops * b.cycles_per_op * static_cast<double>(nb) / seconds_since(t0);
     });
     double ma = 0, mb = 0;
     for (int t = 0; t < threads; ++t) ma += ha[t] / threads, mb += hb[t] / threads;

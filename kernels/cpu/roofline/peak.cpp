@@ -305,6 +305,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->clock_miscount = true;
     return true;
   }
+  if (name == "probe_clock_halved") {
+    out->clock_halved = true;
+    return true;
+  }
   if (name == "probe_prefers_avx2") {
     out->prefers_avx2 = true;
     return true;
