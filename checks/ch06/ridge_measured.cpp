@@ -177,6 +177,14 @@ static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
   ctx.measure_bool("read_checksum_exact", roof.bw.checksum == fill_sum(roof.bw.array_bytes) &&
                                               odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0 &&
                                               own_sum == own_want);
+  // The read array against the last-level cache the answer key reads (the highest level sysfs lists): at least 4x,
+  // or some of the read comes from the cache and the roof is too high (an array sized by the level-2 cache fits in a
+  // large L3).
+  const std::size_t llc = ch06::ref::last_level_cache_bytes_sysfs();
+  if (llc > 0)
+    ctx.measure("read_array_over_llc", static_cast<double>(roof.bw.array_bytes) / static_cast<double>(llc), "ratio");
+  else
+    ctx.pending("the read array against the last-level cache: sysfs lists no cache for cpu0");
 }
 
 // On this CPU: one Llama-3-8B up_proj-shaped bf16 matrix swept over the batch on the FMA probe's roofs.
@@ -190,8 +198,8 @@ static void ridge_measured_cpu(claimcheck::Context& ctx, ch06::Testbed& tb) {
   probe_statements(ctx, roof);
   if (ctx.wants_only({"peak_vs_theoretical", "peak_at_measured_clock", "fma_cores_delivered", "fma_cores_per_thread",
                       "probe_isa_is_widest", "probe_paths_vs_theoretical", "clock_chains_apart",
-                      "bf16_dot_vs_theoretical", "bf16_dot_flops_recount", "amx_vs_theoretical",
-                      "read_checksum_exact"}))
+                      "bf16_dot_vs_theoretical", "bf16_dot_flops_recount", "amx_vs_theoretical", "read_checksum_exact",
+                      "read_array_over_llc"}))
     return;
   const ch06::SweepRun run = ch06::run_sweep(ctx, tb, 1);
   const int N = run.N, Kd = run.Kd;

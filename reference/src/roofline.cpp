@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -307,6 +308,27 @@ int usable_physical_cores() {
     cores.insert({p, k});
   }
   return cores.empty() ? std::max(1, cpus) : static_cast<int>(cores.size());
+}
+
+std::size_t last_level_cache_bytes_sysfs(const std::filesystem::path& cache_dir) {
+  int top = 0;
+  std::size_t bytes = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("index", 0) != 0) continue;
+    std::ifstream lvl(entry.path() / "level"), sz(entry.path() / "size"), type(entry.path() / "type");
+    int level = 0;
+    std::string size, kind;
+    if (!(lvl >> level) || !(sz >> size) || size.empty()) continue;
+    if ((type >> kind) && kind == "Instruction") continue;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(size.c_str(), &end, 10);
+    const std::string unit(end ? end : "");
+    const std::size_t b = static_cast<std::size_t>(n) * (unit == "K" ? 1024ULL : unit == "M" ? 1048576ULL : 1ULL);
+    if (level > top) top = level, bytes = b;
+  }
+  return bytes;
 }
 
 Knee sweep_knee(const std::vector<int>& batches, const std::vector<double>& step_seconds) {

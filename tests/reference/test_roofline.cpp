@@ -213,3 +213,26 @@ TEST(Bf16, NearestByValueTiesToEven) {
   EXPECT_EQ(claimcheck::ref::bf16_nearest(-1.00390637f), 0xBF81);
   EXPECT_THROW(claimcheck::ref::bf16_nearest(INFINITY), std::invalid_argument);
 }
+
+// The answer key's last-level cache: the highest level sysfs lists (an instruction cache left out), 0 with none.
+TEST(Roofline, LastLevelCacheIsTheHighestLevelListed) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "claimcheck_llc_test";
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(ref::last_level_cache_bytes_sysfs(dir), 0u);  // no such folder
+  auto index = [&](int i, int level, const char* size, const char* type) {
+    const auto d = dir / ("index" + std::to_string(i));
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "level") << level << "\n";
+    std::ofstream(d / "size") << size << "\n";
+    std::ofstream(d / "type") << type << "\n";
+  };
+  index(0, 1, "32K", "Data");
+  index(1, 1, "32K", "Instruction");
+  index(2, 2, "1024K", "Unified");
+  EXPECT_EQ(ref::last_level_cache_bytes_sysfs(dir), 1048576u);
+  index(3, 3, "32768K", "Unified");
+  EXPECT_EQ(ref::last_level_cache_bytes_sysfs(dir), 33554432u);
+  index(4, 4, "2M", "Instruction");  // an instruction cache, however high, is not where the read lands
+  EXPECT_EQ(ref::last_level_cache_bytes_sysfs(dir), 33554432u);
+  std::filesystem::remove_all(dir);
+}

@@ -309,6 +309,10 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->clock_halved = true;
     return true;
   }
+  if (name == "probe_llc_as_l2") {
+    out->llc_as_l2 = true;
+    return true;
+  }
   if (name == "probe_prefers_avx2") {
     out->prefers_avx2 = true;
     return true;

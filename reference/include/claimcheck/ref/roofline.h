@@ -58,6 +58,9 @@ Microarch identify_microarch(const CpuIdentity& cpu, const std::filesystem::path
 
 // Physical cores among the CPUs of this process's affinity mask (SMT siblings count once; sysfs topology).
 int usable_physical_cores();
+// The size of the highest cache level sysfs lists for one CPU (its index*/level and size; instruction caches left
+// out), 0 where it lists none: the answer key's reading, apart from the bandwidth probe's.
+std::size_t last_level_cache_bytes_sysfs(const std::filesystem::path& cache_dir = "/sys/devices/system/cpu/cpu0/cache");
 
 // A GEMV over NF4 weights dequantised in registers spends, per weight, its multiply-add (2 FLOP) and as many vector
 // operations again to unpack the nibble and look it up in the 16-entry table: 4 FLOP-equivalents at the roof of the
