@@ -40,7 +40,7 @@ ref::CpuIdentity cpuinfo_of(const std::string& text) {
   return ref::parse_cpuinfo(in, "text");
 }
 ref::CpuIdentity recorded_machine(const std::string& name) {
-  const auto path = fs::path(CLAIMCHECK_SOURCE_DIR) / "tests/data/machines" / (name + ".cpuinfo");
+  const auto path = fs::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/machines" / (name + ".cpuinfo");
   std::ifstream in(path);
   return ref::parse_cpuinfo(in, path.string());
 }

@@ -1,5 +1,5 @@
 // The roofline's answer key (reference/src/roofline.cpp): the theoretical peak, /proc/cpuinfo as each machine met
-// wrote it (tests/data/machines/), the microarchitecture table's rules and refusals, the knee of a batch sweep.
+// wrote it (reference/data/machines/), the microarchitecture table's rules and refusals, the knee of a batch sweep.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -18,9 +18,9 @@ namespace ref = claimcheck::ref;
 namespace {
 const std::filesystem::path kUarchTable =
     std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/hardware/cpu-uarch.json";
-// The first processor of a machine's /proc/cpuinfo as recorded in tests/data/machines/.
+// The first processor of a machine's /proc/cpuinfo as recorded in reference/data/machines/.
 ref::CpuIdentity machine(const std::string& name) {
-  const auto path = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "tests/data/machines" / (name + ".cpuinfo");
+  const auto path = std::filesystem::path(CLAIMCHECK_SOURCE_DIR) / "reference/data/machines" / (name + ".cpuinfo");
   std::ifstream in(path);
   return ref::parse_cpuinfo(in, path.string());
 }
