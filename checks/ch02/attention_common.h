@@ -59,12 +59,14 @@ struct Err {
   double max_abs = 0;
   long nonfinite = 0;
 };
+// The largest |got - ref|; an element non-finite on either side is counted, not compared (a reference that overflows
+// on large logits must not drop out of the comparison as a NaN would from std::max).
 template <typename A, typename B>
 Err max_error(const A& got, const B& ref) {
   Err e;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = static_cast<double>(got[i]);
-    if (!std::isfinite(g)) {
+    if (!std::isfinite(g) || !std::isfinite(static_cast<double>(ref[i]))) {
       ++e.nonfinite;
       continue;
     }

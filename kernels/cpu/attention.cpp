@@ -156,7 +156,9 @@ CC_INLINE void tiled_tile(const Args<T>& a, long bh, int qt) {
         S[r][j] = (j <= last && j < cols) ? srow[j] : -std::numeric_limits<T>::infinity();
     }
     for (int r = 0; r < rows; ++r) {
-      T mt = m[r];
+      // (A planted fault takes each key tile's own max, not the running one: exact on small logits, whose rescale
+      // exp(m - mt) > 1 then stays finite; on large ones the rescale overflows.)
+      T mt = a.f.tile_local_max ? -std::numeric_limits<T>::infinity() : m[r];
       for (int j = 0; j < kTileK; ++j) mt = std::max(mt, S[r][j]);
       if (a.f.no_max_subtraction) mt = 0;
       const T corr =
@@ -530,6 +532,8 @@ bool parse_attention_fault(const std::string& name, AttentionFaults* f) {
     f->v3_narrow_first = true;
   else if (name == "v3_tile_emulated")
     f->v3_tile_emulated = true;
+  else if (name == "tile_local_max")
+    f->tile_local_max = true;
   else
     return false;
   return true;

@@ -22,6 +22,7 @@ struct AttentionFaults {
   bool mask_off_by_one = false;     // lets query i see key i + 1
   bool v3_narrow_first = false;     // v3 dispatched to the AVX2 tile where the AVX-512 one runs
   bool v3_tile_emulated = false;    // v3 reports the AVX-512 tile and runs its emulation on AVX2 registers
+  bool tile_local_max = false;      // v2's online softmax takes each key tile's max, not the running one
 };
 
 struct AttentionOptions {
