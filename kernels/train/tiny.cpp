@@ -135,6 +135,10 @@ FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uin
   if (fault == "norms_drawn") c.draw_norms = true;     // a planted fault: LayerNorm's gains drawn near 0
   torch::manual_seed(seed);
   TinyGPT model(c);
+  if (fault == "head_zero_init") {  // a planted fault: the head zeroed, as some recipes start a classifier
+    torch::NoGradGuard ng;
+    model->head->weight.zero_();
+  }
   FirstLoss out;
   for (const auto& p : model->named_parameters()) {
     const torch::Tensor f = p.value().detach().to(torch::kFloat32).contiguous().flatten();
@@ -143,6 +147,7 @@ FirstLoss tiny_first_loss(const TinyConfig& config, const Corpus& data, std::uin
                                  ? &out.init_biases
                                  : nullptr;
     if (to) to->insert(to->end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    if (to == &out.init_weights) out.init_weight_sizes.push_back(static_cast<std::size_t>(f.numel()));
     if (p.key().find("ln") != std::string::npos && p.value().dim() == 1) {
       auto* norm = p.key().find("bias") != std::string::npos ? &out.init_norm_shifts : &out.init_norm_gains;
       norm->insert(norm->end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
@@ -434,6 +439,13 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
   const ScopedIntraOpThreads threads_guard(fault == "autocast_threads_ignored" ? 0 : threads);
   torch::manual_seed(seed);
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  {  // Row 0 of a: 1 + 2^-10 on its first half, -1 on the rest; column 0 of b: ones. In bf16, 1 + 2^-10 is 1 and
+    // the product's element (0, 0) is 0; in fp32 it is n / 2 x 2^-10 (the checks read which one each side ran).
+    torch::NoGradGuard ng;
+    a[0].slice(0, 0, n / 2).fill_(1.0 + std::ldexp(1.0, -10));
+    a[0].slice(0, n / 2).fill_(-1.0);
+    b.select(1, 0).fill_(1.0);
+  }
   // A planted fault: oneDNN switched off (as `torch.backends.mkldnn.flags(enabled=False)` does), so the bf16 matmul
   // falls back to ATen's own loops and a CPU's bf16 instructions go unused.
   const bool onednn_before = at::globalContext().userEnabledMkldnn();
@@ -447,7 +459,11 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
     // Planted faults: one side multiplies by b's transpose (the same work, the wrong product).
     const bool transposed = fault == (autocast ? "autocast_matmul_transposed" : "fp32_matmul_transposed");
     const torch::Tensor rhs = transposed ? b.t().contiguous() : b;
-    auto out = torch::matmul(a, rhs);  // warm-up (and the dtype seen inside)
+    // A planted fault: the autocast side's matmul run in fp32 and its output cast to bf16 (the dtype is right).
+    const bool cast_after = autocast && fault == "autocast_output_cast";
+    if (cast_after) compat::set_cpu_autocast(false);
+    auto product = [&] { return cast_after ? torch::matmul(a, rhs).to(torch::kBFloat16) : torch::matmul(a, rhs); };
+    auto out = product();  // warm-up (and the dtype seen inside)
     // The best of at least `repeats` runs and of at least 0.25 s of them: the fast side (fp32, ~10 ms) gets tens of
     // tries, so that a run interrupted by a neighbour on a shared machine is not its best (best of 2 read 25x once
     // under load, 57-75x quiet, on the AVX2 EPYC).
@@ -456,7 +472,7 @@ Bf16Timing cpu_bf16_autocast(std::uint64_t seed, int n, int repeats, const std::
     const auto w0 = std::chrono::steady_clock::now();
     for (int i = 0; i < repeats || spent < 0.25; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      out = torch::matmul(a, rhs);
+      out = product();
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best = std::min(best, dt);
       spent += dt;

@@ -71,11 +71,13 @@ struct TrainResult {
 struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step
   std::vector<float> init_weights;  // every matrix of the fresh model as drawn (embeddings, projections; no norms)
+  std::vector<std::size_t> init_weight_sizes;  // each matrix's elements, in init_weights' order
   std::vector<float> init_biases;   // every bias of its Linear layers as initialised (not the norms')
   std::vector<float> init_norm_gains, init_norm_shifts;  // every LayerNorm's weight and bias as initialised
 };
 // Planted faults "large_init": weights drawn with std 1, not the config's; "biases_drawn": biases not zeroed;
-// "norms_drawn": the LayerNorms' gains and shifts drawn N(0, init_std) as the matrices are.
+// "norms_drawn": the LayerNorms' gains and shifts drawn N(0, init_std) as the matrices are; "head_zero_init": the
+// output head's matrix zeroed (the first loss is then ln V exactly).
 FirstLoss tiny_first_loss(const TinyConfig& c, const Corpus& data, std::uint64_t seed, int batch,
                           const std::string& fault = "");
 TrainResult train_tiny(const TinyConfig& c, const Corpus& data, const TrainOptions& o);
