@@ -30,6 +30,12 @@ static void cpu_bf16_autocast(claimcheck::Context& ctx) {
   ctx.measure("bf16_output_matches_reference",
               sized ? ref::matmul_sampled_error(t.a.data(), t.b.data(), t.n, t.bf16_out.data(), true) : INFINITY,
               "ratio");
+  // Element (0, 0), whose inputs the kernel's code sets (row 0 of a: 1 + 2^-10 then -1; column 0 of b: ones): 0 where
+  // the inputs were rounded to bf16 (1 + 2^-10 is 1 there), n / 2 x 2^-10 in fp32. A bf16 output of an fp32 matmul
+  // has the right dtype and a small error; only this element tells it from a bf16 matmul.
+  const double fp32_00 = static_cast<double>(t.n / 2) * std::ldexp(1.0, -10);
+  ctx.measure_bool("inputs_rounded_to_bf16", sized && std::fabs(t.bf16_out[0]) <= std::ldexp(1.0, -12) &&
+                                                 std::fabs(t.fp32_out[0] - fp32_00) <= 1e-6 * fp32_00);
   ctx.measure("threads_busy", t.cpu_over_wall, "count");
   ctx.detail("seconds", {{"fp32", t.fp32_s}, {"bf16_autocast", t.bf16_autocast_s}, {"threads", 1}});
   const auto& hw = ctx.hardware();
