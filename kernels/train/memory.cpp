@@ -52,7 +52,8 @@ struct MasterAdamW {
         no_bias_correction(fault == "adamw_no_bias_correction"),
         eps_inside_sqrt(fault == "adamw_eps_inside_sqrt"),
         truncate_writeback(fault == "master_written_truncated"),
-        decay_vectors_only(fault == "master_decay_vectors_only") {
+        decay_vectors_only(fault == "master_decay_vectors_only"),
+        keep_fp32_grads(fault == "master_keeps_fp32_grads") {
     if (fault == "master_beta2_099") b2 = 0.99;  // a planted fault: beta2 0.99 (PyTorch's is 0.999)
     torch::NoGradGuard ng;
     for (const auto& p : params)
@@ -73,6 +74,7 @@ struct MasterAdamW {
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (!params[i].grad().defined()) continue;
       auto g = params[i].grad().to(torch::kFloat);
+      if (keep_fp32_grads) kept.push_back(g);  // a planted fault: each step's fp32 gradient kept, owned by no role
       // (A planted fault decays the 1-D tensors only, as GPT-2's recipes do, where the series' optimizer decays all.)
       const double decay = decay_vectors_only && master[i].dim() != 1 ? 0.0 : wd;
       if (coupled_decay)
@@ -93,11 +95,11 @@ struct MasterAdamW {
         params[i].copy_(master[i]);
     }
   }
-  std::vector<torch::Tensor> params, master, m, v;
+  std::vector<torch::Tensor> params, master, m, v, kept;
   double lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
   long t = 0;
   bool state_like_params = false, coupled_decay = false, no_bias_correction = false, eps_inside_sqrt = false,
-       truncate_writeback = false, decay_vectors_only = false;
+       truncate_writeback = false, decay_vectors_only = false, keep_fp32_grads = false;
 };
 
 using Owners = std::unordered_map<const void*, std::string>;
