@@ -3,6 +3,11 @@
 #include "claimcheck/check.h"
 #include "claimcheck/records.h"
 
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 static void seven_records(claimcheck::Context& ctx) {
@@ -19,5 +24,26 @@ static void seven_records(claimcheck::Context& ctx) {
   if (records.is_object() && records.contains("commit") && records["commit"].is_object())
     ctx.detail("commit", records["commit"]);
   ctx.assumption("a record counts when it is present and not empty; the commit is read from git at run time");
+
+  // And two of them against what they name, read here apart from the harness: the seed is this run's, and the
+  // commit is the checkout's HEAD as git prints it (a run elsewhere than a git checkout has none to compare).
+  ctx.measure_bool("seed_is_the_runs", records.is_object() && records.contains("seed") &&
+                                           records["seed"].is_number_unsigned() &&
+                                           records["seed"].get<std::uint64_t>() == ctx.seed());
+  std::string head;
+  const std::string cmd = "git -C '" + ctx.root().string() + "' rev-parse HEAD 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[128];
+    while (std::fgets(buf, sizeof buf, p)) head += buf;
+    if (pclose(p) != 0) head.clear();
+  }
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+  if (head.empty()) {
+    ctx.pending("the commit against git's HEAD: " + ctx.root().string() + " is not a git checkout git can read");
+    return;
+  }
+  const bool sha = records.is_object() && records.contains("commit") && records["commit"].is_object() &&
+                   records["commit"].contains("sha") && records["commit"]["sha"].is_string();
+  ctx.measure_bool("commit_is_head", sha && records["commit"]["sha"].get<std::string>() == head);
 }
 CLAIMCHECK_REGISTER(seven_records).claim("ch06.seven_records");

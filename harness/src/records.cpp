@@ -180,7 +180,9 @@ json build_records(const RecordInputs& in) {
   auto commit = run_command({"git", "-C", in.root.string(), "rev-parse", "HEAD"});
   if (commit) {
     auto dirty = run_command({"git", "-C", in.root.string(), "status", "--porcelain", "--untracked-files=no"});
-    r["commit"] = {{"sha", *commit}, {"dirty", dirty && !dirty->empty()}};
+    // (A planted fault records the commit abbreviated, as `git describe` would: no longer a name of the tree.)
+    const bool short_sha = in.run_config.value("planted_fault", "") == "records_short_commit";
+    r["commit"] = {{"sha", short_sha ? commit->substr(0, 7) : *commit}, {"dirty", dirty && !dirty->empty()}};
   } else {
     r["commit"] = nullptr;  // not a git checkout: the record is missing, and ch06.seven_records says so
   }
@@ -196,7 +198,8 @@ json build_records(const RecordInputs& in) {
   r["data_revision"] = {{"sha256", tree_hash(in.root, data)}, {"covers", covers}};
   r["config"] = in.run_config;
   r["environment"] = environment_record();
-  r["seed"] = in.seed;
+  // (A planted fault records the default seed, not the run's: a run given --seed would not be reproduced.)
+  r["seed"] = in.run_config.value("planted_fault", "") == "records_default_seed" ? std::uint64_t{0} : in.seed;
   r["hardware"] = in.hardware ? to_json(*in.hardware) : json(nullptr);
   r["logs"] = in.logs;
   return r;
