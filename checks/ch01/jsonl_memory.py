@@ -29,6 +29,10 @@ print(sum(lengths(read(sys.argv[1]))))
 """
 # A planted fault: the pipeline is built and never driven (its generator printed, not summed).
 STREAM_NOT_DRIVEN = STREAM.replace("print(sum(lengths(read(sys.argv[1]))))", "print(lengths(read(sys.argv[1])))")
+# A planted fault: the per-row lengths collected in a list before they are summed (a small object per row).
+STREAM_LENGTHS_LISTED = STREAM.replace("print(sum(lengths(read(sys.argv[1]))))",
+                                       "print(sum(list(lengths(read(sys.argv[1])))))")
+assert STREAM_LENGTHS_LISTED != STREAM
 # A planted fault: the "pipeline" materialises a list after all.
 STREAM_AS_LIST = STREAM.replace("yield json.loads(line)", "pass\n    return [json.loads(l) for l in open(path, encoding='utf-8')]")
 
