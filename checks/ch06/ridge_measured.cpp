@@ -101,7 +101,8 @@ static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
   ctx.measure_bool("probe_isa_is_widest", roof.peak.isa == ch06::widest_fp32_isa(ctx.hardware()));
   ctx.detail("probe_isa", roof.peak.isa);
   // The probe on every vector path this CPU runs (a CPU without AVX-512 dispatches to the AVX2 one), one thread each
-  // against its own table figure at the same clock: the share farthest from 1, and its path.
+  // against its own table figure at the same clock: the share farthest from 1, and its path. The best of 7 passes: a
+  // fresh clone's suite read the AVX2 path at 0.78 once with 3 (a moment of the host's, no load the guest saw).
   const double clock1 = fma.flop_per_cycle > 0 ? fma.theory_one / fma.flop_per_cycle : 0;
   if (clock1 > 0) {
     double worst = 1;
@@ -112,7 +113,7 @@ static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
         why_not += (why_not.empty() ? "" : "; ") + path + ": no table figure";
         continue;
       }
-      const double one = ch06::K::measure_fma_peak_on(path, 1, roof.faults, 3).flops_per_s;
+      const double one = ch06::K::measure_fma_peak_on(path, 1, roof.faults, 7).flops_per_s;
       const double share =
           one / ch06::ref::theoretical_peak_flops(1, clock1, ch06::ref::nearest_figure(fig->second, one / clock1));
       if (!(std::fabs(share - 1) <= std::fabs(worst - 1))) worst = share, worst_path = path;
