@@ -71,9 +71,9 @@ static void bytes_per_param_measured(claimcheck::Context& ctx) {
   double leftover = 0;
   for (const train::StepMemory* m : {&a, &b}) {
     const auto& cat = m->timeline.back().bytes;
-    leftover = std::max(leftover, static_cast<double>(cat.at("autocast_copies") + cat.at("saved_activations") +
-                                                      cat.at("temporaries")) /
-                                      static_cast<double>(m->trainable));
+    leftover = std::max(
+        leftover, static_cast<double>(cat.at("autocast_copies") + cat.at("saved_activations") + cat.at("temporaries")) /
+                      static_cast<double>(m->trainable));
   }
   ctx.measure("forward_bytes_after_step", leftover, "B");
   const auto& fwd = a.timeline.at(1);

@@ -64,8 +64,8 @@ struct Engine {
 struct Roof {
   K::FlopsPeak peak;  // the fp32 FMA probe: the roof of every kernel here that converts bf16 to fp32 in registers
   K::Bandwidth bw;
-  K::ClockReading clock;  // the two clock chains, the higher of the readings before and after the peak probe
-  double clock_hz = 0;    // measured under load (the two chains agreeing)
+  K::ClockReading clock;    // the two clock chains, the higher of the readings before and after the peak probe
+  double clock_hz = 0;      // measured under load (the two chains agreeing)
   double clock_one_hz = 0;  // the same with one thread busy (the clock of the one-thread FMA rate)
   ref::CpuIdentity cpu;
   ref::Microarch uarch;

@@ -72,7 +72,7 @@ struct FirstLoss {
   double loss = 0;                  // nats, on `batch` training windows, before any step
   std::vector<float> init_weights;  // every matrix of the fresh model as drawn (embeddings, projections; no norms)
   std::vector<std::size_t> init_weight_sizes;  // each matrix's elements, in init_weights' order
-  std::vector<float> init_biases;   // every bias of its Linear layers as initialised (not the norms')
+  std::vector<float> init_biases;              // every bias of its Linear layers as initialised (not the norms')
   std::vector<float> init_norm_gains, init_norm_shifts;  // every LayerNorm's weight and bias as initialised
 };
 // Planted faults "large_init": weights drawn with std 1, not the config's; "biases_drawn": biases not zeroed;
