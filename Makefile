@@ -37,8 +37,9 @@ build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 	@date +%s > $(BUILD)/.claimcheck-t-built
 
-# Two passes: the timed tests first, one at a time (each runs alone: RUN_SERIAL), then the rest packed $(JOBS) at a
-# time. Mixed in one pass, ctest drains every slot before each of the ~60 timed tests (about 90 s of idle cores on 2);
+# Two passes: the tests that run alone first (label timed: a claim's time or rate, a benchmark, a timeout; RUN_SERIAL),
+# then the rest packed $(JOBS) at a time. Mixed in one pass, ctest drains every slot before each of the ~60 alone
+# (about 90 s of idle cores on 2);
 # the second pass leaves the planted-fault tests' fixture (figures_turned) to the tests it selects, which include
 # every untimed fault test (the timed ones ran in the first pass and left their flips).
 test: build
