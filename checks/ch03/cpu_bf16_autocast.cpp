@@ -1,6 +1,7 @@
 // ch03.cpu_bf16_autocast — 「CPU 上开 bf16 autocast 慢 30 倍：精度的收益来自硬件」
 // A matmul timed in fp32 and under bf16 autocast; the expectation follows this CPU's ISA.
 #include <cmath>
+#include <stdexcept>
 
 #include "claimcheck/check.h"
 #include "claimcheck/probe.h"
@@ -14,6 +15,10 @@ static void cpu_bf16_autocast(claimcheck::Context& ctx) {
   // One thread for both: the slow-down per core. With all threads the ratio also carries how many cores the fp32
   // BLAS gets and the bf16 fallback does not (one, here), and the machine's load: 80-118x on the 2-core VM.
   const int size = ctx.input("size").get<int>();
+  if (size < 2 || size % 2 != 0 || size > 16384)
+    throw std::invalid_argument(ctx.claim_id() +
+                                ": field 'inputs.size': expected an even size from 2 to 16384 (row 0's "
+                                "halves are its probe of bf16 inputs)");
   const auto t = claimcheck::train::cpu_bf16_autocast(ctx.seed(), size, 2, ctx.planted_fault(), 1);
   ctx.measure(t.bf16_autocast_s / t.fp32_s, "x");
   ctx.measure("emulation_slowdown", t.bf16_autocast_s / t.fp32_s, "x");

@@ -93,6 +93,8 @@ static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
   // (cpufreq's maximum) is the higher; here it is not.
   if (fma.flop_per_cycle > 0 && roof.clock_one_hz > 0)
     ctx.measure("peak_at_measured_clock", fma.peak_one / (fma.flop_per_cycle * roof.clock_one_hz), "ratio");
+  else
+    ctx.pending("the FMA probe at the measured clock: " + (fma.why_not.empty() ? "no clock measured" : fma.why_not));
   ctx.measure("fma_cores_delivered", fma.cores_delivered(), "ratio");
   // Per thread it ran on: at most one thread's rate each (a rate of several threads counted twice reads 2).
   ctx.measure("fma_cores_per_thread", roof.threads > 0 ? fma.cores_delivered() / roof.threads : 0.0, "ratio");
@@ -179,7 +181,7 @@ static void probe_statements(claimcheck::Context& ctx, const ch06::Roof& roof) {
                                               odd.checksum == fill_sum(odd.array_bytes) && odd.array_bytes > 0 &&
                                               own_sum == own_want);
   // The read array against the last-level cache the answer key reads (the highest level sysfs lists): at least 4x,
-  // or some of the read comes from the cache and the roof is too high (an array sized by the level-2 cache fits in a
+  // or some of the read comes from the cache and the roof is too high (an array sized by a lower level fits in a
   // large L3).
   const std::size_t llc = ch06::ref::last_level_cache_bytes_sysfs();
   if (llc > 0)

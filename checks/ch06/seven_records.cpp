@@ -26,10 +26,10 @@ static void seven_records(claimcheck::Context& ctx) {
   ctx.assumption("a record counts when it is present and not empty; the commit is read from git at run time");
 
   // And two of them against what they name, read here apart from the harness: the seed is this run's, and the
-  // commit is the checkout's HEAD as git prints it (a run elsewhere than a git checkout has none to compare).
+  // commit is the checkout's HEAD as git prints it.
   ctx.measure_bool("seed_is_the_runs", records.is_object() && records.contains("seed") &&
-                                           records["seed"].is_number_unsigned() &&
-                                           records["seed"].get<std::uint64_t>() == ctx.seed());
+                                           records["seed"].is_number_integer() &&
+                                           records["seed"] == nlohmann::json(ctx.seed()));
   std::string head;
   const std::string cmd = "git -C '" + ctx.root().string() + "' rev-parse HEAD 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -38,12 +38,9 @@ static void seven_records(claimcheck::Context& ctx) {
     if (pclose(p) != 0) head.clear();
   }
   while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
-  if (head.empty()) {
-    ctx.pending("the commit against git's HEAD: " + ctx.root().string() + " is not a git checkout git can read");
-    return;
-  }
+  // (Outside a git checkout there is no HEAD: the commit record is missing too, and the claim fails on its count.)
   const bool sha = records.is_object() && records.contains("commit") && records["commit"].is_object() &&
                    records["commit"].contains("sha") && records["commit"]["sha"].is_string();
-  ctx.measure_bool("commit_is_head", sha && records["commit"]["sha"].get<std::string>() == head);
+  ctx.measure_bool("commit_is_head", sha && !head.empty() && records["commit"]["sha"].get<std::string>() == head);
 }
 CLAIMCHECK_REGISTER(seven_records).claim("ch06.seven_records");

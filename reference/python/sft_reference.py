@@ -13,7 +13,8 @@ causal LM applies). The loop: cross-entropy in fp32 with ignore_index=-100, back
 AdamW(LR, weight_decay WD), zero_grad(set_to_none=True).
 
 Figures (the pydriver protocol, details under "pytorch"):
-  sft_batches_mismatch  rows of the exported x.s / y.s that differ from this side's batch s
+  sft_batches_mismatch  rows of the exported x.s / y.s that differ from this side's batch s, plus the parameters
+                        whose names or shapes differ from this side's model (the sizes passed here)
   sft_loop_vs_pytorch   each exported step's loss and pre-clip gradient norm against this side's loop on its own
                         batches: the worst, in assert_close's fp32 units (<= 1 accepts)
   sft_weights_vs_pytorch_over_lr   the parameters after the last exported step: the largest difference over lr

@@ -89,7 +89,7 @@ CPU_FORM_ONLY = {("probe_few_chains", "ch06.mfu"), ("probe_scalar", "ch06.decode
                  ("matmul_drop_last_k", "ch06.prefill_ms"), ("stack_flops_fma_as_one", "ch06.decode_measured"),
                  ("probe_read_overcount", "ch06.decode_intensity"), ("stack_input_bf16", "ch06.decode_measured"),
                  ("stack_input_bf16", "ch06.decode_4bit"), ("probe_clock_miscount", "ch06.ridge_measured"),
-                 ("probe_clock_halved", "ch06.ridge_measured"), ("probe_llc_as_l2", "ch06.ridge_measured"),
+                 ("probe_clock_halved", "ch06.ridge_measured"), ("probe_llc_as_l1", "ch06.ridge_measured"),
                  ("probe_avx2_overcount", "ch06.ridge_measured"), ("matmul_accumulates", "ch06.prefill_ms"),
                  ("nf4_dequant_high_first", "ch06.decode_4bit"), ("tiny_step_targets_inputs", "ch06.mfu"),
                  ("probe_prefers_avx2", "ch06.ridge_measured"), ("stack_q_skipped", "ch06.decode_measured"),

@@ -116,7 +116,7 @@ float fill_value(std::size_t i) { return static_cast<float>(i & 7U); }
 
 }  // namespace
 
-std::size_t last_level_cache_bytes(bool level2_only) {
+std::size_t last_level_cache_bytes(bool level1_only) {
   std::size_t best = 0;
   for (int idx = 0; idx < 8; ++idx) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
@@ -130,7 +130,7 @@ std::size_t last_level_cache_bytes(bool level2_only) {
     else if (s.back() == 'M')
       mult = 1024 * 1024, s.pop_back();
     const std::size_t bytes = std::strtoull(s.c_str(), nullptr, 10) * mult;
-    if (level2_only ? level == 2 : level >= 2) best = std::max(best, bytes);
+    if (level1_only ? level == 1 : level >= 2) best = std::max(best, bytes);
   }
   return best;
 }
@@ -186,8 +186,10 @@ Bandwidth measure_bandwidth(int threads, std::size_t array_bytes, int passes, co
   threads = std::max(1, threads);
   Bandwidth bw;
   bw.threads = threads;
-  bw.llc_bytes = last_level_cache_bytes(f.llc_as_l2);
-  if (array_bytes == 0) array_bytes = std::max<std::size_t>(4 * bw.llc_bytes, std::size_t{64} << 20);
+  bw.llc_bytes = last_level_cache_bytes(f.llc_as_l1);
+  // (A planted fault sizes the array by the level-1 cache, without the floor: a read from the caches.)
+  if (array_bytes == 0)
+    array_bytes = f.llc_as_l1 ? 4 * bw.llc_bytes : std::max<std::size_t>(4 * bw.llc_bytes, std::size_t{64} << 20);
   const std::size_t n = array_bytes / sizeof(float) / 64 * 64;
   bw.array_bytes = n * sizeof(float);
   // Each thread's chunk of [0, len), 64-element aligned; the thread that reads a chunk also first touches it.

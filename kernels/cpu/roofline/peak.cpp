@@ -309,8 +309,8 @@ bool parse_roofline_fault(const std::string& name, RooflineFaults* out) {
     out->clock_halved = true;
     return true;
   }
-  if (name == "probe_llc_as_l2") {
-    out->llc_as_l2 = true;
+  if (name == "probe_llc_as_l1") {
+    out->llc_as_l1 = true;
     return true;
   }
   if (name == "probe_prefers_avx2") {

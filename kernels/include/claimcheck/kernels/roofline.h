@@ -29,7 +29,7 @@ struct RooflineFaults {
   bool read_overcount = false;  // the read probe's array counted 1.5x the bytes it holds (measure_bandwidth only)
   bool clock_miscount = false;  // the first clock chain counts 34 operations per pass of 32 (its loop's dec and jnz)
   bool clock_halved = false;    // both clock chains count 16 operations per pass of 32: a clock read at half
-  bool llc_as_l2 = false;       // the read probe sizes its array by the level-2 cache, not the last level
+  bool llc_as_l1 = false;       // the read probe sizes its array by the level-1 cache (no floor), not the last level
   bool avx2_overcount = false;  // the AVX2 FMA probe counts 16 lanes per ymm FMA (the zmm kernel's figure)
   bool prefers_avx2 = false;    // the FMA probe dispatches to the narrowest vector path first, not the widest
   bool bf16_as_fma = false;     // the bf16 dot-product probe counts a lane's pair of products as one FMA (half)
@@ -37,7 +37,7 @@ struct RooflineFaults {
   bool amx_k16 = false;             // the AMX probe counts 16 pairs per tile product where a bf16 tile holds 32 (half)
 };
 // Parses "probe_few_chains" / "probe_scalar" / "probe_read_skips" / "probe_counts_double" / "probe_read_overcount" /
-// "probe_clock_miscount" / "probe_clock_halved" / "probe_llc_as_l2" / "probe_avx2_overcount" / "probe_prefers_avx2" /
+// "probe_clock_miscount" / "probe_clock_halved" / "probe_llc_as_l1" / "probe_avx2_overcount" / "probe_prefers_avx2" /
 // "probe_threads_twice" / "probe_fill_floor" / "probe_bf16_as_fma" / "probe_bf16_lanes_doubled" / "probe_amx_k16";
 // "" = none. Returns false for a name that is not a probe fault.
 bool parse_roofline_fault(const std::string& name, RooflineFaults* out);
@@ -118,7 +118,7 @@ double measure_read_seconds(const std::vector<std::pair<const void*, std::size_t
                             int passes = 3, const RooflineFaults& f = {}, double* checksum = nullptr);
 
 // The last-level cache size from sysfs (bytes; 0 when unknown).
-std::size_t last_level_cache_bytes(bool level2_only = false);  // (level2_only: a planted fault's reading)
+std::size_t last_level_cache_bytes(bool level1_only = false);  // (level1_only: a planted fault's reading)
 // "avx512", "avx2", "neon" (AArch64) or "portable": the path measure_fma_peak dispatches to on this CPU.
 std::string roofline_simd_path();
 
