@@ -401,6 +401,18 @@ def peft_counts(a):
     emit([], {"peft_counts": counts})
 
 
+def routed_away_params(model, cfg):
+    """The parameters of transformers' model for cfg that a token does not meet: in each sparse layer, the experts it
+    is not routed to (each expert's share of the layer's experts, measured on the modules). 0 for a dense model."""
+    inactive = 0
+    for layer in model.model.layers:
+        experts = getattr(layer.mlp, "experts", None)
+        if experts is not None:
+            e = cfg.num_local_experts if hasattr(cfg, "num_local_experts") else cfg.num_experts
+            inactive += sum(x.numel() for x in experts.parameters()) // e * (e - cfg.num_experts_per_tok)
+    return inactive
+
+
 def param_counts(a):
     """For each config: transformers' model built on the meta device (no memory), its parameters, those a token
     meets (the model less, in each sparse layer, the experts it is not routed to: each expert's share of the layer's
@@ -420,12 +432,7 @@ def param_counts(a):
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(cfg)
         params = sum(x.numel() for x in model.parameters())
-        inactive = 0
-        for layer in model.model.layers:
-            experts = getattr(layer.mlp, "experts", None)
-            if experts is not None:
-                e = cfg.num_local_experts if hasattr(cfg, "num_local_experts") else cfg.num_experts
-                inactive += sum(x.numel() for x in experts.parameters()) // e * (e - cfg.num_experts_per_tok)
+        inactive = routed_away_params(model, cfg)
         with torch.device("meta"):
             pm = get_peft_model(model, LoraConfig(r=a.r, target_modules=a.targets.split(",")), low_cpu_mem_usage=True)
         lora = sum(x.numel() for x in pm.parameters() if x.requires_grad)
